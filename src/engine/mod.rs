@@ -1,0 +1,39 @@
+//! The rules of All Fives, pure: no I/O, no async, no protobuf, no crypto.
+//! Deterministic given a seed. `shared/RULES.md` is the authority; each file names the
+//! sections it implements.
+//!
+//! # Layout
+//! - [`tile`]: the 28 tiles and bitmask tile sets.
+//! - [`rules`]: rule options (players, partnership, hand size, target, settlement).
+//! - [`layout`]: the table: line, spinner, open ends, the count.
+//! - [`scoring`]: rounding and settlement of a finished hand.
+//! - [`hand`]: one hand: the deal, hands, boneyard, turn.
+//! - [`game`]: the game and its actions (deal, play, draw), passes, hand and game end.
+//! - [`event`]: what actions report.
+//! - [`sheet`]: the score sheet, one row per hand.
+//! - [`view`]: what a seat may see.
+//! - [`bot`]: random and greedy players for simulation.
+
+pub mod bot;
+pub mod error;
+pub mod event;
+pub mod game;
+pub mod hand;
+pub mod layout;
+pub mod rules;
+pub mod scoring;
+pub mod sheet;
+pub mod tile;
+pub mod view;
+
+#[cfg(test)]
+mod properties;
+
+pub use error::{Error, Phase};
+pub use event::{Event, HandEnd, HandResult};
+pub use game::{Action, Game, Move};
+pub use layout::{Arm, End, Layout, OpenEnd, Placement};
+pub use rules::{HandSizeRule, Rules, Seat, SettlementRule, Side};
+pub use sheet::{ScoreSheet, SheetRow};
+pub use tile::{Tile, TileSet};
+pub use view::View;
