@@ -97,7 +97,11 @@ impl Hand {
     pub(crate) fn draw(&mut self) -> Option<Tile> {
         let len = self.boneyard_len.checked_sub(1)?;
         self.boneyard_len = len;
-        Some(self.boneyard[usize::from(len)])
+        // Blank the slot so equal hands compare equal whatever was drawn.
+        Some(std::mem::replace(
+            &mut self.boneyard[usize::from(len)],
+            Tile::DOUBLE_BLANK,
+        ))
     }
 }
 

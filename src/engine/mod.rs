@@ -13,8 +13,10 @@
 //! - [`sheet`]: the score sheet, one row per hand.
 //! - [`view`]: what a seat may see.
 //! - [`bot`]: random and greedy players for simulation.
+//! - [`check`]: consistency checks for a game rebuilt from a token.
 
 pub mod bot;
+pub mod check;
 pub mod error;
 pub mod event;
 pub mod game;
@@ -29,6 +31,7 @@ pub mod view;
 #[cfg(test)]
 mod properties;
 
+pub use check::Inconsistency;
 pub use error::{Error, Phase};
 pub use event::{Event, HandEnd, HandResult};
 pub use game::{Action, Game, Move};

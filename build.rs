@@ -1,0 +1,35 @@
+//! Compiles the protos with protox (pure Rust, no `protoc` needed).
+//!
+//! - `proto/allfives/v1/allfives.proto`: the public API; server and client code, and
+//!   its encoded descriptor set (with imports and comments) written to
+//!   `$OUT_DIR/allfives_descriptor.bin` for gRPC reflection.
+//! - `proto/allfives/internal/v1/state.proto`: the state token's internal encoding;
+//!   messages only, and kept out of the reflection descriptor set.
+
+use std::env;
+use std::error::Error;
+use std::path::PathBuf;
+
+const PUBLIC: &str = "allfives/v1/allfives.proto";
+const INTERNAL: &str = "allfives/internal/v1/state.proto";
+
+fn main() -> Result<(), Box<dyn Error>> {
+    println!("cargo:rerun-if-changed=proto");
+    let out_dir = PathBuf::from(env::var("OUT_DIR")?);
+
+    let fds = protox::compile([PUBLIC, INTERNAL], ["proto"])?;
+
+    // Reflection serves only the public API (and whatever it imports).
+    let mut public = fds.clone();
+    public.file.retain(|f| f.name() != INTERNAL);
+    std::fs::write(
+        out_dir.join("allfives_descriptor.bin"),
+        prost::Message::encode_to_vec(&public),
+    )?;
+
+    tonic_prost_build::configure()
+        .build_server(true)
+        .build_client(true)
+        .compile_fds(fds)?;
+    Ok(())
+}

@@ -1,0 +1,130 @@
+//! Consistency checks for a game rebuilt from outside (a decoded state token): every
+//! tile in exactly one place, seats and sides in range, scores matching the sheet, and
+//! a turn the rules could have reached. A game made by the engine always passes.
+
+use super::error::Phase;
+use super::game::Game;
+use super::tile::TileSet;
+
+/// The first inconsistency found, named for logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("inconsistent game: {0}")]
+pub struct Inconsistency(pub &'static str);
+
+impl Game {
+    /// Checks everything a game made by the engine guarantees.
+    pub fn check(&self) -> Result<(), Inconsistency> {
+        let fail = |what| Err(Inconsistency(what));
+        if self.rules.validate().is_err() {
+            return fail("rule options");
+        }
+        let players = self.rules.players;
+        let sides = self.rules.sides();
+        if self.scores[sides..].iter().any(|&s| s != 0) {
+            return fail("score of a side that does not exist");
+        }
+        if self.sheet.totals() != self.scores {
+            return fail("scores differ from the sheet");
+        }
+        if self.next_starter.is_some_and(|s| s >= players) {
+            return fail("next starter out of range");
+        }
+        let target = self.rules.target as i32;
+        match self.winner {
+            Some(w) if w >= sides || self.scores[w] < target => return fail("winner"),
+            None if self.scores.iter().any(|&s| s >= target) => {
+                return fail("target reached, no winner");
+            }
+            _ => {}
+        }
+        let Some(hand) = &self.hand else {
+            return if self.hands_dealt == 0 {
+                Ok(())
+            } else {
+                fail("hands dealt without a hand")
+            };
+        };
+        if hand.number != self.hands_dealt || hand.number == 0 {
+            return fail("hand number");
+        }
+        if hand.turn >= players {
+            return fail("turn out of range");
+        }
+        let mut seen = TileSet::EMPTY;
+        let mut count = 0;
+        let tiles = hand.hands.iter().flat_map(|h| h.iter());
+        let tiles = tiles.chain(hand.boneyard().iter().copied());
+        for tile in tiles.chain(hand.layout.placements().iter().map(|p| p.tile)) {
+            if seen.contains(tile) {
+                return fail("a tile in two places");
+            }
+            seen.insert(tile);
+            count += 1;
+        }
+        if count != 28 {
+            return fail("tiles missing");
+        }
+        if hand.hands[players..].iter().any(|h| !h.is_empty()) {
+            return fail("tiles held by a seat that does not exist");
+        }
+        if let Some(result) = &hand.result {
+            if result.hand != hand.number || result.hands != hand.hands {
+                return fail("hand result differs from the hand");
+            }
+        }
+        if self.phase() == Phase::Playing {
+            // A hand in play: nobody has gone out, and the seat on turn can act (it was
+            // not owed an automatic pass).
+            if (0..players).any(|s| hand.hands[s].is_empty()) {
+                return fail("a seat went out but the hand goes on");
+            }
+            if hand.boneyard().is_empty() && hand.playable(hand.turn).is_empty() {
+                return fail("the seat on turn can neither play nor draw");
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::game::tests::t;
+    use crate::engine::{Game, Rules};
+
+    #[test]
+    fn a_dealt_game_is_consistent_and_a_tampered_one_is_not() {
+        let mut game = Game::new(Rules::for_players(3), 4).unwrap();
+        assert_eq!(game.check(), Ok(()));
+        game.deal().unwrap();
+        assert_eq!(game.check(), Ok(()));
+
+        let mut g = game.clone();
+        let tile = g.hand(0).iter().next().unwrap();
+        g.hand.as_mut().unwrap().hands[1].insert(tile);
+        assert_eq!(g.check(), Err(Inconsistency("a tile in two places")));
+
+        let mut g = game.clone();
+        g.hand.as_mut().unwrap().hands[0].remove(tile);
+        assert_eq!(g.check(), Err(Inconsistency("tiles missing")));
+
+        let mut g = game.clone();
+        g.hand.as_mut().unwrap().turn = 3;
+        assert_eq!(g.check(), Err(Inconsistency("turn out of range")));
+
+        let mut g = game.clone();
+        g.scores[0] = 5;
+        assert_eq!(
+            g.check(),
+            Err(Inconsistency("scores differ from the sheet"))
+        );
+
+        let mut g = game.clone();
+        g.winner = Some(1);
+        assert_eq!(g.check(), Err(Inconsistency("winner")));
+
+        let mut g = game;
+        g.hand.as_mut().unwrap().hands[3].insert(t(6, 6));
+        assert!(g.check().is_err());
+    }
+}

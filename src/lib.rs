@@ -1,0 +1,3 @@
+pub mod engine;
+pub mod proto;
+pub mod state;

@@ -1,0 +1,29 @@
+//! The state token: the whole game, encoded and sealed, that every call carries.
+//!
+//! - [`codec`]: the engine's game <-> the token's plaintext, checked on the way in.
+//! - [`keyring`]: keys, key ids, the sealing key, parsing keys from configuration.
+//! - [`token`]: sealing and opening bytes under the ring.
+
+pub mod codec;
+pub mod keyring;
+pub mod token;
+
+pub use codec::{MATCH_ID_LEN, Record};
+pub use keyring::{KeyRing, KeyRingError};
+pub use token::TokenError;
+
+/// Encodes and seals a record.
+pub fn seal(ring: &KeyRing, record: &Record) -> Result<Vec<u8>, TokenError> {
+    token::seal(ring, &codec::encode(record))
+}
+
+/// Opens and decodes a token, refusing any game the engine could not have made.
+pub fn open(ring: &KeyRing, token: &[u8]) -> Result<Record, TokenError> {
+    let plaintext = token::open(ring, token)?;
+    codec::decode(&plaintext).map_err(|e| match e {
+        codec::DecodeError::UnsupportedFormat(v) => {
+            TokenError::UnsupportedVersion(u8::try_from(v).unwrap_or(u8::MAX))
+        }
+        codec::DecodeError::Corrupt(_) => TokenError::Corrupt,
+    })
+}

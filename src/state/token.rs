@@ -1,0 +1,156 @@
+//! Sealing and opening the bytes of a state token.
+//!
+//! A token is `version (1 byte) | key id (1 byte) | nonce (24 bytes) | ciphertext | tag
+//! (16 bytes)`, sealed with XChaCha20-Poly1305. The version and key id are bound to the
+//! ciphertext as associated data, so no byte of a token can change unnoticed. Random
+//! 192-bit nonces make nonce reuse negligible however many tokens one key seals.
+
+use chacha20poly1305::aead::AeadInOut;
+use chacha20poly1305::{Tag, XNonce};
+
+use super::keyring::KeyRing;
+
+/// The token framing this build writes and reads.
+pub const TOKEN_VERSION: u8 = 1;
+const NONCE_LEN: usize = 24;
+const TAG_LEN: usize = 16;
+const HEADER_LEN: usize = 2 + NONCE_LEN;
+/// Bytes a token adds to its plaintext.
+pub const OVERHEAD: usize = HEADER_LEN + TAG_LEN;
+/// Longest token accepted; anything longer is refused before any work.
+pub const MAX_TOKEN_LEN: usize = 1024;
+
+/// Why a token was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    #[error("the state token is empty, truncated or too long")]
+    Malformed,
+    #[error("the state token has format version {0}, which this server does not read")]
+    UnsupportedVersion(u8),
+    #[error("the state token was sealed with key id {0}, which this server does not hold")]
+    UnknownKey(u8),
+    #[error("the state token failed authentication: it was altered or not made by this service")]
+    Invalid,
+    #[error("the state token holds a game this server cannot accept")]
+    Corrupt,
+    #[error("the system random generator failed")]
+    Random,
+}
+
+/// Seals `plaintext` under the ring's active key.
+pub fn seal(ring: &KeyRing, plaintext: &[u8]) -> Result<Vec<u8>, TokenError> {
+    let (id, cipher) = ring.active();
+    let mut token = Vec::with_capacity(OVERHEAD + plaintext.len());
+    token.extend_from_slice(&[TOKEN_VERSION, id]);
+    let mut nonce = [0u8; NONCE_LEN];
+    getrandom::fill(&mut nonce).map_err(|_| TokenError::Random)?;
+    token.extend_from_slice(&nonce);
+    token.extend_from_slice(plaintext);
+    let (header, body) = token.split_at_mut(HEADER_LEN);
+    let tag = cipher
+        .encrypt_inout_detached(&XNonce::from(nonce), &header[..2], body.into())
+        .map_err(|_| TokenError::Malformed)?;
+    token.extend_from_slice(&tag);
+    Ok(token)
+}
+
+/// Opens a token sealed by any key of the ring, returning the plaintext.
+pub fn open(ring: &KeyRing, token: &[u8]) -> Result<Vec<u8>, TokenError> {
+    if token.len() < OVERHEAD || token.len() > MAX_TOKEN_LEN {
+        return Err(TokenError::Malformed);
+    }
+    let (header, rest) = token.split_at(HEADER_LEN);
+    if header[0] != TOKEN_VERSION {
+        return Err(TokenError::UnsupportedVersion(header[0]));
+    }
+    let cipher = ring
+        .get(header[1])
+        .ok_or(TokenError::UnknownKey(header[1]))?;
+    let nonce = XNonce::try_from(&header[2..]).map_err(|_| TokenError::Malformed)?;
+    let (body, tag) = rest.split_at(rest.len() - TAG_LEN);
+    let tag = Tag::try_from(tag).map_err(|_| TokenError::Malformed)?;
+    let mut plaintext = body.to_vec();
+    cipher
+        .decrypt_inout_detached(&nonce, &header[..2], plaintext.as_mut_slice().into(), &tag)
+        .map_err(|_| TokenError::Invalid)?;
+    Ok(plaintext)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(ids: &[u8], active: Option<u8>) -> KeyRing {
+        let keys = ids
+            .iter()
+            .map(|&id| (id, [id.wrapping_mul(31).wrapping_add(7); 32]))
+            .collect();
+        KeyRing::new(keys, active).unwrap()
+    }
+
+    #[test]
+    fn seals_and_opens_and_hides_the_plaintext() {
+        let r = ring(&[1], None);
+        let plaintext = b"the hands and the boneyard order";
+        let token = seal(&r, plaintext).unwrap();
+        assert_eq!(token.len(), plaintext.len() + OVERHEAD);
+        assert!(
+            !token.windows(9).any(|w| w == b"the hands"),
+            "plaintext is encrypted"
+        );
+        assert_eq!(open(&r, &token).unwrap(), plaintext);
+        assert_ne!(
+            seal(&r, plaintext).unwrap(),
+            token,
+            "a fresh nonce every time"
+        );
+    }
+
+    #[test]
+    fn every_single_bit_flip_is_refused() {
+        let r = ring(&[1, 2], None);
+        let token = seal(&r, b"0123456789").unwrap();
+        for i in 0..token.len() * 8 {
+            let mut t = token.clone();
+            t[i / 8] ^= 1 << (i % 8);
+            assert!(open(&r, &t).is_err(), "bit {i}");
+        }
+    }
+
+    #[test]
+    fn says_why_a_token_is_refused() {
+        let r = ring(&[1], None);
+        let token = seal(&r, b"x").unwrap();
+        assert_eq!(open(&r, &[]), Err(TokenError::Malformed));
+        assert_eq!(open(&r, &token[..10]), Err(TokenError::Malformed));
+        assert_eq!(
+            open(&r, &token[..token.len() - 1]),
+            Err(TokenError::Invalid)
+        );
+        assert_eq!(open(&r, &vec![1u8; 2000]), Err(TokenError::Malformed));
+        let mut t = token.clone();
+        t[0] = 9;
+        assert_eq!(open(&r, &t), Err(TokenError::UnsupportedVersion(9)));
+        let mut t = token.clone();
+        t[1] = 7;
+        assert_eq!(open(&r, &t), Err(TokenError::UnknownKey(7)));
+        let foreign = seal(&ring(&[1], None).clone(), b"x").unwrap();
+        let other = KeyRing::new(vec![(1, [0xAB; 32])], None).unwrap();
+        assert_eq!(
+            open(&other, &foreign),
+            Err(TokenError::Invalid),
+            "same id, other key"
+        );
+    }
+
+    #[test]
+    fn rotation_old_tokens_open_until_the_old_key_is_dropped() {
+        let old = ring(&[1], None);
+        let token = seal(&old, b"game").unwrap();
+        let both = ring(&[1, 2], Some(2));
+        assert_eq!(open(&both, &token).unwrap(), b"game");
+        assert_eq!(seal(&both, b"g").unwrap()[1], 2, "the new key seals");
+        let new_only = ring(&[2], None);
+        assert_eq!(open(&new_only, &token), Err(TokenError::UnknownKey(1)));
+    }
+}
