@@ -67,10 +67,10 @@ impl Game {
         if hand.hands[players..].iter().any(|h| !h.is_empty()) {
             return fail("tiles held by a seat that does not exist");
         }
-        if let Some(result) = &hand.result {
-            if result.hand != hand.number || result.hands != hand.hands {
-                return fail("hand result differs from the hand");
-            }
+        if let Some(result) = &hand.result
+            && (result.hand != hand.number || result.hands != hand.hands)
+        {
+            return fail("hand result differs from the hand");
         }
         if self.phase() == Phase::Playing {
             // A hand in play: nobody has gone out, and the seat on turn can act (it was

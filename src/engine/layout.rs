@@ -311,7 +311,7 @@ impl Layout {
 
 /// Points a placement scores: the count when it is a positive multiple of five.
 pub fn points_for(count: u32) -> u32 {
-    if count > 0 && count % 5 == 0 {
+    if count > 0 && count.is_multiple_of(5) {
         count
     } else {
         0

@@ -92,7 +92,7 @@ impl Rules {
                 reason: "needs exactly 4 players",
             });
         }
-        if self.target == 0 || self.target % 5 != 0 || self.target > MAX_TARGET {
+        if self.target == 0 || !self.target.is_multiple_of(5) || self.target > MAX_TARGET {
             return Err(Error::InvalidOption {
                 field: "target",
                 reason: "must be a positive multiple of 5, at most 10000",

@@ -344,7 +344,8 @@ mod tests {
             game,
         });
         let good = pb::State::decode(bytes.as_slice()).unwrap();
-        let cases: Vec<(&str, Box<dyn Fn(&mut pb::State)>)> = vec![
+        type Tamper = Box<dyn Fn(&mut pb::State)>;
+        let cases: Vec<(&str, Tamper)> = vec![
             ("format", Box::new(|s| s.format = 2)),
             (
                 "match id",
