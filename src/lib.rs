@@ -1,3 +1,6 @@
+pub mod config;
 pub mod engine;
 pub mod proto;
+pub mod server;
+pub mod service;
 pub mod state;

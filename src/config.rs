@@ -1,0 +1,429 @@
+//! Server configuration: every option is a command-line flag and an `ALLFIVES_*`
+//! environment variable (flags win), so the same binary runs by hand and in a container.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use tonic::codegen::http::HeaderValue;
+
+use crate::state::{KeyRing, KeyRingError};
+
+/// The All Fives game engine gRPC server.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "allfives", version, about)]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "ALLFIVES_ADDR", default_value = "[::]:50051")]
+    pub addr: SocketAddr,
+
+    /// Token keys, `<id>:<64 hex digits>` separated by commas or new lines; the first
+    /// seals unless --active-key-id names another. Without keys a random key is used.
+    #[arg(
+        long,
+        env = "ALLFIVES_KEYS",
+        hide_env_values = true,
+        conflicts_with = "keys_file",
+        value_parser = parse_key_text
+    )]
+    pub keys: Option<KeyText>,
+
+    /// File holding the token keys in the --keys format (e.g. a mounted Secret).
+    #[arg(long, env = "ALLFIVES_KEYS_FILE")]
+    pub keys_file: Option<PathBuf>,
+
+    /// Id of the key that seals new tokens (default: the first key).
+    #[arg(long, env = "ALLFIVES_ACTIVE_KEY_ID")]
+    pub active_key_id: Option<u8>,
+
+    /// Log output format.
+    #[arg(long, env = "ALLFIVES_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
+
+    /// Log filter, in `tracing` EnvFilter syntax (e.g. `info,allfives=debug`).
+    #[arg(long, env = "ALLFIVES_LOG", default_value = "info", value_parser = parse_log_filter)]
+    pub log_filter: String,
+
+    /// Longest a call may run, in milliseconds (a shorter client deadline wins).
+    #[arg(
+        long,
+        env = "ALLFIVES_REQUEST_TIMEOUT_MS",
+        default_value_t = 5000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub request_timeout_ms: u64,
+
+    /// Calls in flight per connection; more are refused with UNAVAILABLE.
+    #[arg(
+        long,
+        env = "ALLFIVES_CONCURRENCY_LIMIT",
+        default_value_t = 256,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub concurrency_limit: u32,
+
+    /// Largest request message, in bytes (requests are a token of at most 1 KiB plus
+    /// a few fields).
+    #[arg(
+        long,
+        env = "ALLFIVES_MAX_MESSAGE_BYTES",
+        default_value_t = 16384,
+        value_parser = clap::value_parser!(u32).range(1024..=4 * 1024 * 1024)
+    )]
+    pub max_message_bytes: u32,
+
+    /// Pause between reporting NOT_SERVING and closing the listener at shutdown, in
+    /// milliseconds, so health probes and load balancers stop sending new calls first.
+    #[arg(long, env = "ALLFIVES_SHUTDOWN_DELAY_MS", default_value_t = 2000)]
+    pub shutdown_delay_ms: u64,
+
+    /// Longest wait for in-flight calls to finish at shutdown, in seconds.
+    #[arg(long, env = "ALLFIVES_DRAIN_SECONDS", default_value_t = 10)]
+    pub drain_seconds: u64,
+
+    /// Close HTTP/2 connections gracefully after this many seconds so clients
+    /// reconnect and spread over replicas; 0 keeps them open.
+    #[arg(long, env = "ALLFIVES_MAX_CONNECTION_AGE_SECS", default_value_t = 300)]
+    pub max_connection_age_secs: u64,
+
+    /// HTTP/2 keepalive ping interval, in seconds; 0 turns pings off.
+    #[arg(long, env = "ALLFIVES_HTTP2_KEEPALIVE_SECS", default_value_t = 30)]
+    pub http2_keepalive_secs: u64,
+
+    /// Browser origins allowed to call through gRPC-Web, comma separated
+    /// (`https://app.example.com`), or `*` for any.
+    #[arg(
+        long,
+        env = "ALLFIVES_CORS_ORIGINS",
+        default_value = "*",
+        value_parser = parse_cors_origins
+    )]
+    pub cors_origins: CorsOrigins,
+
+    /// Tokio worker threads (default: the number of CPUs available to the process).
+    #[arg(
+        long,
+        env = "ALLFIVES_WORKER_THREADS",
+        value_parser = clap::value_parser!(u16).range(1..)
+    )]
+    pub worker_threads: Option<u16>,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Readable text, coloured on a terminal.
+    Human,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// Key ring configuration text; `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KeyText(pub String);
+
+impl fmt::Debug for KeyText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("KeyText(<redacted>)")
+    }
+}
+
+/// Which browser origins may call the service through gRPC-Web.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CorsOrigins {
+    /// Any origin (`*`).
+    Any,
+    /// Exactly these origins.
+    List(Vec<HeaderValue>),
+}
+
+/// A configuration problem; the message names the option to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("give either --keys (ALLFIVES_KEYS) or --keys-file (ALLFIVES_KEYS_FILE), not both")]
+    BothKeySources,
+    #[error("--active-key-id needs --keys or --keys-file")]
+    ActiveWithoutKeys,
+    #[error("cannot read --keys-file {path}: {source}")]
+    ReadKeysFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("bad token keys in {origin}: {source}")]
+    Keys {
+        origin: String,
+        source: KeyRingError,
+    },
+}
+
+impl Config {
+    /// The token key ring from `--keys` or `--keys-file`; with neither, a random key
+    /// for this process only (and a warning, since its tokens die with the process).
+    pub fn key_ring(&self) -> Result<KeyRing, ConfigError> {
+        let (text, origin) = match (&self.keys, &self.keys_file) {
+            (Some(_), Some(_)) => return Err(ConfigError::BothKeySources),
+            (Some(KeyText(text)), None) => (text.clone(), "--keys (ALLFIVES_KEYS)".to_owned()),
+            (None, Some(path)) => {
+                let text =
+                    std::fs::read_to_string(path).map_err(|source| ConfigError::ReadKeysFile {
+                        path: path.clone(),
+                        source,
+                    })?;
+                (text, format!("--keys-file {}", path.display()))
+            }
+            (None, None) => {
+                if self.active_key_id.is_some() {
+                    return Err(ConfigError::ActiveWithoutKeys);
+                }
+                let ring = KeyRing::ephemeral().map_err(|source| ConfigError::Keys {
+                    origin: "a random key".to_owned(),
+                    source,
+                })?;
+                tracing::warn!(
+                    "no --keys or --keys-file given: sealing tokens with a random key; \
+                     tokens will not survive a restart or work across replicas"
+                );
+                return Ok(ring);
+            }
+        };
+        KeyRing::parse(&text, self.active_key_id)
+            .map_err(|source| ConfigError::Keys { origin, source })
+    }
+}
+
+fn parse_key_text(s: &str) -> Result<KeyText, std::convert::Infallible> {
+    Ok(KeyText(s.to_owned()))
+}
+
+fn parse_log_filter(s: &str) -> Result<String, String> {
+    tracing_subscriber::EnvFilter::builder()
+        .parse(s)
+        .map(|_| s.to_owned())
+        .map_err(|e| format!("not a valid log filter: {e}"))
+}
+
+fn parse_cors_origins(s: &str) -> Result<CorsOrigins, String> {
+    let entries: Vec<&str> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .collect();
+    if entries.is_empty() {
+        return Err("give `*` or at least one origin".to_owned());
+    }
+    if entries.contains(&"*") {
+        return if entries.len() == 1 {
+            Ok(CorsOrigins::Any)
+        } else {
+            Err("`*` cannot be combined with other origins".to_owned())
+        };
+    }
+    entries
+        .into_iter()
+        .map(|origin| {
+            // Browsers send `scheme://host[:port]`, no path and no trailing slash.
+            let well_formed = origin.split_once("://").is_some_and(|(scheme, host)| {
+                !scheme.is_empty() && !host.is_empty() && !host.contains('/')
+            });
+            match HeaderValue::from_str(origin) {
+                Ok(value) if well_formed => Ok(value),
+                _ => Err(format!(
+                    "`{origin}` is not an origin like `https://app.example.com` \
+                     (no path, no trailing slash)"
+                )),
+            }
+        })
+        .collect::<Result<_, _>>()
+        .map(CorsOrigins::List)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    const KEY_A: &str = "1:0000000000000000000000000000000000000000000000000000000000000001";
+    const KEY_B: &str = "2:00000000000000000000000000000000000000000000000000000000000000ff";
+
+    fn parse(args: &[&str]) -> Result<Config, clap::Error> {
+        Config::try_parse_from(std::iter::once("allfives").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Config::command().debug_assert();
+    }
+
+    #[test]
+    fn every_option_has_an_env_var() {
+        for arg in Config::command().get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
+            }
+            let env = arg.get_env().and_then(|e| e.to_str());
+            assert!(
+                env.is_some_and(|e| e.starts_with("ALLFIVES_")),
+                "--{id} has no ALLFIVES_* env var"
+            );
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        // Only meaningful when no ALLFIVES_* variable is set in the test environment.
+        if std::env::vars().any(|(k, _)| k.starts_with("ALLFIVES_")) {
+            return;
+        }
+        let c = parse(&[]).expect("defaults parse");
+        assert_eq!(c.addr, "[::]:50051".parse().expect("addr"));
+        assert_eq!(c.keys, None);
+        assert_eq!(c.keys_file, None);
+        assert_eq!(c.active_key_id, None);
+        assert_eq!(c.log_format, LogFormat::Human);
+        assert_eq!(c.log_filter, "info");
+        assert_eq!(c.request_timeout_ms, 5000);
+        assert_eq!(c.concurrency_limit, 256);
+        assert_eq!(c.max_message_bytes, 16384);
+        assert_eq!(c.shutdown_delay_ms, 2000);
+        assert_eq!(c.drain_seconds, 10);
+        assert_eq!(c.max_connection_age_secs, 300);
+        assert_eq!(c.http2_keepalive_secs, 30);
+        assert_eq!(c.cors_origins, CorsOrigins::Any);
+        assert_eq!(c.worker_threads, None);
+    }
+
+    #[test]
+    fn flags() {
+        let c = parse(&[
+            "--addr",
+            "127.0.0.1:9000",
+            "--keys",
+            &format!("{KEY_A},{KEY_B}"),
+            "--active-key-id",
+            "2",
+            "--log-format",
+            "json",
+            "--log-filter",
+            "warn,allfives=debug",
+            "--request-timeout-ms",
+            "250",
+            "--concurrency-limit",
+            "8",
+            "--max-message-bytes",
+            "4096",
+            "--shutdown-delay-ms",
+            "0",
+            "--drain-seconds",
+            "3",
+            "--max-connection-age-secs",
+            "0",
+            "--http2-keepalive-secs",
+            "0",
+            "--cors-origins",
+            "https://a.example, http://localhost:5173",
+            "--worker-threads",
+            "1",
+        ])
+        .expect("flags parse");
+        assert_eq!(c.addr, "127.0.0.1:9000".parse().expect("addr"));
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.log_filter, "warn,allfives=debug");
+        assert_eq!(c.request_timeout_ms, 250);
+        assert_eq!(c.concurrency_limit, 8);
+        assert_eq!(c.max_message_bytes, 4096);
+        assert_eq!(c.shutdown_delay_ms, 0);
+        assert_eq!(c.drain_seconds, 3);
+        assert_eq!(c.max_connection_age_secs, 0);
+        assert_eq!(c.http2_keepalive_secs, 0);
+        assert_eq!(
+            c.cors_origins,
+            CorsOrigins::List(vec![
+                HeaderValue::from_static("https://a.example"),
+                HeaderValue::from_static("http://localhost:5173"),
+            ])
+        );
+        assert_eq!(c.worker_threads, Some(1));
+        let ring = c.key_ring().expect("ring");
+        assert!(!ring.is_ephemeral());
+        assert_eq!(ring.active_id(), 2);
+        assert_eq!(ring.ids().collect::<Vec<_>>(), vec![2, 1]);
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        for args in [
+            &["--addr", "localhost"][..],
+            &["--active-key-id", "256"],
+            &["--log-format", "xml"],
+            &["--log-filter", "allfives=loud"],
+            &["--request-timeout-ms", "0"],
+            &["--concurrency-limit", "0"],
+            &["--max-message-bytes", "100"],
+            &["--drain-seconds", "-1"],
+            &["--cors-origins", "https://a.example/"],
+            &["--cors-origins", "a.example"],
+            &["--cors-origins", "*,https://a.example"],
+            &["--cors-origins", ","],
+            &["--worker-threads", "0"],
+            &["--keys", KEY_A, "--keys-file", "/keys"],
+            &["--no-such-flag"],
+        ] {
+            assert!(parse(args).is_err(), "accepted {args:?}");
+        }
+    }
+
+    #[test]
+    fn keys_are_never_printed() {
+        let c = parse(&["--keys", KEY_A]).expect("parse");
+        assert!(!format!("{c:?}").contains(&KEY_A[2..]));
+    }
+
+    #[test]
+    fn key_ring_from_file() {
+        let path = std::env::temp_dir().join(format!("allfives-keys-{}", std::process::id()));
+        std::fs::write(&path, format!("# rotated 2026-01\n{KEY_B}\n{KEY_A}\n")).expect("write");
+        let c = parse(&["--keys-file", path.to_str().expect("utf-8 path")]).expect("parse");
+        let ring = c.key_ring();
+        std::fs::remove_file(&path).expect("remove");
+        let ring = ring.expect("ring");
+        assert_eq!(ring.active_id(), 2);
+    }
+
+    #[test]
+    fn key_ring_errors() {
+        let missing = parse(&["--keys-file", "/nonexistent/allfives-keys"]).expect("parse");
+        let err = missing.key_ring().expect_err("missing file");
+        assert!(matches!(err, ConfigError::ReadKeysFile { .. }), "{err}");
+        assert!(err.to_string().contains("/nonexistent/allfives-keys"));
+
+        let bad = parse(&["--keys", "1:abcd"]).expect("parse");
+        let err = bad.key_ring().expect_err("short key");
+        assert!(err.to_string().contains("--keys"), "{err}");
+
+        let unknown = parse(&["--keys", KEY_A, "--active-key-id", "9"]).expect("parse");
+        assert!(matches!(
+            unknown.key_ring(),
+            Err(ConfigError::Keys {
+                source: KeyRingError::UnknownActive(9),
+                ..
+            })
+        ));
+
+        let mut both = parse(&["--keys", KEY_A]).expect("parse");
+        both.keys_file = Some("/keys".into());
+        assert!(matches!(both.key_ring(), Err(ConfigError::BothKeySources)));
+    }
+
+    #[test]
+    fn no_keys_means_ephemeral() {
+        let mut c = parse(&[]).expect("parse");
+        c.keys = None;
+        c.keys_file = None;
+        c.active_key_id = None;
+        assert!(c.key_ring().expect("ring").is_ephemeral());
+        c.active_key_id = Some(1);
+        assert!(matches!(c.key_ring(), Err(ConfigError::ActiveWithoutKeys)));
+    }
+}

@@ -1,0 +1,71 @@
+//! The `allfives` server binary: configuration, logging, key ring, runtime, then
+//! [`allfives::server::run`] until SIGTERM or ctrl-c.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use allfives::config::Config;
+use allfives::server;
+use clap::Parser;
+
+/// Exit code for configuration errors (as clap uses for bad flags).
+const EXIT_CONFIG: u8 = 2;
+
+fn main() -> ExitCode {
+    let config = Config::parse();
+    server::init_tracing(&config);
+
+    let ring = match config.key_ring() {
+        Ok(ring) => Arc::new(ring),
+        Err(error) => {
+            tracing::error!(%error, "bad key configuration");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+
+    // Sized on purpose: the CPUs this process may use (cgroup quota included), unless
+    // told otherwise.
+    let workers = config.worker_threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    );
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("allfives-worker")
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the tokio runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+
+    runtime.block_on(async {
+        let listener = match tokio::net::TcpListener::bind(config.addr).await {
+            Ok(listener) => listener,
+            Err(error) => {
+                tracing::error!(%error, addr = %config.addr, "cannot listen");
+                return ExitCode::FAILURE;
+            }
+        };
+        let addr = listener.local_addr().map_or(config.addr, |a| a);
+        tracing::info!(
+            %addr,
+            active_key_id = ring.active_id(),
+            key_ids = ?ring.ids().collect::<Vec<_>>(),
+            ephemeral_key = ring.is_ephemeral(),
+            workers,
+            version = env!("CARGO_PKG_VERSION"),
+            "serving"
+        );
+        match server::run(listener, &config, ring, server::shutdown_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                tracing::error!(%error, "server failed");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}

@@ -1,0 +1,444 @@
+//! The gRPC server: the game API plus health, reflection and gRPC-Web, with request
+//! limits, per-call tracing and a graceful, probe-friendly shutdown.
+//!
+//! [`run`] serves on a listener it is given until a shutdown future completes, so a test
+//! starts a server on `127.0.0.1:0` in one line and `main` is a thin wrapper.
+
+use std::error::Error;
+use std::future::Future;
+use std::io::IsTerminal;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tonic::Code;
+use tonic::codegen::Service;
+use tonic::codegen::http::{self, HeaderName, Method};
+use tonic::server::NamedService;
+use tonic::service::Routes;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+use tonic_health::ServingStatus;
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer, ExposeHeaders};
+use tracing::Instrument;
+
+use crate::config::{Config, CorsOrigins, LogFormat};
+use crate::proto::v1::FILE_DESCRIPTOR_SET;
+use crate::proto::v1::all_fives_service_server::AllFivesServiceServer;
+use crate::service::Api;
+use crate::state::KeyRing;
+
+/// The error [`run`] returns: the server could not be set up or failed while serving.
+pub type BoxError = Box<dyn Error + Send + Sync>;
+
+/// Largest response message. Responses are a token and a game view of a few KiB; the
+/// limit only stops a bug from sending megabytes.
+const MAX_RESPONSE_BYTES: usize = 256 * 1024;
+
+/// How long an HTTP/2 keepalive ping may go unanswered before the connection is closed.
+const HTTP2_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long browsers may cache a CORS preflight answer.
+const CORS_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Serves the API on `listener` until `shutdown` completes, then shuts down gracefully:
+/// health turns NOT_SERVING (overall `""` and the API), after `shutdown_delay_ms` the
+/// listener closes, and in-flight calls get up to `drain_seconds` to finish (then this
+/// returns; connection tasks still running end when the runtime does).
+///
+/// The returned future owns everything it needs (it does not borrow `config`), so it
+/// can be spawned: `tokio::spawn(server::run(listener, &config, ring, shutdown))`.
+pub fn run<F>(
+    listener: TcpListener,
+    config: &Config,
+    ring: Arc<KeyRing>,
+    shutdown: F,
+) -> impl Future<Output = Result<(), BoxError>> + Send + 'static + use<F>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let config = config.clone();
+    async move { serve(listener, config, ring, shutdown).await }
+}
+
+async fn serve<F>(
+    listener: TcpListener,
+    config: Config,
+    ring: Arc<KeyRing>,
+    shutdown: F,
+) -> Result<(), BoxError>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let max_request = usize::try_from(config.max_message_bytes)?;
+    let concurrency = usize::try_from(config.concurrency_limit)?;
+    let request_timeout = Duration::from_millis(config.request_timeout_ms);
+    let drain = Duration::from_secs(config.drain_seconds);
+    let shutdown_delay = Duration::from_millis(config.shutdown_delay_ms);
+
+    let api = AllFivesServiceServer::new(Api::new(ring))
+        .max_decoding_message_size(max_request)
+        .max_encoding_message_size(MAX_RESPONSE_BYTES);
+
+    let (health_reporter, health) = tonic_health::server::health_reporter();
+    let health = health.max_decoding_message_size(max_request);
+    health_reporter
+        .set_serving::<AllFivesServiceServer<Api>>()
+        .await;
+
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection()
+        .build_v1()?
+        .max_decoding_message_size(max_request);
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()?
+        .max_decoding_message_size(max_request);
+
+    let mut server = Server::builder()
+        .accept_http1(true)
+        .timeout(request_timeout)
+        .concurrency_limit_per_connection(concurrency)
+        // Well-behaved HTTP/2 clients queue past the limit instead of being shed.
+        .max_concurrent_streams(config.concurrency_limit)
+        .load_shed(true)
+        .http2_keepalive_interval(
+            (config.http2_keepalive_secs > 0)
+                .then(|| Duration::from_secs(config.http2_keepalive_secs)),
+        )
+        .http2_keepalive_timeout(Some(HTTP2_KEEPALIVE_TIMEOUT))
+        .tcp_nodelay(true);
+    if config.max_connection_age_secs > 0 {
+        // After the GOAWAY, calls already started get their whole timeout to finish;
+        // only streams outlast that (health Watch), and their clients reconnect.
+        server = server
+            .max_connection_age(Duration::from_secs(config.max_connection_age_secs))
+            .max_connection_age_grace(request_timeout + Duration::from_secs(1));
+    }
+    // CORS outermost: it answers preflights and decorates gRPC-Web responses.
+    let server = server
+        .layer(cors_layer(&config.cors_origins))
+        .layer(tonic_web::GrpcWebLayer::new());
+
+    let routes = Routes::new(api)
+        .add_service(health)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .prepare();
+
+    // `serve_with_incoming*` ignores the builder's TCP options; set them on the stream.
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+
+    let (drain_started, drain_start) = tokio::sync::oneshot::channel::<()>();
+    let signal = async move {
+        shutdown.await;
+        tracing::info!(
+            delay_ms = config.shutdown_delay_ms,
+            "shutting down: health reports NOT_SERVING"
+        );
+        health_reporter
+            .set_service_status("", ServingStatus::NotServing)
+            .await;
+        health_reporter
+            .set_not_serving::<AllFivesServiceServer<Api>>()
+            .await;
+        tokio::time::sleep(shutdown_delay).await;
+        // Forget the statuses: ends open health Watch streams, which would otherwise
+        // hold their connections open until the drain deadline.
+        let mut health_reporter = health_reporter;
+        health_reporter.clear_service_status("").await;
+        health_reporter
+            .clear_service_status(<AllFivesServiceServer<Api> as NamedService>::NAME)
+            .await;
+        tracing::info!(
+            drain_seconds = config.drain_seconds,
+            "stopped accepting connections; draining in-flight calls"
+        );
+        let _ = drain_started.send(());
+    };
+
+    let serving = server.serve_with_incoming_shutdown(CallLog { inner: routes }, incoming, signal);
+    let deadline = async {
+        match drain_start.await {
+            Ok(()) => tokio::time::sleep(drain).await,
+            // The server stopped on its own (an error) before any shutdown began.
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        result = serving => result?,
+        // Connections still open are dropped with the runtime (at once, in `main`).
+        () = deadline => tracing::warn!("drain deadline passed with calls still in flight"),
+    }
+    tracing::info!("server stopped");
+    Ok(())
+}
+
+/// CORS for gRPC-Web from browsers: the configured origins, any request header (gRPC
+/// metadata is headers), and the gRPC status headers exposed to scripts.
+fn cors_layer(origins: &CorsOrigins) -> CorsLayer {
+    let origin = match origins {
+        CorsOrigins::Any => AllowOrigin::any(),
+        CorsOrigins::List(list) => AllowOrigin::list(list.iter().cloned()),
+    };
+    CorsLayer::new()
+        .allow_origin(origin)
+        .allow_methods([Method::POST, Method::OPTIONS])
+        .allow_headers(AllowHeaders::mirror_request())
+        .expose_headers(ExposeHeaders::list([
+            HeaderName::from_static("grpc-status"),
+            HeaderName::from_static("grpc-message"),
+            HeaderName::from_static("grpc-status-details-bin"),
+        ]))
+        .max_age(CORS_MAX_AGE)
+}
+
+/// Wraps the routes: one `call` span per request with the gRPC method, and an event
+/// when the response is ready (code and latency) or the call is abandoned.
+#[derive(Clone)]
+struct CallLog<S> {
+    inner: S,
+}
+
+impl<S, B, ResBody> Service<http::Request<B>> for CallLog<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<ResBody>>,
+    S::Future: Send + 'static,
+    S::Error: std::fmt::Display,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let span = tracing::info_span!("call", method = request.uri().path());
+        let response = self.inner.call(request);
+        Box::pin(
+            async move {
+                let mut pending = Pending {
+                    start: Instant::now(),
+                    done: false,
+                };
+                let result = response.await;
+                pending.done = true;
+                let micros = pending.start.elapsed().as_micros();
+                match &result {
+                    Ok(response) => {
+                        // An error is a trailers-only response (status in the headers);
+                        // otherwise the status follows the message, and is OK unless the
+                        // body fails, which unary calls do not.
+                        let code = response
+                            .headers()
+                            .get("grpc-status")
+                            .map_or(Code::Ok, |v| Code::from_bytes(v.as_bytes()));
+                        match code {
+                            Code::Unknown | Code::Internal | Code::DataLoss => {
+                                tracing::warn!(?code, micros, "call failed")
+                            }
+                            _ => tracing::debug!(?code, micros, "call done"),
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, micros, "call failed"),
+                }
+                result
+            }
+            .instrument(span),
+        )
+    }
+}
+
+/// Logs a call dropped before its response: past its deadline or cancelled by the client.
+struct Pending {
+    start: Instant,
+    done: bool,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.done {
+            let micros = self.start.elapsed().as_micros();
+            tracing::debug!(
+                micros,
+                "call abandoned (deadline passed or client cancelled)"
+            );
+        }
+    }
+}
+
+/// Installs the global `tracing` subscriber: human-readable (coloured on a terminal) or
+/// JSON lines, filtered by `--log-filter`. Does nothing if one is already installed.
+pub fn init_tracing(config: &Config) {
+    // The filter was validated when the configuration was parsed.
+    let filter = tracing_subscriber::EnvFilter::builder().parse_lossy(&config.log_filter);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let _ = match config.log_format {
+        LogFormat::Human => builder
+            .with_ansi(std::io::stdout().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+    };
+}
+
+/// Completes on SIGTERM (how Kubernetes stops a pod) or ctrl-c.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::warn!(%error, "cannot listen for ctrl-c");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut sigterm) => {
+                sigterm.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+
+    tokio::select! {
+        () = ctrl_c => tracing::info!("ctrl-c received"),
+        () = terminate => tracing::info!("SIGTERM received"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::io::{Read, Write};
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_check_response::ServingStatus as Wire;
+    use tonic_health::pb::health_client::HealthClient;
+
+    async fn start(
+        args: &[&str],
+    ) -> (
+        std::net::SocketAddr,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<Result<(), BoxError>>,
+    ) {
+        let config =
+            Config::try_parse_from(std::iter::once("allfives").chain(args.iter().copied()))
+                .expect("config");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let ring = Arc::new(KeyRing::ephemeral().expect("ring"));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        let handle = tokio::spawn(run(listener, &config, ring, shutdown));
+        (addr, stop, handle)
+    }
+
+    async fn status(client: &mut HealthClient<tonic::transport::Channel>, service: &str) -> Wire {
+        let response = client
+            .check(HealthCheckRequest {
+                service: service.to_owned(),
+            })
+            .await
+            .expect("health check");
+        Wire::try_from(response.into_inner().status).expect("status")
+    }
+
+    #[tokio::test]
+    async fn health_turns_not_serving_before_the_listener_closes() {
+        let (addr, stop, handle) =
+            start(&["--shutdown-delay-ms", "400", "--drain-seconds", "1"]).await;
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .expect("endpoint")
+            .connect()
+            .await
+            .expect("connect");
+        let mut health = HealthClient::new(channel);
+        let api = <AllFivesServiceServer<Api> as NamedService>::NAME;
+        assert_eq!(status(&mut health, "").await, Wire::Serving);
+        assert_eq!(status(&mut health, api).await, Wire::Serving);
+
+        stop.send(()).expect("server running");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(status(&mut health, "").await, Wire::NotServing);
+        assert_eq!(status(&mut health, api).await, Wire::NotServing);
+
+        let stopped = tokio::time::timeout(Duration::from_secs(3), handle).await;
+        assert!(
+            matches!(stopped, Ok(Ok(Ok(())))),
+            "server did not stop cleanly"
+        );
+        assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    }
+
+    /// Sends a CORS preflight over HTTP/1 and returns the response head.
+    fn preflight(addr: std::net::SocketAddr, origin: &str) -> String {
+        let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .expect("timeout");
+        write!(
+            stream,
+            "OPTIONS /allfives.v1.AllFivesService/NewGame HTTP/1.1\r\nHost: test\r\n\
+             Origin: {origin}\r\nAccess-Control-Request-Method: POST\r\n\
+             Access-Control-Request-Headers: x-grpc-web,content-type\r\n\
+             Connection: close\r\n\r\n"
+        )
+        .expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        response.to_ascii_lowercase()
+    }
+
+    #[tokio::test]
+    async fn cors_allows_only_configured_origins() {
+        let (addr, stop, handle) = start(&[
+            "--shutdown-delay-ms",
+            "0",
+            "--cors-origins",
+            "https://app.example",
+        ])
+        .await;
+        let (allowed, refused) = tokio::task::spawn_blocking(move || {
+            (
+                preflight(addr, "https://app.example"),
+                preflight(addr, "https://evil.example"),
+            )
+        })
+        .await
+        .expect("preflight");
+        assert!(
+            allowed.contains("access-control-allow-origin: https://app.example"),
+            "{allowed}"
+        );
+        assert!(allowed.contains("x-grpc-web"), "{allowed}");
+        assert!(
+            !refused.contains("access-control-allow-origin"),
+            "{refused}"
+        );
+
+        stop.send(()).expect("server running");
+        let stopped = tokio::time::timeout(Duration::from_secs(3), handle).await;
+        assert!(matches!(stopped, Ok(Ok(Ok(())))));
+    }
+}

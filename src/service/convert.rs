@@ -1,0 +1,317 @@
+//! Translating between the engine's types and the `allfives.v1` messages.
+
+use crate::engine::{
+    Arm, End, Event, HandEnd, HandResult, HandSizeRule, Phase, Placement, Rules, ScoreSheet, Seat,
+    SettlementRule, SheetRow, Side, Tile, TileSet, View,
+};
+use crate::proto::v1 as pb;
+
+use super::status::ApiError;
+
+/// The tile of a Play request; a missing tile or a half over 6 is a bad field.
+pub fn tile_in(tile: Option<&pb::Tile>) -> Result<Tile, ApiError> {
+    let tile = tile.ok_or(ApiError::field("tile", "a tile is required"))?;
+    let pip = |v: u32, field| {
+        u8::try_from(v)
+            .ok()
+            .filter(|&p| p <= 6)
+            .ok_or(ApiError::field(field, "a half must be 0 to 6"))
+    };
+    let (a, b) = (pip(tile.a, "tile.a")?, pip(tile.b, "tile.b")?);
+    Tile::new(a, b).ok_or(ApiError::field("tile", "not a tile of a double-six set"))
+}
+
+pub fn tile_out(tile: Tile) -> pb::Tile {
+    pb::Tile {
+        a: u32::from(tile.lo()),
+        b: u32::from(tile.hi()),
+    }
+}
+
+fn tiles_out(set: TileSet) -> Vec<pb::Tile> {
+    set.iter().map(tile_out).collect()
+}
+
+/// An end from a request (`END_UNSPECIFIED`: let the server choose).
+pub fn end_in(end: i32) -> Result<Option<End>, ApiError> {
+    match pb::End::try_from(end) {
+        Ok(pb::End::Unspecified) => Ok(None),
+        Ok(pb::End::Left) => Ok(Some(End::Left)),
+        Ok(pb::End::Right) => Ok(Some(End::Right)),
+        Ok(pb::End::Up) => Ok(Some(End::Up)),
+        Ok(pb::End::Down) => Ok(Some(End::Down)),
+        Err(_) => Err(ApiError::field("end", "not a known End value")),
+    }
+}
+
+pub fn end_out(end: Option<End>) -> i32 {
+    (match end {
+        None => pb::End::Unspecified,
+        Some(End::Left) => pb::End::Left,
+        Some(End::Right) => pb::End::Right,
+        Some(End::Up) => pb::End::Up,
+        Some(End::Down) => pb::End::Down,
+    }) as i32
+}
+
+/// A seat from a request, checked against the number of players.
+pub fn seat_in(seat: u32, rules: &Rules, field: &'static str) -> Result<Seat, ApiError> {
+    let seat = seat as usize;
+    if seat < rules.players {
+        Ok(seat)
+    } else {
+        Err(ApiError::field(field, "no such seat at this table"))
+    }
+}
+
+/// The viewer of a request: `None` is a spectator.
+pub fn viewer_in(viewer: Option<u32>, rules: &Rules) -> Result<Option<Seat>, ApiError> {
+    viewer.map(|v| seat_in(v, rules, "viewer")).transpose()
+}
+
+/// Rule options from NewGame: zero values take the defaults.
+pub fn rules_in(rules: Option<&pb::Rules>) -> Result<Rules, ApiError> {
+    let default = pb::Rules::default();
+    let r = rules.unwrap_or(&default);
+    let players = match r.players {
+        0 => 2,
+        n => n as usize,
+    };
+    let mut out = Rules::for_players(players.min(99));
+    out.partnership = r.partnership;
+    out.hand_size = match pb::HandSizeRule::try_from(r.hand_size) {
+        Ok(pb::HandSizeRule::Unspecified | pb::HandSizeRule::Standard) => HandSizeRule::Standard,
+        Ok(pb::HandSizeRule::FiveEach) => HandSizeRule::FiveEach,
+        Ok(pb::HandSizeRule::SevenFive) => HandSizeRule::SevenFive,
+        Err(_) => {
+            return Err(ApiError::field(
+                "rules.hand_size",
+                "not a known HandSizeRule value",
+            ));
+        }
+    };
+    out.settlement = match pb::SettlementRule::try_from(r.settlement) {
+        Ok(pb::SettlementRule::Unspecified | pb::SettlementRule::OwnPipsOff) => {
+            SettlementRule::OwnPipsOff
+        }
+        Ok(pb::SettlementRule::WinnerTakesPips) => SettlementRule::WinnerTakesPips,
+        Err(_) => {
+            return Err(ApiError::field(
+                "rules.settlement",
+                "not a known SettlementRule value",
+            ));
+        }
+    };
+    if r.target != 0 {
+        out.target = r.target;
+    }
+    out.validate()?;
+    Ok(out)
+}
+
+pub fn rules_out(rules: &Rules) -> pb::Rules {
+    pb::Rules {
+        players: rules.players as u32,
+        partnership: rules.partnership,
+        hand_size: match rules.hand_size {
+            HandSizeRule::Standard => pb::HandSizeRule::Standard,
+            HandSizeRule::FiveEach => pb::HandSizeRule::FiveEach,
+            HandSizeRule::SevenFive => pb::HandSizeRule::SevenFive,
+        } as i32,
+        target: rules.target,
+        settlement: match rules.settlement {
+            SettlementRule::OwnPipsOff => pb::SettlementRule::OwnPipsOff,
+            SettlementRule::WinnerTakesPips => pb::SettlementRule::WinnerTakesPips,
+        } as i32,
+    }
+}
+
+/// The seats that score for a side.
+fn seats_of(rules: &Rules, side: Side) -> Vec<u32> {
+    (0..rules.players)
+        .filter(|&s| rules.side_of(s) == side)
+        .map(|s| s as u32)
+        .collect()
+}
+
+fn placement_out(order: usize, p: &Placement) -> pb::PlacedTile {
+    pb::PlacedTile {
+        tile: Some(tile_out(p.tile)),
+        arm: (match p.arm {
+            Arm::Lead => pb::Arm::Lead,
+            Arm::End(End::Left) => pb::Arm::Left,
+            Arm::End(End::Right) => pb::Arm::Right,
+            Arm::End(End::Up) => pb::Arm::Up,
+            Arm::End(End::Down) => pb::Arm::Down,
+        }) as i32,
+        index: u32::from(p.index),
+        near: u32::from(p.near),
+        far: u32::from(p.far),
+        crosswise: p.crosswise(),
+        spinner: p.spinner,
+        order: order as u32,
+    }
+}
+
+fn side_amounts(rules: &Rules, values: &[i32; 4]) -> Vec<pb::SideAmount> {
+    (0..rules.sides())
+        .map(|s| pb::SideAmount {
+            side: s as u32,
+            points: values[s],
+        })
+        .collect()
+}
+
+pub fn hand_result_out(rules: &Rules, r: &HandResult) -> pb::HandResult {
+    let (reason, went_out, reached_target) = match r.end {
+        HandEnd::Domino { seat } => (pb::HandEndReason::Domino, Some(seat as u32), None),
+        HandEnd::Blocked => (pb::HandEndReason::Blocked, None, None),
+        HandEnd::TargetReached { seat } => {
+            let out = r.hands[seat].is_empty().then_some(seat as u32);
+            (pb::HandEndReason::TargetReached, out, Some(seat as u32))
+        }
+    };
+    pb::HandResult {
+        hand: r.hand,
+        reason: reason as i32,
+        went_out,
+        hands: (0..rules.players)
+            .map(|s| pb::SeatHand {
+                seat: s as u32,
+                tiles: tiles_out(r.hands[s]),
+                pips: r.hands[s].pips(),
+            })
+            .collect(),
+        settlement: side_amounts(rules, &r.settlement),
+        reached_target,
+    }
+}
+
+/// An engine event as `viewer` may see it.
+pub fn event_out(rules: &Rules, event: Event, viewer: Option<Seat>) -> pb::Event {
+    use pb::event::Kind;
+    let kind = match event.redacted_for(viewer) {
+        Event::Dealt { hand, starter } => Kind::Dealt(pb::event::Dealt {
+            hand,
+            starter: starter as u32,
+        }),
+        Event::Played {
+            seat,
+            tile,
+            end,
+            count,
+            points,
+        } => Kind::TilePlayed(pb::event::TilePlayed {
+            seat: seat as u32,
+            tile: Some(tile_out(tile)),
+            end: end_out(end),
+            count,
+            points,
+        }),
+        Event::Drew { seat, tile } => Kind::TileDrawn(pb::event::TileDrawn {
+            seat: seat as u32,
+            tile: tile.map(tile_out),
+        }),
+        Event::Passed { seat } => Kind::Passed(pb::event::Passed { seat: seat as u32 }),
+        Event::HandEnded(result) => Kind::HandEnded(hand_result_out(rules, &result)),
+        Event::GameEnded { winner } => Kind::GameEnded(pb::event::GameEnded {
+            winner_side: winner as u32,
+            winner_seats: seats_of(rules, winner),
+        }),
+    };
+    pb::Event { kind: Some(kind) }
+}
+
+/// The table as the engine's view shows it, with the match id.
+pub fn view_out(view: &View, match_id: &str) -> pb::GameView {
+    let rules = &view.rules;
+    pb::GameView {
+        match_id: match_id.to_string(),
+        moves: view.moves,
+        rules: Some(rules_out(rules)),
+        phase: (match view.phase {
+            Phase::Dealing => pb::Phase::Dealing,
+            Phase::Playing => pb::Phase::Playing,
+            Phase::Over => pb::Phase::Over,
+        }) as i32,
+        hand_number: view.hand_number,
+        turn: view.turn.map(|s| s as u32),
+        viewer: view.viewer.map(|s| s as u32),
+        layout: view
+            .placements
+            .iter()
+            .enumerate()
+            .map(|(i, p)| placement_out(i, p))
+            .collect(),
+        open_ends: view
+            .open_ends
+            .iter()
+            .map(|e| pb::OpenEnd {
+                end: end_out(Some(e.end)),
+                pip: u32::from(e.pip),
+                value: u32::from(e.value),
+            })
+            .collect(),
+        count: view.count,
+        scores: view
+            .scores
+            .iter()
+            .enumerate()
+            .map(|(side, &score)| pb::SideScore {
+                side: side as u32,
+                seats: seats_of(rules, side),
+                score,
+            })
+            .collect(),
+        hand_sizes: view.hand_sizes.iter().map(|&n| n as u32).collect(),
+        boneyard_size: view.boneyard as u32,
+        hand: view.hand.map(tiles_out).unwrap_or_default(),
+        legal_moves: view
+            .legal_moves
+            .iter()
+            .map(|m| pb::LegalMove {
+                tile: Some(tile_out(m.tile)),
+                end: end_out(m.end),
+                points: m.points,
+            })
+            .collect(),
+        must_draw: view.must_draw,
+        winner_side: view.winner.map(|s| s as u32),
+        winner_seats: view.winner.map(|s| seats_of(rules, s)).unwrap_or_default(),
+        last_hand: view.last_result.as_ref().map(|r| hand_result_out(rules, r)),
+    }
+}
+
+fn row_out(rules: &Rules, row: &SheetRow, running: &mut [i32; 4]) -> pb::SheetRow {
+    pb::SheetRow {
+        first_hand: row.first_hand,
+        last_hand: row.last_hand,
+        sides: (0..rules.sides())
+            .map(|s| {
+                running[s] += row.play[s] + row.settlement[s];
+                pb::SideLine {
+                    side: s as u32,
+                    play: row.play[s],
+                    settlement: row.settlement[s],
+                    total: running[s],
+                }
+            })
+            .collect(),
+    }
+}
+
+/// The score sheet with running totals.
+pub fn sheet_out(rules: &Rules, sheet: &ScoreSheet, winner: Option<Side>) -> pb::ScoreSheet {
+    let mut running = [0i32; 4];
+    let carried = sheet.carried().map(|row| row_out(rules, row, &mut running));
+    let rows = sheet
+        .rows()
+        .map(|row| row_out(rules, row, &mut running))
+        .collect();
+    pb::ScoreSheet {
+        target: rules.target,
+        rows,
+        carried,
+        winner_side: winner.map(|s| s as u32),
+    }
+}

@@ -1,0 +1,267 @@
+//! One handler per RPC, each: parse the request, open the token, apply the engine,
+//! seal the new token, render the view.
+
+use crate::engine::{Action, Event, Game, Seat};
+use crate::proto::v1 as pb;
+use crate::state::{self, KeyRing, MATCH_ID_LEN, Record};
+
+use super::convert::{
+    end_in, event_out, rules_in, seat_in, sheet_out, tile_in, view_out, viewer_in,
+};
+use super::status::ApiError;
+
+/// What every changing call answers: the new token, the view and the events.
+pub struct Answer {
+    pub state: Vec<u8>,
+    pub view: pb::GameView,
+    pub events: Vec<pb::Event>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|_| ApiError::Token(state::TokenError::Random))?;
+    Ok(bytes)
+}
+
+/// Seals `record` and renders it for `viewer`, with `events` redacted for that viewer.
+fn answer(
+    ring: &KeyRing,
+    record: &Record,
+    viewer: Option<Seat>,
+    events: &[Event],
+) -> Result<Answer, ApiError> {
+    let rules = record.game.rules();
+    let view = record.game.view(viewer)?;
+    Ok(Answer {
+        state: state::seal(ring, record)?,
+        view: view_out(&view, &hex(&record.match_id)),
+        events: events
+            .iter()
+            .map(|&e| event_out(rules, e, viewer))
+            .collect(),
+    })
+}
+
+/// Opens the token and reads the viewer against its rules.
+fn open(
+    ring: &KeyRing,
+    token: &[u8],
+    viewer: Option<u32>,
+) -> Result<(Record, Option<Seat>), ApiError> {
+    let record = state::open(ring, token)?;
+    let viewer = viewer_in(viewer, record.game.rules())?;
+    Ok((record, viewer))
+}
+
+/// Applies one action to the game in `token`.
+fn act(
+    ring: &KeyRing,
+    token: &[u8],
+    viewer: Option<u32>,
+    action: impl FnOnce(&Game) -> Result<Action, ApiError>,
+) -> Result<Answer, ApiError> {
+    let (mut record, viewer) = open(ring, token, viewer)?;
+    let action = action(&record.game)?;
+    let mut events = Vec::new();
+    record.game.apply(action, &mut events)?;
+    answer(ring, &record, viewer, &events)
+}
+
+pub fn new_game(ring: &KeyRing, req: &pb::NewGameRequest) -> Result<Answer, ApiError> {
+    let rules = rules_in(req.rules.as_ref())?;
+    let viewer = viewer_in(req.viewer, &rules)?;
+    let seed = match req.seed {
+        Some(seed) => seed,
+        None => u64::from_le_bytes(random_bytes()?),
+    };
+    let record = Record {
+        match_id: random_bytes::<MATCH_ID_LEN>()?,
+        game: Game::new(rules, seed)?,
+    };
+    answer(ring, &record, viewer, &[])
+}
+
+pub fn deal(ring: &KeyRing, req: &pb::DealRequest) -> Result<Answer, ApiError> {
+    act(ring, &req.state, req.viewer, |_| Ok(Action::Deal))
+}
+
+pub fn play(ring: &KeyRing, req: &pb::PlayRequest) -> Result<Answer, ApiError> {
+    let tile = tile_in(req.tile.as_ref())?;
+    let end = end_in(req.end)?;
+    act(ring, &req.state, req.viewer, |game| {
+        Ok(Action::Play {
+            seat: seat_in(req.seat, game.rules(), "seat")?,
+            tile,
+            end,
+        })
+    })
+}
+
+pub fn draw(ring: &KeyRing, req: &pb::DrawRequest) -> Result<Answer, ApiError> {
+    act(ring, &req.state, req.viewer, |game| {
+        Ok(Action::Draw {
+            seat: seat_in(req.seat, game.rules(), "seat")?,
+        })
+    })
+}
+
+pub fn score(ring: &KeyRing, req: &pb::ScoreRequest) -> Result<pb::ScoreResponse, ApiError> {
+    let (record, viewer) = open(ring, &req.state, req.viewer)?;
+    let game = &record.game;
+    Ok(pb::ScoreResponse {
+        sheet: Some(sheet_out(game.rules(), game.sheet(), game.winner())),
+        view: Some(view_out(&game.view(viewer)?, &hex(&record.match_id))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring() -> KeyRing {
+        KeyRing::new(vec![(1, [3; 32])], None).unwrap()
+    }
+
+    #[test]
+    fn a_game_goes_new_deal_play_through_the_handlers() {
+        let ring = ring();
+        let req = pb::NewGameRequest {
+            rules: None,
+            seed: Some(1),
+            viewer: Some(0),
+        };
+        let new = new_game(&ring, &req).unwrap();
+        assert!(new.events.is_empty());
+        assert_eq!(new.view.viewer, Some(0));
+        let dealt = deal(
+            &ring,
+            &pb::DealRequest {
+                state: new.state,
+                viewer: None,
+            },
+        )
+        .unwrap();
+        let turn = dealt.view.turn.unwrap();
+        assert!(dealt.view.hand.is_empty(), "a spectator sees no hand");
+        let seen = score(
+            &ring,
+            &pb::ScoreRequest {
+                state: dealt.state.clone(),
+                viewer: Some(turn),
+            },
+        )
+        .unwrap()
+        .view
+        .unwrap();
+        assert_eq!(seen.hand.len(), 9);
+        let lead = seen.legal_moves[0];
+        let played = play(
+            &ring,
+            &pb::PlayRequest {
+                state: dealt.state,
+                seat: turn,
+                tile: lead.tile,
+                end: lead.end,
+                viewer: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(played.view.layout.len(), 1);
+        assert_eq!(played.view.moves, 2);
+        assert!(played.state.len() <= 512);
+    }
+
+    #[test]
+    fn a_drawn_tile_is_shown_only_to_its_drawer() {
+        let ring = ring();
+        // Play seeded games until someone must draw; compare the drawer's and others' events.
+        for seed in 0..50 {
+            let new = new_game(
+                &ring,
+                &pb::NewGameRequest {
+                    rules: None,
+                    seed: Some(seed),
+                    viewer: None,
+                },
+            )
+            .unwrap();
+            let mut state = deal(
+                &ring,
+                &pb::DealRequest {
+                    state: new.state,
+                    viewer: None,
+                },
+            )
+            .unwrap()
+            .state;
+            for _ in 0..40 {
+                let view = score(
+                    &ring,
+                    &pb::ScoreRequest {
+                        state: state.clone(),
+                        viewer: None,
+                    },
+                )
+                .unwrap()
+                .view
+                .unwrap();
+                let Some(turn) = view.turn else { break };
+                let seen = score(
+                    &ring,
+                    &pb::ScoreRequest {
+                        state: state.clone(),
+                        viewer: Some(turn),
+                    },
+                )
+                .unwrap()
+                .view
+                .unwrap();
+                if seen.must_draw {
+                    let mine = draw(
+                        &ring,
+                        &pb::DrawRequest {
+                            state: state.clone(),
+                            seat: turn,
+                            viewer: Some(turn),
+                        },
+                    )
+                    .unwrap();
+                    let theirs = draw(
+                        &ring,
+                        &pb::DrawRequest {
+                            state,
+                            seat: turn,
+                            viewer: Some(1 - turn),
+                        },
+                    )
+                    .unwrap();
+                    let drawn = |a: &Answer| match &a.events[0].kind {
+                        Some(pb::event::Kind::TileDrawn(d)) => d.tile,
+                        other => panic!("{other:?}"),
+                    };
+                    assert!(drawn(&mine).is_some());
+                    assert_eq!(drawn(&theirs), None);
+                    return;
+                }
+                let m = seen.legal_moves[0];
+                state = play(
+                    &ring,
+                    &pb::PlayRequest {
+                        state,
+                        seat: turn,
+                        tile: m.tile,
+                        end: m.end,
+                        viewer: None,
+                    },
+                )
+                .unwrap()
+                .state;
+            }
+        }
+        panic!("no seat ever had to draw");
+    }
+}

@@ -1,0 +1,221 @@
+//! The one place where failures become gRPC statuses, with google.rpc error details a
+//! client can act on (see the error model in `proto/allfives/v1/allfives.proto`).
+
+use std::collections::HashMap;
+
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+
+use crate::engine;
+use crate::state::TokenError;
+
+/// The `ErrorInfo` domain of every reason this service reports.
+pub const DOMAIN: &str = "allfives.v1";
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// A request field is malformed or out of range.
+    Field {
+        field: &'static str,
+        description: &'static str,
+    },
+    /// The state token was refused.
+    Token(TokenError),
+    /// The rules refuse the move.
+    Rules(engine::Error),
+}
+
+impl ApiError {
+    pub fn field(field: &'static str, description: &'static str) -> ApiError {
+        ApiError::Field { field, description }
+    }
+
+    /// The machine-readable reason, as in `ErrorInfo.reason`.
+    pub fn reason(&self) -> &'static str {
+        use engine::Error as E;
+        match self {
+            ApiError::Field { .. } => "INVALID_FIELD",
+            ApiError::Token(TokenError::Malformed) => "TOKEN_MALFORMED",
+            ApiError::Token(TokenError::UnknownKey(_)) => "TOKEN_UNKNOWN_KEY",
+            ApiError::Token(TokenError::UnsupportedVersion(_)) => "TOKEN_UNSUPPORTED_VERSION",
+            ApiError::Token(TokenError::Invalid | TokenError::Corrupt) => "TOKEN_INVALID",
+            ApiError::Token(TokenError::Random) => "RANDOM_UNAVAILABLE",
+            ApiError::Rules(e) => match e {
+                E::NotYourTurn { .. } => "NOT_YOUR_TURN",
+                E::WrongPhase { .. } => "WRONG_PHASE",
+                E::GameOver => "GAME_OVER",
+                E::TileNotInHand(_) => "TILE_NOT_IN_HAND",
+                E::TileDoesNotMatch { .. } => "TILE_DOES_NOT_MATCH",
+                E::EndNotOpen(_) => "END_NOT_OPEN",
+                E::MustPlay => "MUST_PLAY",
+                E::AmbiguousEnd(_) => "AMBIGUOUS_END",
+                E::BoneyardEmpty => "BONEYARD_EMPTY",
+                E::InvalidSeat { .. } | E::InvalidTile(..) | E::InvalidOption { .. } => {
+                    "INVALID_FIELD"
+                }
+            },
+        }
+    }
+}
+
+impl From<TokenError> for ApiError {
+    fn from(e: TokenError) -> ApiError {
+        ApiError::Token(e)
+    }
+}
+
+impl From<engine::Error> for ApiError {
+    fn from(e: engine::Error) -> ApiError {
+        match e {
+            engine::Error::InvalidOption { field, reason } => ApiError::Field {
+                field: match field {
+                    "players" => "rules.players",
+                    "partnership" => "rules.partnership",
+                    "target" => "rules.target",
+                    _ => "rules",
+                },
+                description: reason,
+            },
+            engine::Error::InvalidSeat { .. } => {
+                ApiError::field("seat", "no such seat at this table")
+            }
+            engine::Error::InvalidTile(..) => ApiError::field("tile", "each half must be 0 to 6"),
+            other => ApiError::Rules(other),
+        }
+    }
+}
+
+impl From<ApiError> for Status {
+    fn from(error: ApiError) -> Status {
+        let reason = error.reason();
+        let info = |metadata: HashMap<String, String>| {
+            ErrorDetails::with_error_info(reason, DOMAIN, metadata)
+        };
+        match error {
+            ApiError::Field { field, description } => {
+                let mut details = info(HashMap::new());
+                details.add_bad_request_violation(field, description);
+                Status::with_error_details(
+                    Code::InvalidArgument,
+                    format!("{field}: {description}"),
+                    details,
+                )
+            }
+            ApiError::Token(TokenError::Random) => Status::with_error_details(
+                Code::Unavailable,
+                "the server could not get randomness; retry",
+                info(HashMap::new()),
+            ),
+            ApiError::Token(e) => {
+                let mut details = info(HashMap::new());
+                details.add_bad_request_violation("state", e.to_string());
+                Status::with_error_details(Code::InvalidArgument, e.to_string(), details)
+            }
+            ApiError::Rules(e) => {
+                let mut metadata = HashMap::new();
+                if let engine::Error::NotYourTurn { turn, .. } = e {
+                    metadata.insert("turn".to_string(), turn.to_string());
+                }
+                Status::with_error_details(Code::FailedPrecondition, e.to_string(), info(metadata))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Error as E, Phase, Tile};
+
+    fn details(status: &Status) -> (Code, String, Vec<String>) {
+        let d = status.get_error_details();
+        let reason = d.error_info().map(|i| i.reason.clone()).unwrap_or_default();
+        let domain = d.error_info().map(|i| i.domain.clone()).unwrap_or_default();
+        assert_eq!(domain, DOMAIN);
+        let fields = d
+            .bad_request()
+            .map(|b| b.field_violations.iter().map(|v| v.field.clone()).collect())
+            .unwrap_or_default();
+        (status.code(), reason, fields)
+    }
+
+    #[test]
+    fn every_rules_error_is_a_failed_precondition_with_its_reason() {
+        let tile = Tile::DOUBLE_BLANK;
+        let cases = [
+            (E::NotYourTurn { seat: 1, turn: 0 }, "NOT_YOUR_TURN"),
+            (
+                E::WrongPhase {
+                    phase: Phase::Dealing,
+                },
+                "WRONG_PHASE",
+            ),
+            (E::GameOver, "GAME_OVER"),
+            (E::TileNotInHand(tile), "TILE_NOT_IN_HAND"),
+            (
+                E::TileDoesNotMatch { tile, end: None },
+                "TILE_DOES_NOT_MATCH",
+            ),
+            (E::EndNotOpen(crate::engine::End::Up), "END_NOT_OPEN"),
+            (E::MustPlay, "MUST_PLAY"),
+            (E::AmbiguousEnd(tile), "AMBIGUOUS_END"),
+            (E::BoneyardEmpty, "BONEYARD_EMPTY"),
+        ];
+        for (error, reason) in cases {
+            let status = Status::from(ApiError::from(error));
+            assert_eq!(
+                details(&status),
+                (Code::FailedPrecondition, reason.to_string(), vec![])
+            );
+        }
+        let status = Status::from(ApiError::from(E::NotYourTurn { seat: 1, turn: 0 }));
+        let info = status.get_error_details().error_info().cloned().unwrap();
+        assert_eq!(info.metadata.get("turn").map(String::as_str), Some("0"));
+    }
+
+    #[test]
+    fn malformed_input_names_the_field() {
+        let status = Status::from(ApiError::from(E::InvalidOption {
+            field: "target",
+            reason: "x",
+        }));
+        assert_eq!(
+            details(&status),
+            (
+                Code::InvalidArgument,
+                "INVALID_FIELD".into(),
+                vec!["rules.target".into()]
+            )
+        );
+        let status = Status::from(ApiError::field("tile.a", "a half must be 0 to 6"));
+        assert_eq!(details(&status).2, vec!["tile.a".to_string()]);
+    }
+
+    #[test]
+    fn token_errors_are_invalid_arguments_on_the_state_field() {
+        let cases = [
+            (TokenError::Malformed, "TOKEN_MALFORMED"),
+            (
+                TokenError::UnsupportedVersion(3),
+                "TOKEN_UNSUPPORTED_VERSION",
+            ),
+            (TokenError::UnknownKey(4), "TOKEN_UNKNOWN_KEY"),
+            (TokenError::Invalid, "TOKEN_INVALID"),
+            (TokenError::Corrupt, "TOKEN_INVALID"),
+        ];
+        for (error, reason) in cases {
+            let status = Status::from(ApiError::from(error));
+            assert_eq!(
+                details(&status),
+                (
+                    Code::InvalidArgument,
+                    reason.to_string(),
+                    vec!["state".to_string()]
+                )
+            );
+        }
+        let status = Status::from(ApiError::from(TokenError::Random));
+        assert_eq!(status.code(), Code::Unavailable);
+    }
+}
