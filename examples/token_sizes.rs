@@ -26,7 +26,10 @@ fn main() {
         }
     };
     println!("{games} games per row; sizes in bytes of the sealed token after every action");
-    println!("{:<30} {:<8} {:>8} {:>8} {:>8} {:>10}", "table", "players", "median", "p99", "largest", "tokens");
+    println!(
+        "{:<30} {:<8} {:>8} {:>8} {:>8} {:>10}",
+        "table", "players", "median", "p99", "largest", "tokens"
+    );
     let mut overall = 0;
     for (players, partnership) in [(2, false), (3, false), (4, false), (4, true)] {
         for strategy in [Strategy::Random, Strategy::Greedy] {
@@ -36,12 +39,17 @@ fn main() {
                 rules.settlement = settlement;
                 let mut sizes = Vec::new();
                 for seed in 0..games {
-                    let Ok(mut game) = Game::new(rules, seed) else { return };
+                    let Ok(mut game) = Game::new(rules, seed) else {
+                        return;
+                    };
                     let mut rng = ChaCha8Rng::seed_from_u64(seed);
                     let mut scratch = Vec::new();
                     let mut events = Vec::new();
                     loop {
-                        let record = Record { match_id: [0xAA; 16], game: game.clone() };
+                        let record = Record {
+                            match_id: [0xAA; 16],
+                            game: game.clone(),
+                        };
                         match state::seal(&ring, &record) {
                             Ok(token) => sizes.push(token.len()),
                             Err(e) => {
@@ -49,7 +57,9 @@ fn main() {
                                 std::process::exit(1);
                             }
                         }
-                        let Some(action) = choose(&game, strategy, &mut rng, &mut scratch) else { break };
+                        let Some(action) = choose(&game, strategy, &mut rng, &mut scratch) else {
+                            break;
+                        };
                         events.clear();
                         if let Err(e) = game.apply(action, &mut events) {
                             eprintln!("engine refused its own bot's move: {e}");
