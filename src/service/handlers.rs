@@ -264,4 +264,48 @@ mod tests {
         }
         panic!("no seat ever had to draw");
     }
+
+    #[test]
+    fn the_sheet_keeps_32_hands_and_carries_the_rest_forward() {
+        use crate::engine::Rules;
+        use crate::engine::bot::{Strategy, choose};
+        use rand_chacha::ChaCha8Rng;
+        use rand_chacha::rand_core::SeedableRng;
+
+        let ring = ring();
+        // Random players at a four-seat table under "own pips off" play long games.
+        let mut game = Game::new(Rules::for_players(4), 2).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let mut scratch = Vec::new();
+        while let Some(action) = choose(&game, Strategy::Random, &mut rng, &mut scratch) {
+            game.apply(action, &mut Vec::new()).unwrap();
+        }
+        let hands = game.hand_number();
+        assert!(hands > 32, "a long game: {hands} hands");
+        let record = Record {
+            match_id: [1; MATCH_ID_LEN],
+            game: game.clone(),
+        };
+        let token = state::seal(&ring, &record).unwrap();
+        assert!(token.len() <= 512, "{} bytes", token.len());
+        let sheet = score(
+            &ring,
+            &pb::ScoreRequest {
+                state: token,
+                viewer: None,
+            },
+        )
+        .unwrap()
+        .sheet
+        .unwrap();
+        assert_eq!(sheet.rows.len(), 32);
+        let carried = sheet.carried.unwrap();
+        assert_eq!((carried.first_hand, carried.last_hand), (1, hands - 32));
+        assert_eq!(sheet.rows[0].first_hand, hands - 31);
+        let last = sheet.rows.last().unwrap();
+        assert_eq!(last.last_hand, hands);
+        let totals: Vec<i32> = last.sides.iter().map(|s| s.total).collect();
+        assert_eq!(totals, game.scores());
+        assert_eq!(sheet.winner_side, game.winner().map(|w| w as u32));
+    }
 }
