@@ -42,6 +42,22 @@ impl Table {
                         rules.players,
                         "every hand is revealed"
                     );
+                    let own_pips_off = rules.settlement == pb::SettlementRule::OwnPipsOff as i32;
+                    let settled = h.reason != pb::HandEndReason::TargetReached as i32;
+                    for seat in &h.hands {
+                        assert_eq!(seat.rounded, (seat.pips + 2) / 5 * 5);
+                    }
+                    if own_pips_off && settled {
+                        for s in &h.settlement {
+                            let owed: u32 = h
+                                .hands
+                                .iter()
+                                .filter(|seat| side_of(seat.seat) == s.side as usize)
+                                .map(|seat| seat.rounded)
+                                .sum();
+                            assert_eq!(s.points, -(owed as i32), "own rounded pips come off");
+                        }
+                    }
                     for s in &h.settlement {
                         assert_eq!(s.points % 5, 0);
                         self.from_events[s.side as usize] += s.points;

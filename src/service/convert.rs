@@ -1,5 +1,6 @@
 //! Translating between the engine's types and the `allfives.v1` messages.
 
+use crate::engine::scoring::round_to_five;
 use crate::engine::{
     Arm, End, Event, HandEnd, HandResult, HandSizeRule, Phase, Placement, Rules, ScoreSheet, Seat,
     SettlementRule, SheetRow, Side, Tile, TileSet, View,
@@ -180,6 +181,7 @@ pub fn hand_result_out(rules: &Rules, r: &HandResult) -> pb::HandResult {
                 seat: s as u32,
                 tiles: tiles_out(r.hands[s]),
                 pips: r.hands[s].pips(),
+                rounded: round_to_five(r.hands[s].pips()),
             })
             .collect(),
         settlement: side_amounts(rules, &r.settlement),
