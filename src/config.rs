@@ -18,6 +18,17 @@ pub struct Config {
     #[arg(long, env = "ALLFIVES_ADDR", default_value = "[::]:50051")]
     pub addr: SocketAddr,
 
+    /// Address of the Prometheus metrics endpoint (`GET /metrics`, plain HTTP); empty
+    /// or `off` turns it off.
+    #[arg(
+        long,
+        env = "ALLFIVES_METRICS_ADDR",
+        default_value = "[::]:9090",
+        value_parser = parse_metrics_addr
+    )]
+    // Spelled out so clap takes `None` as a parsed value (`off`), not a missing flag.
+    pub metrics_addr: std::option::Option<SocketAddr>,
+
     /// Token keys, `<id>:<64 hex digits>` separated by commas or new lines; the first
     /// seals unless --active-key-id names another. Without keys a random key is used.
     #[arg(
@@ -196,6 +207,15 @@ fn parse_key_text(s: &str) -> Result<KeyText, std::convert::Infallible> {
     Ok(KeyText(s.to_owned()))
 }
 
+fn parse_metrics_addr(s: &str) -> Result<Option<SocketAddr>, String> {
+    match s.trim() {
+        "" | "off" => Ok(None),
+        addr => addr.parse().map(Some).map_err(|e| {
+            format!("not an address like `[::]:9090` or `0.0.0.0:9090`, nor `off`: {e}")
+        }),
+    }
+}
+
 fn parse_log_filter(s: &str) -> Result<String, String> {
     tracing_subscriber::EnvFilter::builder()
         .parse(s)
@@ -278,6 +298,7 @@ mod tests {
         }
         let c = parse(&[]).expect("defaults parse");
         assert_eq!(c.addr, "[::]:50051".parse().expect("addr"));
+        assert_eq!(c.metrics_addr, Some("[::]:9090".parse().expect("addr")));
         assert_eq!(c.keys, None);
         assert_eq!(c.keys_file, None);
         assert_eq!(c.active_key_id, None);
@@ -299,6 +320,8 @@ mod tests {
         let c = parse(&[
             "--addr",
             "127.0.0.1:9000",
+            "--metrics-addr",
+            "127.0.0.1:9100",
             "--keys",
             &format!("{KEY_A},{KEY_B}"),
             "--active-key-id",
@@ -328,6 +351,10 @@ mod tests {
         ])
         .expect("flags parse");
         assert_eq!(c.addr, "127.0.0.1:9000".parse().expect("addr"));
+        assert_eq!(
+            c.metrics_addr,
+            Some("127.0.0.1:9100".parse().expect("addr"))
+        );
         assert_eq!(c.log_format, LogFormat::Json);
         assert_eq!(c.log_filter, "warn,allfives=debug");
         assert_eq!(c.request_timeout_ms, 250);
@@ -355,6 +382,8 @@ mod tests {
     fn rejects_bad_values() {
         for args in [
             &["--addr", "localhost"][..],
+            &["--metrics-addr", "localhost:9090"],
+            &["--metrics-addr", "9090"],
             &["--active-key-id", "256"],
             &["--log-format", "xml"],
             &["--log-filter", "allfives=loud"],
@@ -372,6 +401,16 @@ mod tests {
         ] {
             assert!(parse(args).is_err(), "accepted {args:?}");
         }
+    }
+
+    #[test]
+    fn metrics_endpoint_can_be_turned_off() {
+        for off in ["off", "", " off "] {
+            let c = parse(&["--metrics-addr", off]).expect("parse");
+            assert_eq!(c.metrics_addr, None, "{off:?}");
+        }
+        let c = parse(&["--metrics-addr", "[::1]:9464"]).expect("parse");
+        assert_eq!(c.metrics_addr, Some("[::1]:9464".parse().expect("addr")));
     }
 
     #[test]

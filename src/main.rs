@@ -1,10 +1,12 @@
 //! The `allfives` server binary: configuration, logging, key ring, runtime, then
-//! [`allfives::server::run`] until SIGTERM or ctrl-c.
+//! [`allfives::server::run`] until SIGTERM or ctrl-c, with the metrics endpoint
+//! ([`allfives::metrics::serve_metrics`]) beside it until the gRPC server has drained.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use allfives::config::Config;
+use allfives::metrics::{self, Metrics};
 use allfives::server;
 use clap::Parser;
 
@@ -51,8 +53,23 @@ fn main() -> ExitCode {
             }
         };
         let addr = listener.local_addr().map_or(config.addr, |a| a);
+        let metrics_listener = match config.metrics_addr {
+            None => None,
+            Some(metrics_addr) => match tokio::net::TcpListener::bind(metrics_addr).await {
+                Ok(listener) => Some(listener),
+                Err(error) => {
+                    tracing::error!(%error, addr = %metrics_addr, "cannot listen for metrics");
+                    return ExitCode::FAILURE;
+                }
+            },
+        };
+        let metrics_addr = metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+            .map(|a| a.to_string());
         tracing::info!(
             %addr,
+            metrics_addr = metrics_addr.as_deref().unwrap_or("off"),
             active_key_id = ring.active_id(),
             key_ids = ?ring.ids().collect::<Vec<_>>(),
             ephemeral_key = ring.is_ephemeral(),
@@ -60,7 +77,26 @@ fn main() -> ExitCode {
             version = env!("CARGO_PKG_VERSION"),
             "serving"
         );
-        match server::run(listener, &config, ring, server::shutdown_signal()).await {
+        let metrics = Arc::new(Metrics::new());
+        // The metrics endpoint outlives the gRPC server's drain, so the last scrapes
+        // see the calls it finished; it stops when the server returns.
+        let (grpc_done, grpc_stopped) = tokio::sync::oneshot::channel::<()>();
+        let metrics_task = metrics_listener.map(|listener| {
+            let stopped = async {
+                let _ = grpc_stopped.await;
+            };
+            tokio::spawn(metrics::serve_metrics(
+                listener,
+                Arc::clone(&metrics),
+                stopped,
+            ))
+        });
+        let result = server::run(listener, &config, ring, metrics, server::shutdown_signal()).await;
+        drop(grpc_done);
+        if let Some(task) = metrics_task {
+            let _ = task.await;
+        }
+        match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 tracing::error!(%error, "server failed");

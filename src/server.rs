@@ -2,7 +2,10 @@
 //! limits, per-call tracing and a graceful, probe-friendly shutdown.
 //!
 //! [`run`] serves on a listener it is given until a shutdown future completes, so a test
-//! starts a server on `127.0.0.1:0` in one line and `main` is a thin wrapper.
+//! starts a server on `127.0.0.1:0` in one line and `main` is a thin wrapper. Every
+//! gRPC call (API, health, reflection) is counted and unary calls are timed in the
+//! [`Metrics`] it is given; [`crate::metrics::serve_metrics`] shows them on their own
+//! port.
 
 use std::error::Error;
 use std::future::Future;
@@ -25,6 +28,7 @@ use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer, ExposeHeaders};
 use tracing::Instrument;
 
 use crate::config::{Config, CorsOrigins, LogFormat};
+use crate::metrics::{Metrics, Route};
 use crate::proto::v1::FILE_DESCRIPTOR_SET;
 use crate::proto::v1::all_fives_service_server::AllFivesServiceServer;
 use crate::service::Api;
@@ -48,25 +52,30 @@ const CORS_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
 /// listener closes, and in-flight calls get up to `drain_seconds` to finish (then this
 /// returns; connection tasks still running end when the runtime does).
 ///
+/// Calls are counted in `metrics`; serving them over HTTP is the caller's business
+/// ([`crate::metrics::serve_metrics`]).
+///
 /// The returned future owns everything it needs (it does not borrow `config`), so it
-/// can be spawned: `tokio::spawn(server::run(listener, &config, ring, shutdown))`.
+/// can be spawned: `tokio::spawn(server::run(listener, &config, ring, metrics, shutdown))`.
 pub fn run<F>(
     listener: TcpListener,
     config: &Config,
     ring: Arc<KeyRing>,
+    metrics: Arc<Metrics>,
     shutdown: F,
 ) -> impl Future<Output = Result<(), BoxError>> + Send + 'static + use<F>
 where
     F: Future<Output = ()> + Send + 'static,
 {
     let config = config.clone();
-    async move { serve(listener, config, ring, shutdown).await }
+    async move { serve(listener, config, ring, metrics, shutdown).await }
 }
 
 async fn serve<F>(
     listener: TcpListener,
     config: Config,
     ring: Arc<KeyRing>,
+    metrics: Arc<Metrics>,
     shutdown: F,
 ) -> Result<(), BoxError>
 where
@@ -78,7 +87,7 @@ where
     let drain = Duration::from_secs(config.drain_seconds);
     let shutdown_delay = Duration::from_millis(config.shutdown_delay_ms);
 
-    let api = AllFivesServiceServer::new(Api::new(ring))
+    let api = AllFivesServiceServer::new(Api::new(ring, Arc::clone(&metrics)))
         .max_decoding_message_size(max_request)
         .max_encoding_message_size(MAX_RESPONSE_BYTES);
 
@@ -163,7 +172,14 @@ where
         let _ = drain_started.send(());
     };
 
-    let serving = server.serve_with_incoming_shutdown(CallLog { inner: routes }, incoming, signal);
+    let serving = server.serve_with_incoming_shutdown(
+        CallLog {
+            inner: routes,
+            metrics,
+        },
+        incoming,
+        signal,
+    );
     let deadline = async {
         match drain_start.await {
             Ok(()) => tokio::time::sleep(drain).await,
@@ -200,10 +216,15 @@ fn cors_layer(origins: &CorsOrigins) -> CorsLayer {
 }
 
 /// Wraps the routes: one `call` span per request with the gRPC method, and an event
-/// when the response is ready (code and latency) or the call is abandoned.
+/// when the response is ready (code and latency) or the call is abandoned; the same
+/// outcome is counted in the metrics (an abandoned call as CANCELLED, which is what a
+/// client sees when the server's timeout ends it).
+///
+/// Calls refused by the load shedder never get here, so they are not counted.
 #[derive(Clone)]
 struct CallLog<S> {
     inner: S,
+    metrics: Arc<Metrics>,
 }
 
 impl<S, B, ResBody> Service<http::Request<B>> for CallLog<S>
@@ -221,18 +242,24 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let span = tracing::info_span!("call", method = request.uri().path());
+        let path = request.uri().path();
+        let span = tracing::info_span!("call", method = path);
+        let route = Route::from_path(path);
+        let metrics = Arc::clone(&self.metrics);
         let response = self.inner.call(request);
         Box::pin(
             async move {
                 let mut pending = Pending {
                     start: Instant::now(),
                     done: false,
+                    route,
+                    metrics,
                 };
                 let result = response.await;
                 pending.done = true;
-                let micros = pending.start.elapsed().as_micros();
-                match &result {
+                let elapsed = pending.start.elapsed();
+                let micros = elapsed.as_micros();
+                let code = match &result {
                     Ok(response) => {
                         // An error is a trailers-only response (status in the headers);
                         // otherwise the status follows the message, and is OK unless the
@@ -247,9 +274,14 @@ where
                             }
                             _ => tracing::debug!(?code, micros, "call done"),
                         }
+                        code
                     }
-                    Err(error) => tracing::warn!(%error, micros, "call failed"),
-                }
+                    Err(error) => {
+                        tracing::warn!(%error, micros, "call failed");
+                        Code::Unknown
+                    }
+                };
+                pending.metrics.call_done(route, code, elapsed);
                 result
             }
             .instrument(span),
@@ -257,18 +289,22 @@ where
     }
 }
 
-/// Logs a call dropped before its response: past its deadline or cancelled by the client.
+/// Logs and counts a call dropped before its response: past its deadline or cancelled
+/// by the client.
 struct Pending {
     start: Instant,
     done: bool,
+    route: Route,
+    metrics: Arc<Metrics>,
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
         if !self.done {
-            let micros = self.start.elapsed().as_micros();
+            let elapsed = self.start.elapsed();
+            self.metrics.call_done(self.route, Code::Cancelled, elapsed);
             tracing::debug!(
-                micros,
+                micros = elapsed.as_micros(),
                 "call abandoned (deadline passed or client cancelled)"
             );
         }
@@ -350,7 +386,8 @@ mod tests {
         let shutdown = async {
             let _ = stopped.await;
         };
-        let handle = tokio::spawn(run(listener, &config, ring, shutdown));
+        let metrics = Arc::new(Metrics::new());
+        let handle = tokio::spawn(run(listener, &config, ring, metrics, shutdown));
         (addr, stop, handle)
     }
 

@@ -4,6 +4,9 @@
 //! - [`handlers`]: one function per RPC (parse, open, engine, seal, view).
 //! - [`convert`]: engine types <-> protobuf messages.
 //! - [`status`]: errors -> `tonic::Status` with rich error details.
+//!
+//! Each call records its outcome in [`Metrics`](crate::metrics::Metrics) (games, hands,
+//! moves, token refusals); the HTTP endpoint that shows them lives elsewhere.
 
 pub mod convert;
 pub mod handlers;
@@ -13,26 +16,31 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
+use crate::metrics::Metrics;
 use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
 use crate::state::KeyRing;
 use status::ApiError;
 
-/// The service: holds the key ring, nothing else (no game state between calls).
+/// The service: holds the key ring and the metrics, nothing else (no game state
+/// between calls).
 #[derive(Clone, Debug)]
 pub struct Api {
     ring: Arc<KeyRing>,
+    metrics: Arc<Metrics>,
 }
 
 impl Api {
-    pub fn new(ring: Arc<KeyRing>) -> Api {
-        Api { ring }
+    pub fn new(ring: Arc<KeyRing>, metrics: Arc<Metrics>) -> Api {
+        Api { ring, metrics }
     }
 }
 
-/// Runs one call inside its span (method, seat, result) and turns a failure into a
-/// status. Handlers are synchronous, so the span stays entered throughout.
+/// Runs one call inside its span (method, seat, result), counts a refusal, and turns a
+/// failure into a status. Handlers are synchronous, so the span stays entered
+/// throughout.
 fn traced<T>(
+    metrics: &Metrics,
     method: &'static str,
     seat: Option<u32>,
     call: impl FnOnce() -> Result<T, ApiError>,
@@ -47,18 +55,23 @@ fn traced<T>(
         }
         Err(error) => {
             span.record("result", error.reason());
+            metrics.refused(error.reason());
             tracing::info!(?error, "refused");
             Err(error.into())
         }
     }
 }
 
+/// A changing call's answer as its response, its events counted.
 macro_rules! changing {
-    ($response:ident, $answer:expr) => {
-        $answer.map(|a| pb::$response {
-            state: a.state,
-            view: Some(a.view),
-            events: a.events,
+    ($metrics:expr, $response:ident, $answer:expr) => {
+        $answer.map(|a| {
+            $metrics.events(&a.events);
+            pb::$response {
+                state: a.state,
+                view: Some(a.view),
+                events: a.events,
+            }
         })
     };
 }
@@ -69,11 +82,16 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::NewGameRequest>,
     ) -> Result<Response<pb::NewGameResponse>, Status> {
-        traced("NewGame", None, || {
-            changing!(
+        traced(&self.metrics, "NewGame", None, || {
+            let answer = changing!(
+                self.metrics,
                 NewGameResponse,
                 handlers::new_game(&self.ring, req.get_ref())
-            )
+            );
+            if answer.is_ok() {
+                self.metrics.game_created();
+            }
+            answer
         })
     }
 
@@ -81,8 +99,12 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::DealRequest>,
     ) -> Result<Response<pb::DealResponse>, Status> {
-        traced("Deal", None, || {
-            changing!(DealResponse, handlers::deal(&self.ring, req.get_ref()))
+        traced(&self.metrics, "Deal", None, || {
+            changing!(
+                self.metrics,
+                DealResponse,
+                handlers::deal(&self.ring, req.get_ref())
+            )
         })
     }
 
@@ -90,8 +112,12 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::PlayRequest>,
     ) -> Result<Response<pb::PlayResponse>, Status> {
-        traced("Play", Some(req.get_ref().seat), || {
-            changing!(PlayResponse, handlers::play(&self.ring, req.get_ref()))
+        traced(&self.metrics, "Play", Some(req.get_ref().seat), || {
+            changing!(
+                self.metrics,
+                PlayResponse,
+                handlers::play(&self.ring, req.get_ref())
+            )
         })
     }
 
@@ -99,8 +125,12 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::DrawRequest>,
     ) -> Result<Response<pb::DrawResponse>, Status> {
-        traced("Draw", Some(req.get_ref().seat), || {
-            changing!(DrawResponse, handlers::draw(&self.ring, req.get_ref()))
+        traced(&self.metrics, "Draw", Some(req.get_ref().seat), || {
+            changing!(
+                self.metrics,
+                DrawResponse,
+                handlers::draw(&self.ring, req.get_ref())
+            )
         })
     }
 
@@ -108,6 +138,8 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::ScoreRequest>,
     ) -> Result<Response<pb::ScoreResponse>, Status> {
-        traced("Score", None, || handlers::score(&self.ring, req.get_ref()))
+        traced(&self.metrics, "Score", None, || {
+            handlers::score(&self.ring, req.get_ref())
+        })
     }
 }

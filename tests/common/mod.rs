@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use allfives::config::Config;
+use allfives::metrics::{Metrics, serve_metrics};
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
 use allfives::state::KeyRing;
@@ -14,10 +15,15 @@ use tonic::transport::Channel;
 
 pub type Client = AllFivesServiceClient<Channel>;
 
-/// A server running in this process; stopped when dropped.
+/// A server running in this process, with its metrics endpoint; stopped when dropped.
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// Where `GET /metrics` answers (plain HTTP/1).
+    pub metrics_addr: SocketAddr,
+    /// The registry the server counts in.
+    pub metrics: Arc<Metrics>,
     stop: Option<oneshot::Sender<()>>,
+    /// Ends when the gRPC server has stopped and then the metrics endpoint.
     pub handle: tokio::task::JoinHandle<()>,
 }
 
@@ -27,6 +33,11 @@ impl TestServer {
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
+        let metrics_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind metrics");
+        let metrics_addr = metrics_listener.local_addr().expect("metrics addr");
+        let metrics = Arc::new(Metrics::new());
         let (stop, stopped) = oneshot::channel::<()>();
         let config = Config::try_parse_from([
             "allfives",
@@ -36,16 +47,30 @@ impl TestServer {
             "0",
         ])
         .expect("config");
+        let shared = Arc::clone(&metrics);
         let handle = tokio::spawn(async move {
+            // As `main` does: the metrics endpoint stops once the gRPC server has.
+            let (grpc_done, grpc_stopped) = oneshot::channel::<()>();
+            let scrapes = tokio::spawn(serve_metrics(
+                metrics_listener,
+                Arc::clone(&shared),
+                async {
+                    let _ = grpc_stopped.await;
+                },
+            ));
             let shutdown = async {
                 let _ = stopped.await;
             };
-            allfives::server::run(listener, &config, Arc::new(ring), shutdown)
-                .await
-                .expect("server");
+            let result =
+                allfives::server::run(listener, &config, Arc::new(ring), shared, shutdown).await;
+            drop(grpc_done);
+            scrapes.await.expect("metrics endpoint");
+            result.expect("server");
         });
         TestServer {
             addr,
+            metrics_addr,
+            metrics,
             stop: Some(stop),
             handle,
         }
@@ -69,6 +94,38 @@ impl TestServer {
             .connect()
             .await
             .expect("connect")
+    }
+
+    /// `GET <path>` on the metrics endpoint over real TCP: the status code, the
+    /// content type and the body.
+    pub async fn scrape(&self, path: &str) -> (u16, String, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(self.metrics_addr)
+            .await
+            .expect("connect to metrics");
+        let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let mut response = String::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            stream.read_to_string(&mut response),
+        )
+        .await
+        .expect("metrics answer in time")
+        .expect("read");
+        let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|c| c.parse().ok())
+            .expect("a status line");
+        let content_type = lines
+            .filter_map(|l| l.split_once(':'))
+            .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+            .map(|(_, value)| value.trim().to_owned())
+            .unwrap_or_default();
+        (status, content_type, body.to_owned())
     }
 
     pub fn stop(&mut self) {

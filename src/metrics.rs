@@ -1,0 +1,620 @@
+//! Prometheus metrics: what the server counts, and the HTTP endpoint that shows it.
+//!
+//! Counting is a relaxed atomic add into fixed arrays indexed by small enums (the gRPC
+//! route, the status code, the kind of move, the token refusal): no lock, no hashing and
+//! no allocation on the call path. At scrape time a [`Collector`] reads the atomics and
+//! `prometheus-client` writes the OpenMetrics text. Every metric and label is listed in
+//! `docs/metrics.md`.
+//!
+//! [`serve_metrics`] answers `GET /metrics` over plain HTTP/1 on its own listener, so
+//! the gRPC port never speaks to scrapers and the metrics port never carries the API.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::registry::{Registry, Unit};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tonic::Code;
+
+use crate::proto::v1 as pb;
+
+/// The content type of the exposition `GET /metrics` answers.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The prefix of every metric name.
+const PREFIX: &str = "allfives";
+
+/// How long a scraper may take to send its request head.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long in-flight scrapes get once the endpoint shuts down.
+const SCRAPE_DRAIN: Duration = Duration::from_secs(1);
+
+/// What a gRPC request asked for: the routes the server knows, and one for the rest, so
+/// the `service` and `method` labels have a fixed, small set of values whatever paths
+/// clients send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    NewGame,
+    Deal,
+    Play,
+    Draw,
+    Score,
+    HealthCheck,
+    HealthWatch,
+    ReflectionV1,
+    ReflectionV1alpha,
+    /// Any other path (answered UNIMPLEMENTED).
+    Other,
+}
+
+const ROUTES: usize = 10;
+const API: &str = "allfives.v1.AllFivesService";
+const HEALTH: &str = "grpc.health.v1.Health";
+const REFLECTION_V1: &str = "grpc.reflection.v1.ServerReflection";
+const REFLECTION_V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
+
+impl Route {
+    const ALL: [Route; ROUTES] = [
+        Route::NewGame,
+        Route::Deal,
+        Route::Play,
+        Route::Draw,
+        Route::Score,
+        Route::HealthCheck,
+        Route::HealthWatch,
+        Route::ReflectionV1,
+        Route::ReflectionV1alpha,
+        Route::Other,
+    ];
+
+    /// The route of a request path (`/<service>/<method>`).
+    pub fn from_path(path: &str) -> Route {
+        let Some((service, method)) = path.strip_prefix('/').and_then(|p| p.split_once('/')) else {
+            return Route::Other;
+        };
+        match (service, method) {
+            (API, "NewGame") => Route::NewGame,
+            (API, "Deal") => Route::Deal,
+            (API, "Play") => Route::Play,
+            (API, "Draw") => Route::Draw,
+            (API, "Score") => Route::Score,
+            (HEALTH, "Check") => Route::HealthCheck,
+            (HEALTH, "Watch") => Route::HealthWatch,
+            (REFLECTION_V1, "ServerReflectionInfo") => Route::ReflectionV1,
+            (REFLECTION_V1ALPHA, "ServerReflectionInfo") => Route::ReflectionV1alpha,
+            _ => Route::Other,
+        }
+    }
+
+    /// The `service` and `method` label values.
+    fn labels(self) -> (&'static str, &'static str) {
+        match self {
+            Route::NewGame => (API, "NewGame"),
+            Route::Deal => (API, "Deal"),
+            Route::Play => (API, "Play"),
+            Route::Draw => (API, "Draw"),
+            Route::Score => (API, "Score"),
+            Route::HealthCheck => (HEALTH, "Check"),
+            Route::HealthWatch => (HEALTH, "Watch"),
+            Route::ReflectionV1 => (REFLECTION_V1, "ServerReflectionInfo"),
+            Route::ReflectionV1alpha => (REFLECTION_V1ALPHA, "ServerReflectionInfo"),
+            Route::Other => ("other", "other"),
+        }
+    }
+
+    /// Unary calls are timed; for a stream the time to its response headers says little.
+    fn is_unary(self) -> bool {
+        !matches!(
+            self,
+            Route::HealthWatch | Route::ReflectionV1 | Route::ReflectionV1alpha | Route::Other
+        )
+    }
+}
+
+/// The gRPC status codes by number, as the `code` label writes them.
+const CODE_NAMES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// Upper bounds of the latency buckets, in nanoseconds (a call costs tens of
+/// microseconds of server time; the default timeout is 5 s).
+const LATENCY_BOUNDS_NANOS: [u64; 12] = [
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+
+/// A latency histogram on atomics: a count per bucket (the last one is `+Inf`) and the
+/// sum. The total count is the sum of the buckets, so it always matches `+Inf`.
+#[derive(Debug, Default)]
+struct Latency {
+    buckets: [AtomicU64; LATENCY_BOUNDS_NANOS.len() + 1],
+    sum_nanos: AtomicU64,
+}
+
+impl Latency {
+    fn observe(&self, elapsed: Duration) {
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        let bucket = LATENCY_BOUNDS_NANOS
+            .iter()
+            .position(|&bound| nanos <= bound)
+            .unwrap_or(LATENCY_BOUNDS_NANOS.len());
+        self.buckets[bucket].fetch_add(1, Relaxed);
+        self.sum_nanos.fetch_add(nanos, Relaxed);
+    }
+}
+
+/// The kinds of move the `moves` counter tells apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MoveKind {
+    Play,
+    Draw,
+    Pass,
+}
+
+const MOVE_KINDS: [(MoveKind, &str); 3] = [
+    (MoveKind::Play, "play"),
+    (MoveKind::Draw, "draw"),
+    (MoveKind::Pass, "pass"),
+];
+
+/// The token refusals counted, by their `ErrorInfo` reason.
+const TOKEN_REASONS: [&str; 4] = [
+    "TOKEN_MALFORMED",
+    "TOKEN_UNKNOWN_KEY",
+    "TOKEN_UNSUPPORTED_VERSION",
+    "TOKEN_INVALID",
+];
+
+/// Every count, read by the registry at each scrape.
+#[derive(Debug, Default)]
+struct Counts {
+    calls: [[AtomicU64; CODE_NAMES.len()]; ROUTES],
+    latency: [Latency; ROUTES],
+    games_created: AtomicU64,
+    games_finished: AtomicU64,
+    hands_dealt: AtomicU64,
+    moves: [AtomicU64; MOVE_KINDS.len()],
+    rejected_tokens: [AtomicU64; TOKEN_REASONS.len()],
+}
+
+/// The server's metrics: shared (in an `Arc`) by the gRPC server, the API and the
+/// metrics endpoint.
+pub struct Metrics {
+    registry: Registry,
+    counts: Arc<Counts>,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Every metric at zero.
+    pub fn new() -> Metrics {
+        let counts = Arc::new(Counts::default());
+        let mut registry = Registry::with_prefix(PREFIX);
+        registry.register_collector(Box::new(Arc::clone(&counts)));
+        Metrics { registry, counts }
+    }
+
+    /// A gRPC call ended with `code` after `elapsed` (unary calls are timed).
+    pub fn call_done(&self, route: Route, code: Code, elapsed: Duration) {
+        let index = route as usize;
+        // `Code` has the wire numbers 0 to 16 as discriminants.
+        let code = (code as usize).min(CODE_NAMES.len() - 1);
+        self.counts.calls[index][code].fetch_add(1, Relaxed);
+        if route.is_unary() {
+            self.counts.latency[index].observe(elapsed);
+        }
+    }
+
+    /// A NewGame call succeeded.
+    pub fn game_created(&self) {
+        self.counts.games_created.fetch_add(1, Relaxed);
+    }
+
+    /// A changing call succeeded with these events.
+    pub fn events(&self, events: &[pb::Event]) {
+        use pb::event::Kind;
+        let c = &self.counts;
+        for event in events {
+            let counter = match event.kind {
+                Some(Kind::Dealt(_)) => &c.hands_dealt,
+                Some(Kind::TilePlayed(_)) => &c.moves[MoveKind::Play as usize],
+                Some(Kind::TileDrawn(_)) => &c.moves[MoveKind::Draw as usize],
+                Some(Kind::Passed(_)) => &c.moves[MoveKind::Pass as usize],
+                Some(Kind::GameEnded(_)) => &c.games_finished,
+                Some(Kind::HandEnded(_)) | None => continue,
+            };
+            counter.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// A call was refused with this `ErrorInfo` reason; token refusals are counted.
+    pub fn refused(&self, reason: &str) {
+        if let Some(i) = TOKEN_REASONS.iter().position(|&r| r == reason) {
+            self.counts.rejected_tokens[i].fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The OpenMetrics text exposition of every metric.
+    pub fn encode(&self) -> Result<String, fmt::Error> {
+        let mut text = String::with_capacity(8 * 1024);
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
+        Ok(text)
+    }
+}
+
+fn counter(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: &AtomicU64,
+) -> fmt::Result {
+    let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    ConstCounter::new(value.load(Relaxed)).encode(metric)
+}
+
+fn labelled_counter<const N: usize>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: impl IntoIterator<Item = ([(&'static str, &'static str); N], u64)>,
+) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (labels, value) in series {
+        ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+impl Collector for Counts {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let e = &mut encoder;
+        // Only the (route, code) pairs seen so far: most of the 170 never happen.
+        labelled_counter(
+            e,
+            "grpc_calls",
+            "gRPC calls handled, by service, method and status code.",
+            Route::ALL.into_iter().flat_map(|route| {
+                let (service, method) = route.labels();
+                self.calls[route as usize]
+                    .iter()
+                    .map(|n| n.load(Relaxed))
+                    .zip(CODE_NAMES)
+                    .filter(|&(n, _)| n > 0)
+                    .map(move |(n, code)| {
+                        (
+                            [("service", service), ("method", method), ("code", code)],
+                            n,
+                        )
+                    })
+            }),
+        )?;
+
+        let mut family = e.encode_descriptor(
+            "grpc_call_duration",
+            "Time to answer unary gRPC calls, from routing to the response head, by method.",
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+        )?;
+        for route in Route::ALL.into_iter().filter(|r| r.is_unary()) {
+            let latency = &self.latency[route as usize];
+            let mut buckets = [(f64::INFINITY, 0u64); LATENCY_BOUNDS_NANOS.len() + 1];
+            for (i, slot) in buckets.iter_mut().enumerate() {
+                slot.1 = latency.buckets[i].load(Relaxed);
+                if let Some(&bound) = LATENCY_BOUNDS_NANOS.get(i) {
+                    slot.0 = bound as f64 / 1e9;
+                }
+            }
+            let count = buckets.iter().map(|&(_, n)| n).sum();
+            let sum = latency.sum_nanos.load(Relaxed) as f64 / 1e9;
+            let (service, method) = route.labels();
+            family
+                .encode_family(&[("service", service), ("method", method)])?
+                .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
+        }
+
+        counter(
+            e,
+            "games_created",
+            "Games started (successful NewGame calls).",
+            &self.games_created,
+        )?;
+        counter(
+            e,
+            "games_finished",
+            "Games won (a side reached the target).",
+            &self.games_finished,
+        )?;
+        counter(
+            e,
+            "hands_dealt",
+            "Hands dealt (successful Deal calls).",
+            &self.hands_dealt,
+        )?;
+        labelled_counter(
+            e,
+            "moves",
+            "Moves made, by kind: play (a tile placed), draw (a tile drawn), pass (a \
+             seat passed with the boneyard empty).",
+            MOVE_KINDS
+                .iter()
+                .map(|&(kind, name)| ([("kind", name)], self.moves[kind as usize].load(Relaxed))),
+        )?;
+        labelled_counter(
+            e,
+            "rejected_tokens",
+            "State tokens refused, by ErrorInfo reason.",
+            TOKEN_REASONS
+                .iter()
+                .zip(&self.rejected_tokens)
+                .map(|(&reason, n)| ([("reason", reason)], n.load(Relaxed))),
+        )?;
+        Ok(())
+    }
+}
+
+/// Serves `GET /metrics` on `listener` until `shutdown` completes; then stops
+/// accepting, lets in-flight scrapes finish (a second at most) and returns. Any other
+/// path is 404, any other method on `/metrics` 405.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let (closing, closed) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(connection(stream, Arc::clone(&metrics), closed.clone()));
+                }
+                Err(error) => {
+                    // Out of file descriptors, most likely: wait rather than spin.
+                    tracing::warn!(%error, "metrics endpoint cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            // Reap finished connections so the set does not grow.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let _ = closing.send(true);
+    let drained = tokio::time::timeout(SCRAPE_DRAIN, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::debug!("metrics connections still open at shutdown; closing them");
+    }
+    // Dropping the set aborts whatever is left.
+}
+
+/// One scraper's connection (keep-alive), closed gracefully when `closed` turns true.
+async fn connection(stream: TcpStream, metrics: Arc<Metrics>, mut closed: watch::Receiver<bool>) {
+    let _ = stream.set_nodelay(true);
+    let service = service_fn(move |request: Request<Incoming>| {
+        std::future::ready(Ok::<_, Infallible>(respond(&metrics, &request)))
+    });
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        _ = closed.changed() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = result {
+        tracing::debug!(%error, "metrics connection ended with an error");
+    }
+}
+
+fn respond<B>(metrics: &Metrics, request: &Request<B>) -> Response<String> {
+    if request.uri().path() != "/metrics" {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "not found; metrics are at /metrics\n",
+        );
+    }
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, "use GET\n");
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    match metrics.encode() {
+        Ok(text) => {
+            let mut response = Response::new(text);
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+            response
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot encode the metrics");
+            plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "cannot encode the metrics\n",
+            )
+        }
+    }
+}
+
+fn plain(status: StatusCode, body: &str) -> Response<String> {
+    let mut response = Response::new(body.to_owned());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::v1::all_fives_service_server::AllFivesServiceServer;
+    use crate::service::Api;
+    use tonic::server::NamedService;
+
+    #[test]
+    fn routes_cover_the_served_services() {
+        assert_eq!(<AllFivesServiceServer<Api> as NamedService>::NAME, API);
+        for route in Route::ALL {
+            let (service, method) = route.labels();
+            let path = format!("/{service}/{method}");
+            assert_eq!(Route::from_path(&path), route, "{path}");
+        }
+        for path in [
+            "",
+            "/",
+            "/metrics",
+            "/allfives.v1.AllFivesService/Nope",
+            "//Play",
+        ] {
+            assert_eq!(Route::from_path(path), Route::Other, "{path}");
+        }
+        assert!(Route::ALL.iter().enumerate().all(|(i, &r)| r as usize == i));
+    }
+
+    #[test]
+    fn code_names_follow_the_wire_numbers() {
+        for (n, name) in CODE_NAMES.iter().enumerate() {
+            let code = Code::from(n as i32);
+            assert_eq!(code as usize, n, "{name}");
+        }
+        assert_eq!(
+            CODE_NAMES[Code::FailedPrecondition as usize],
+            "FAILED_PRECONDITION"
+        );
+        assert_eq!(
+            CODE_NAMES[Code::Unauthenticated as usize],
+            "UNAUTHENTICATED"
+        );
+    }
+
+    #[test]
+    fn latency_buckets_are_cumulative_and_inclusive() {
+        let m = Metrics::new();
+        m.call_done(Route::Play, Code::Ok, Duration::from_micros(25));
+        m.call_done(Route::Play, Code::Ok, Duration::from_nanos(25_001));
+        m.call_done(Route::Play, Code::Cancelled, Duration::from_secs(7));
+        m.call_done(Route::HealthWatch, Code::Ok, Duration::from_secs(60));
+        let text = m.encode().expect("encode");
+        let play = r#"service="allfives.v1.AllFivesService",method="Play""#;
+        for line in [
+            format!("allfives_grpc_call_duration_seconds_bucket{{le=\"0.000025\",{play}}} 1"),
+            format!("allfives_grpc_call_duration_seconds_bucket{{le=\"0.00005\",{play}}} 2"),
+            format!("allfives_grpc_call_duration_seconds_bucket{{le=\"1.0\",{play}}} 2"),
+            format!("allfives_grpc_call_duration_seconds_bucket{{le=\"+Inf\",{play}}} 3"),
+            format!("allfives_grpc_call_duration_seconds_count{{{play}}} 3"),
+            format!("allfives_grpc_calls_total{{{play},code=\"OK\"}} 2"),
+            format!("allfives_grpc_calls_total{{{play},code=\"CANCELLED\"}} 1"),
+            r#"allfives_grpc_calls_total{service="grpc.health.v1.Health",method="Watch",code="OK"} 1"#
+                .to_owned(),
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+        }
+        assert!(
+            !text.contains(r#"method="Watch"}"#),
+            "streams are not timed:\n{text}"
+        );
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn only_token_refusals_are_counted_as_rejected_tokens() {
+        use crate::engine::Error as Rules;
+        use crate::service::status::ApiError;
+        use crate::state::TokenError;
+
+        let m = Metrics::new();
+        for error in [
+            ApiError::from(TokenError::Invalid),
+            ApiError::from(TokenError::Corrupt),
+            ApiError::from(TokenError::Malformed),
+            ApiError::from(TokenError::UnknownKey(9)),
+            ApiError::from(TokenError::UnsupportedVersion(9)),
+            ApiError::from(TokenError::Random),
+            ApiError::from(Rules::MustPlay),
+            ApiError::field("seat", "no such seat"),
+        ] {
+            m.refused(error.reason());
+        }
+        let text = m.encode().expect("encode");
+        for line in [
+            r#"allfives_rejected_tokens_total{reason="TOKEN_INVALID"} 2"#,
+            r#"allfives_rejected_tokens_total{reason="TOKEN_MALFORMED"} 1"#,
+            r#"allfives_rejected_tokens_total{reason="TOKEN_UNKNOWN_KEY"} 1"#,
+            r#"allfives_rejected_tokens_total{reason="TOKEN_UNSUPPORTED_VERSION"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+        }
+        let rejected = text
+            .lines()
+            .filter(|l| l.starts_with("allfives_rejected_tokens_total"))
+            .count();
+        assert_eq!(rejected, TOKEN_REASONS.len(), "{text}");
+    }
+}

@@ -1,0 +1,346 @@
+//! The metrics endpoint, end to end: real calls through the gRPC client, then a scrape
+//! of `GET /metrics` over TCP, checked against what the calls did.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use allfives::proto::v1 as pb;
+use common::{Client, TestServer, reason, ring};
+use tonic::Code;
+
+const API: &str = "allfives.v1.AllFivesService";
+
+/// What the test saw, to compare with the scrape.
+#[derive(Default)]
+struct Seen {
+    /// (method, code) -> calls.
+    calls: BTreeMap<(&'static str, &'static str), u64>,
+    hands: u64,
+    plays: u64,
+    draws: u64,
+    passes: u64,
+    games_finished: u64,
+}
+
+impl Seen {
+    fn call(&mut self, method: &'static str, code: &'static str) {
+        *self.calls.entry((method, code)).or_default() += 1;
+    }
+
+    fn events(&mut self, events: &[pb::Event]) {
+        use pb::event::Kind;
+        for event in events {
+            match event.kind {
+                Some(Kind::Dealt(_)) => self.hands += 1,
+                Some(Kind::TilePlayed(_)) => self.plays += 1,
+                Some(Kind::TileDrawn(_)) => self.draws += 1,
+                Some(Kind::Passed(_)) => self.passes += 1,
+                Some(Kind::GameEnded(_)) => self.games_finished += 1,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The value of the sample named exactly `series` (name and labels as written).
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.rsplit_once(' ').filter(|(s, _)| *s == series))
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+fn value(text: &str, series: &str) -> f64 {
+    sample(text, series).unwrap_or_else(|| panic!("no `{series}` in\n{text}"))
+}
+
+/// The seat on turn sees the table; it draws when it must, else plays its first legal
+/// move. Returns the new state and its view.
+async fn take_turn(
+    client: &mut Client,
+    seen: &mut Seen,
+    state: Vec<u8>,
+    view: &pb::GameView,
+) -> (Vec<u8>, pb::GameView) {
+    if view.phase == pb::Phase::Dealing as i32 {
+        let r = client
+            .deal(pb::DealRequest {
+                state,
+                viewer: None,
+            })
+            .await
+            .expect("Deal")
+            .into_inner();
+        seen.call("Deal", "OK");
+        seen.events(&r.events);
+        return (r.state, r.view.expect("view"));
+    }
+    let seat = view.turn.expect("a seat on turn");
+    let mine = client
+        .score(pb::ScoreRequest {
+            state: state.clone(),
+            viewer: Some(seat),
+        })
+        .await
+        .expect("Score")
+        .into_inner()
+        .view
+        .expect("view");
+    seen.call("Score", "OK");
+    if mine.must_draw {
+        let r = client
+            .draw(pb::DrawRequest {
+                state,
+                seat,
+                viewer: None,
+            })
+            .await
+            .expect("Draw")
+            .into_inner();
+        seen.call("Draw", "OK");
+        seen.events(&r.events);
+        (r.state, r.view.expect("view"))
+    } else {
+        let m = mine.legal_moves[0];
+        let r = client
+            .play(pb::PlayRequest {
+                state,
+                seat,
+                tile: m.tile,
+                end: m.end,
+                viewer: None,
+            })
+            .await
+            .expect("Play")
+            .into_inner();
+        seen.call("Play", "OK");
+        seen.events(&r.events);
+        (r.state, r.view.expect("view"))
+    }
+}
+
+#[tokio::test]
+async fn metrics_count_what_the_calls_did() {
+    let server = TestServer::start(ring(1, 7)).await;
+    let mut client = server.client().await;
+    let mut seen = Seen::default();
+
+    let new = client
+        .new_game(pb::NewGameRequest {
+            rules: Some(pb::Rules {
+                players: 2,
+                ..Default::default()
+            }),
+            seed: Some(3),
+            viewer: None,
+        })
+        .await
+        .expect("NewGame")
+        .into_inner();
+    seen.call("NewGame", "OK");
+    let (mut state, mut view) = (new.state, new.view.expect("view"));
+
+    // Play on until a seat has drawn and a few tiles are down.
+    for _ in 0..400 {
+        if view.phase == pb::Phase::Over as i32 || (seen.draws > 0 && seen.plays >= 3) {
+            break;
+        }
+        (state, view) = take_turn(&mut client, &mut seen, state, &view).await;
+    }
+    assert!(
+        seen.draws > 0 && seen.plays >= 3,
+        "a seat drew, tiles were played"
+    );
+    let dealt = state.clone();
+
+    // Refusals: a tampered token, an empty one, a seat out of turn.
+    let mut tampered = state.clone();
+    let mid = tampered.len() / 2;
+    tampered[mid] ^= 0x01;
+    let error = client
+        .score(pb::ScoreRequest {
+            state: tampered,
+            viewer: None,
+        })
+        .await
+        .expect_err("a tampered token");
+    assert_eq!(reason(&error), "TOKEN_INVALID");
+    seen.call("Score", "INVALID_ARGUMENT");
+    let error = client
+        .deal(pb::DealRequest {
+            state: Vec::new(),
+            viewer: None,
+        })
+        .await
+        .expect_err("an empty token");
+    assert_eq!(reason(&error), "TOKEN_MALFORMED");
+    seen.call("Deal", "INVALID_ARGUMENT");
+    if view.phase == pb::Phase::Playing as i32 {
+        let other = 1 - view.turn.expect("turn");
+        let error = client
+            .draw(pb::DrawRequest {
+                state: dealt,
+                seat: other,
+                viewer: None,
+            })
+            .await
+            .expect_err("out of turn");
+        assert_eq!(error.code(), Code::FailedPrecondition);
+        seen.call("Draw", "FAILED_PRECONDITION");
+    }
+
+    let (status, content_type, text) = server.scrape("/metrics").await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        content_type,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    assert!(text.ends_with("# EOF\n"), "{text}");
+
+    // Calls by method and code, and nothing else on the API.
+    for (&(method, code), &n) in &seen.calls {
+        let series = format!(
+            r#"allfives_grpc_calls_total{{service="{API}",method="{method}",code="{code}"}}"#
+        );
+        assert_eq!(value(&text, &series), n as f64, "{series}");
+    }
+    let api_series = text
+        .lines()
+        .filter(|l| l.starts_with(&format!(r#"allfives_grpc_calls_total{{service="{API}""#)))
+        .count();
+    assert_eq!(api_series, seen.calls.len(), "{text}");
+
+    // A latency histogram per method: every call observed once, buckets cumulative.
+    for method in ["NewGame", "Deal", "Play", "Draw", "Score"] {
+        let calls: u64 = seen
+            .calls
+            .iter()
+            .filter(|((m, _), _)| *m == method)
+            .map(|(_, n)| n)
+            .sum();
+        let labels = format!(r#"service="{API}",method="{method}""#);
+        let count = value(
+            &text,
+            &format!("allfives_grpc_call_duration_seconds_count{{{labels}}}"),
+        );
+        assert_eq!(count, calls as f64, "{method}");
+        let inf = value(
+            &text,
+            &format!(r#"allfives_grpc_call_duration_seconds_bucket{{le="+Inf",{labels}}}"#),
+        );
+        assert_eq!(inf, count, "{method}");
+        let sum = value(
+            &text,
+            &format!("allfives_grpc_call_duration_seconds_sum{{{labels}}}"),
+        );
+        assert!(sum > 0.0 && sum < 5.0 * count, "{method}: {sum}");
+        let buckets: Vec<f64> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("allfives_grpc_call_duration_seconds_bucket{") && l.contains(&labels)
+            })
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse().ok())
+            .collect();
+        assert_eq!(buckets.len(), 13, "{method}");
+        assert!(
+            buckets.windows(2).all(|w| w[0] <= w[1]),
+            "{method}: {buckets:?}"
+        );
+    }
+
+    // The game's own counters.
+    assert_eq!(value(&text, "allfives_games_created_total"), 1.0);
+    assert_eq!(
+        value(&text, "allfives_games_finished_total"),
+        seen.games_finished as f64
+    );
+    assert_eq!(
+        value(&text, "allfives_hands_dealt_total"),
+        seen.hands as f64
+    );
+    assert!(seen.hands >= 1);
+    for (kind, n) in [
+        ("play", seen.plays),
+        ("draw", seen.draws),
+        ("pass", seen.passes),
+    ] {
+        let series = format!(r#"allfives_moves_total{{kind="{kind}"}}"#);
+        assert_eq!(value(&text, &series), n as f64, "{series}");
+    }
+    for (reason, n) in [
+        ("TOKEN_INVALID", 1.0),
+        ("TOKEN_MALFORMED", 1.0),
+        ("TOKEN_UNKNOWN_KEY", 0.0),
+        ("TOKEN_UNSUPPORTED_VERSION", 0.0),
+    ] {
+        let series = format!(r#"allfives_rejected_tokens_total{{reason="{reason}"}}"#);
+        assert_eq!(value(&text, &series), n, "{series}");
+    }
+
+    // The same numbers are in the shared registry the test holds.
+    let direct = server.metrics.encode().expect("encode");
+    assert_eq!(
+        sample(&direct, "allfives_games_created_total"),
+        Some(1.0),
+        "{direct}"
+    );
+
+    let (status, _, _) = server.scrape("/nothing-here").await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn health_checks_and_unknown_methods_are_counted_apart() {
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_client::HealthClient;
+
+    let server = TestServer::start(ring(1, 7)).await;
+    let mut health = HealthClient::new(server.channel().await);
+    for _ in 0..2 {
+        health
+            .check(HealthCheckRequest {
+                service: String::new(),
+            })
+            .await
+            .expect("health");
+    }
+    // A path no service serves: answered UNIMPLEMENTED, counted under `other`.
+    let mut grpc = tonic::client::Grpc::new(server.channel().await);
+    grpc.ready().await.expect("ready");
+    let unknown = grpc
+        .unary::<_, (), _>(
+            tonic::Request::new(()),
+            "/allfives.v1.AllFivesService/Resign".parse().expect("path"),
+            tonic_prost::ProstCodec::<(), ()>::default(),
+        )
+        .await
+        .expect_err("no such method");
+    assert_eq!(unknown.code(), Code::Unimplemented);
+
+    let (status, _, text) = server.scrape("/metrics").await;
+    assert_eq!(status, 200);
+    let check = r#"service="grpc.health.v1.Health",method="Check""#;
+    assert_eq!(
+        value(
+            &text,
+            &format!(r#"allfives_grpc_calls_total{{{check},code="OK"}}"#)
+        ),
+        2.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            &format!("allfives_grpc_call_duration_seconds_count{{{check}}}")
+        ),
+        2.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            r#"allfives_grpc_calls_total{service="other",method="other",code="UNIMPLEMENTED"}"#
+        ),
+        1.0
+    );
+    assert_eq!(value(&text, "allfives_games_created_total"), 0.0);
+}
