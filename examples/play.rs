@@ -1,0 +1,318 @@
+//! Plays whole matches against a running server (or a gateway in front of several), as
+//! a client would: NewGame, Deal, then for the seat on turn a Score with that seat as
+//! viewer to learn its legal moves, and the highest-scoring move (or a Draw), until the
+//! match is over. Calls that fail because their connection went away are retried (every
+//! call of the API is safe to repeat); any other failure stops it with a non-zero exit.
+//! Prints the calls answered, the calls retried and the matches finished.
+//!
+//! `cargo run --example play -- --addr http://127.0.0.1:50051 --games 20 --concurrency 4`
+//!
+//! CI's gateway test (`.ci/gateway-test`) plays matches through nginx with it.
+
+use std::future::Future;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use allfives::proto::v1 as pb;
+use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
+use clap::Parser;
+use tonic::transport::{Channel, Endpoint};
+
+/// Calls after which a match is given up as stuck (a 4-player match to 200 under "own
+/// pips off" takes a few thousand calls here; this is far past that).
+const MAX_CALLS_PER_GAME: u64 = 200_000;
+
+/// Times a call is sent again after a failure that allows it (see [`retryable`]).
+const RETRIES: u32 = 3;
+
+/// Play whole All Fives matches through the gRPC API.
+#[derive(Parser, Debug)]
+#[command(name = "play")]
+struct Args {
+    /// Server (or gateway) address: `http://host:port`, or `host:port`.
+    #[arg(long, default_value = "http://127.0.0.1:50051")]
+    addr: String,
+    /// Matches to play.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    games: u64,
+    /// Players at each table: 2, 3 or 4.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=4))]
+    players: u32,
+    /// Points that win a match (0: the server's default for the table).
+    #[arg(long, default_value_t = 0)]
+    target: u32,
+    /// Matches in play at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    concurrency: u64,
+    /// Seed of the first match (match i uses seed + i); without it the server picks.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Deadline of each call, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    timeout_ms: u64,
+}
+
+/// Counts shared by the workers.
+#[derive(Default)]
+struct Totals {
+    /// Calls answered.
+    calls: AtomicU64,
+    /// Calls sent again after a failure that allows it.
+    retries: AtomicU64,
+    games: AtomicU64,
+    hands: AtomicU64,
+}
+
+type Client = AllFivesServiceClient<Channel>;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let started = Instant::now();
+    let url = if args.addr.contains("://") {
+        args.addr.clone()
+    } else {
+        format!("http://{}", args.addr)
+    };
+    let channel = match Endpoint::from_shared(url) {
+        Ok(endpoint) => match endpoint
+            .connect_timeout(Duration::from_secs(5))
+            .tcp_nodelay(true)
+            .connect()
+            .await
+        {
+            Ok(channel) => channel,
+            Err(error) => {
+                eprintln!("play: cannot connect to {}: {error:?}", args.addr);
+                return ExitCode::FAILURE;
+            }
+        },
+        Err(error) => {
+            eprintln!("play: bad --addr {}: {error}", args.addr);
+            return ExitCode::FAILURE;
+        }
+    };
+
+    let args = Arc::new(args);
+    let totals = Arc::new(Totals::default());
+    let next = Arc::new(AtomicU64::new(0));
+    let mut workers = tokio::task::JoinSet::<Result<(), String>>::new();
+    for _ in 0..args.concurrency.min(args.games) {
+        let client = AllFivesServiceClient::new(channel.clone());
+        let (args, totals, next) = (args.clone(), totals.clone(), next.clone());
+        workers.spawn(async move {
+            loop {
+                let game = next.fetch_add(1, Ordering::Relaxed);
+                if game >= args.games {
+                    return Ok(());
+                }
+                play_one(client.clone(), &args, game, &totals)
+                    .await
+                    .map_err(|e| format!("match {game}: {e}"))?;
+            }
+        });
+    }
+
+    let mut failed = false;
+    while let Some(joined) = workers.join_next().await {
+        match joined {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                eprintln!("play: {error}");
+                failed = true;
+                workers.abort_all();
+            }
+            Err(error) if error.is_cancelled() => {}
+            Err(error) => {
+                eprintln!("play: worker panicked: {error}");
+                failed = true;
+            }
+        }
+    }
+
+    let secs = started.elapsed().as_secs_f64();
+    let calls = totals.calls.load(Ordering::Relaxed);
+    println!(
+        "play: {} of {} matches finished ({} hands), {} calls in {:.1} s ({:.0} calls/s), {} retried",
+        totals.games.load(Ordering::Relaxed),
+        args.games,
+        totals.hands.load(Ordering::Relaxed),
+        calls,
+        secs,
+        calls as f64 / secs.max(1e-9),
+        totals.retries.load(Ordering::Relaxed),
+    );
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Whether a failed call may be sent again: the connection it was on went away (a
+/// gateway or server recycling connections, a replica shutting down) or the server
+/// shed it. Every call of this API is safe to repeat, since the whole game is in the
+/// request and the server stores nothing; refusals (INVALID_ARGUMENT,
+/// FAILED_PRECONDITION) are answers, not accidents, and are never retried.
+fn retryable(status: &tonic::Status) -> bool {
+    match status.code() {
+        tonic::Code::Unavailable | tonic::Code::Cancelled => true,
+        // How tonic reports a stream reset or a connection closed under it.
+        tonic::Code::Internal | tonic::Code::Unknown => {
+            let message = status.message();
+            message.starts_with("h2 protocol error") || message.contains("transport error")
+        }
+        _ => false,
+    }
+}
+
+/// Sends the request `make` builds, again (up to `RETRIES` more times, after a short
+/// pause) if it fails in a way [`retryable`] allows; returns the answer or a readable
+/// error naming the call.
+async fn call<T, F, Fut>(what: &str, totals: &Totals, mut make: F) -> Result<T, String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    let mut retries = 0;
+    loop {
+        match make().await {
+            Ok(response) => {
+                totals.calls.fetch_add(1, Ordering::Relaxed);
+                return Ok(response.into_inner());
+            }
+            Err(status) if retries < RETRIES && retryable(&status) => {
+                retries += 1;
+                totals.retries.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(10 << retries)).await;
+            }
+            Err(status) => {
+                return Err(format!(
+                    "{what} failed: {:?} {}",
+                    status.code(),
+                    status.message()
+                ));
+            }
+        }
+    }
+}
+
+/// A request carrying `message`, with the per-call deadline set.
+fn with_deadline<T>(message: T, deadline: Duration) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.set_timeout(deadline);
+    request
+}
+
+/// Plays match number `game` to the end.
+async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Result<(), String> {
+    let deadline = Duration::from_millis(args.timeout_ms);
+    // A request with the per-call deadline set, for the next attempt of a call.
+    let new_game = pb::NewGameRequest {
+        rules: Some(pb::Rules {
+            players: args.players,
+            target: args.target,
+            ..Default::default()
+        }),
+        seed: args.seed.map(|s| s.wrapping_add(game)),
+        viewer: None,
+    };
+    let started = call("NewGame", totals, || {
+        let mut client = client.clone();
+        let req = with_deadline(new_game, deadline);
+        async move { client.new_game(req).await }
+    })
+    .await?;
+    let mut state = started.state;
+    let mut view = started.view.ok_or("NewGame answered no view")?;
+
+    let mut calls = 1u64;
+    loop {
+        if calls > MAX_CALLS_PER_GAME {
+            return Err(format!("not over after {calls} calls"));
+        }
+        let phase = pb::Phase::try_from(view.phase).map_err(|_| "unknown phase")?;
+        let (next_state, next_view) = match phase {
+            pb::Phase::Over => break,
+            pb::Phase::Dealing => {
+                calls += 1;
+                totals.hands.fetch_add(1, Ordering::Relaxed);
+                let message = pb::DealRequest {
+                    state: state.clone(),
+                    viewer: None,
+                };
+                let dealt = call("Deal", totals, || {
+                    let mut client = client.clone();
+                    let req = with_deadline(message.clone(), deadline);
+                    async move { client.deal(req).await }
+                })
+                .await?;
+                (dealt.state, dealt.view)
+            }
+            pb::Phase::Playing => {
+                let seat = view.turn.ok_or("a hand in play with no seat on turn")?;
+                calls += 2;
+                // The table as the seat on turn sees it: its legal moves, or must_draw.
+                let message = pb::ScoreRequest {
+                    state: state.clone(),
+                    viewer: Some(seat),
+                };
+                let seen = call("Score", totals, || {
+                    let mut client = client.clone();
+                    let req = with_deadline(message.clone(), deadline);
+                    async move { client.score(req).await }
+                })
+                .await?
+                .view
+                .ok_or("Score answered no view")?;
+                if seen.must_draw {
+                    let message = pb::DrawRequest {
+                        state: state.clone(),
+                        seat,
+                        viewer: None,
+                    };
+                    let drawn = call("Draw", totals, || {
+                        let mut client = client.clone();
+                        let req = with_deadline(message.clone(), deadline);
+                        async move { client.draw(req).await }
+                    })
+                    .await?;
+                    (drawn.state, drawn.view)
+                } else {
+                    // The move that scores most; the first listed among equals.
+                    let best = seen
+                        .legal_moves
+                        .iter()
+                        .reduce(|best, m| if m.points > best.points { m } else { best })
+                        .ok_or_else(|| {
+                            format!("seat {seat} is on turn with no legal move and need not draw")
+                        })?;
+                    let message = pb::PlayRequest {
+                        state: state.clone(),
+                        seat,
+                        tile: best.tile,
+                        end: best.end,
+                        viewer: None,
+                    };
+                    let played = call("Play", totals, || {
+                        let mut client = client.clone();
+                        let req = with_deadline(message.clone(), deadline);
+                        async move { client.play(req).await }
+                    })
+                    .await?;
+                    (played.state, played.view)
+                }
+            }
+            pb::Phase::Unspecified => return Err("phase unspecified".to_owned()),
+        };
+        state = next_state;
+        view = next_view.ok_or("an answer with no view")?;
+    }
+    if view.winner_side.is_none() {
+        return Err("the match is over but has no winner".to_owned());
+    }
+    totals.games.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
