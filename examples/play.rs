@@ -7,6 +7,9 @@
 //!
 //! `cargo run --example play -- --addr http://127.0.0.1:50051 --games 20 --concurrency 4`
 //!
+//! With `--seconds N` it starts no new match after N seconds (`.ci/soak` plays as many
+//! matches as fit in its window that way).
+//!
 //! CI's gateway test (`.ci/gateway-test`) plays matches through nginx with it.
 
 use std::future::Future;
@@ -52,6 +55,10 @@ struct Args {
     /// Deadline of each call, in milliseconds.
     #[arg(long, default_value_t = 5000)]
     timeout_ms: u64,
+    /// Start no new match after this many seconds (matches in play finish), for
+    /// bounded soak runs (`.ci/soak`); --games still caps the count.
+    #[arg(long)]
+    seconds: Option<u64>,
 }
 
 /// Counts shared by the workers.
@@ -104,6 +111,12 @@ async fn main() -> ExitCode {
         let (args, totals, next) = (args.clone(), totals.clone(), next.clone());
         workers.spawn(async move {
             loop {
+                if args
+                    .seconds
+                    .is_some_and(|s| started.elapsed() >= Duration::from_secs(s))
+                {
+                    return Ok(());
+                }
                 let game = next.fetch_add(1, Ordering::Relaxed);
                 if game >= args.games {
                     return Ok(());
@@ -134,10 +147,11 @@ async fn main() -> ExitCode {
 
     let secs = started.elapsed().as_secs_f64();
     let calls = totals.calls.load(Ordering::Relaxed);
+    let started_games = next.load(Ordering::Relaxed).min(args.games);
     println!(
         "play: {} of {} matches finished ({} hands), {} calls in {:.1} s ({:.0} calls/s), {} retried",
         totals.games.load(Ordering::Relaxed),
-        args.games,
+        started_games,
         totals.hands.load(Ordering::Relaxed),
         calls,
         secs,

@@ -65,7 +65,9 @@ pub struct Config {
     )]
     pub request_timeout_ms: u64,
 
-    /// Calls in flight per connection; more are refused with UNAVAILABLE.
+    /// Calls in flight per connection, also its HTTP/2 MAX_CONCURRENT_STREAMS: HTTP/2
+    /// clients queue past it; calls sent past it anyway are refused unprocessed
+    /// (UNAVAILABLE); the load shedder answers RESOURCE_EXHAUSTED.
     #[arg(
         long,
         env = "ALLFIVES_CONCURRENCY_LIMIT",

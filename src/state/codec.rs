@@ -137,6 +137,11 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
         .as_ref()
         .map(|h| decode_hand(h, &rules))
         .transpose()?;
+    // The engine adds one to these with every deal and move: a game the engine made
+    // never gets near the limit, and one at the limit would overflow.
+    if state.moves == u32::MAX || state.hands_dealt == u32::MAX {
+        return Err(corrupt("counter at its limit"));
+    }
     let mut game = Game::new(rules, state.seed).map_err(|_| corrupt("rules"))?;
     game.hands_dealt = state.hands_dealt;
     game.hand = hand;
@@ -220,6 +225,17 @@ fn decode_sheet(state: &pb::State, sides: usize) -> Result<ScoreSheet, DecodeErr
         .zip(folded + 1..)
         .map(|(values, hand)| decode_row(values, sides, hand, hand))
         .collect::<Result<Vec<_>, _>>()?;
+    // Every entry is within MAX_POINTS, but 33 rows of them can overflow the sheet's
+    // running sums (`ScoreSheet::totals`, the rendered sheet): bound their sum too.
+    let magnitude: i64 = carried
+        .iter()
+        .chain(&rows)
+        .flat_map(|r| r.play.iter().chain(&r.settlement))
+        .map(|&v| i64::from(v).abs())
+        .sum();
+    if magnitude > MAX_POINTS {
+        return Err(corrupt("sheet out of range"));
+    }
     ScoreSheet::from_parts(carried, rows).ok_or(corrupt("sheet rows"))
 }
 

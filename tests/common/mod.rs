@@ -29,6 +29,12 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start(ring: KeyRing) -> TestServer {
+        TestServer::start_with(ring, &[]).await
+    }
+
+    /// As [`TestServer::start`], with more flags (`--concurrency-limit 4`, …) after the
+    /// test defaults (short drain, no shutdown delay).
+    pub async fn start_with(ring: KeyRing, extra_args: &[&str]) -> TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -39,14 +45,14 @@ impl TestServer {
         let metrics_addr = metrics_listener.local_addr().expect("metrics addr");
         let metrics = Arc::new(Metrics::new());
         let (stop, stopped) = oneshot::channel::<()>();
-        let config = Config::try_parse_from([
+        let defaults = [
             "allfives",
             "--drain-seconds",
             "1",
             "--shutdown-delay-ms",
             "0",
-        ])
-        .expect("config");
+        ];
+        let config = Config::try_parse_from(defaults.iter().chain(extra_args)).expect("config");
         let shared = Arc::clone(&metrics);
         let handle = tokio::spawn(async move {
             // As `main` does: the metrics endpoint stops once the gRPC server has.

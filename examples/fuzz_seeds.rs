@@ -1,0 +1,203 @@
+//! Writes seed corpora for the fuzz targets in `fuzz/` from real games: tokens and
+//! plaintexts (`token`), plaintexts with the bot's next moves (`engine`) and requests
+//! carrying real tokens (`service`), sealed under the fuzz key ring (`fuzz/src/lib.rs`
+//! holds the same keys and documents the input formats).
+//!
+//! `cargo run --example fuzz_seeds -- fuzz/corpus` (what `.ci/fuzz` does): a few dozen
+//! small files per target, under `<dir>/token`, `<dir>/engine` and `<dir>/service`.
+
+use std::path::{Path, PathBuf};
+
+use allfives::engine::bot::{Strategy, choose};
+use allfives::engine::{Action, End, Game, HandSizeRule, Phase, Rules, SettlementRule, Tile};
+use allfives::proto::v1 as pb;
+use allfives::state::{self, KeyRing, Record, codec};
+use prost::Message;
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::SeedableRng;
+
+/// The fuzz key ring (`fuzz/src/lib.rs`, `KEYS`).
+const KEYS: [(u8, [u8; 32]); 2] = [(1, [0x5a; 32]), (2, [0xa5; 32])];
+
+/// States picked from each match.
+const POINTS: usize = 8;
+
+fn main() -> std::io::Result<()> {
+    let dir = PathBuf::from(std::env::args().nth(1).unwrap_or("fuzz/corpus".into()));
+    let ring = KeyRing::new(KEYS.to_vec(), None).expect("ring");
+    let mut written = 0;
+    let mut put = |target: &str, name: String, bytes: &[u8]| -> std::io::Result<()> {
+        let path = dir.join(target);
+        std::fs::create_dir_all(&path)?;
+        std::fs::write(Path::new(&path).join(format!("seed-{name}")), bytes)?;
+        written += 1;
+        Ok(())
+    };
+    let tables = [
+        (2, false, HandSizeRule::Standard, SettlementRule::OwnPipsOff),
+        (
+            3,
+            false,
+            HandSizeRule::SevenFive,
+            SettlementRule::WinnerTakesPips,
+        ),
+        (4, true, HandSizeRule::Standard, SettlementRule::OwnPipsOff),
+    ];
+    for (t, (players, partnership, hand_size, settlement)) in tables.into_iter().enumerate() {
+        let rules = Rules {
+            players,
+            partnership,
+            hand_size,
+            target: 100,
+            settlement,
+        };
+        let (states, actions) = whole_match(rules, t as u64);
+        // Fresh-game seeds: the rules and seed, then "the first legal move" throughout.
+        let mut fresh = vec![0, (players - 2) as u8, u8::from(partnership), 19];
+        fresh.extend_from_slice(&(t as u64).to_le_bytes());
+        fresh.extend(std::iter::repeat_n(3u8, 300));
+        put("engine", format!("{t}-fresh"), &fresh)?;
+        // A real state picked by number with one field set to its extreme, then moves.
+        let mut tweaked = vec![2, t as u8 * 40, 0, 1, 0, 2, 0];
+        tweaked.extend(std::iter::repeat_n(3u8, 100));
+        put("engine", format!("{t}-tweaked"), &tweaked)?;
+
+        for p in 0..POINTS {
+            let i = p * (states.len() - 1) / (POINTS - 1);
+            let game = &states[i];
+            let name = format!("{t}-{p}");
+            let record = Record {
+                match_id: [t as u8; 16],
+                game: game.clone(),
+            };
+            let plaintext = codec::encode(&record);
+            let token = state::seal(&ring, &record).expect("seal");
+            put("token", format!("{name}-token"), &token)?;
+            put("token", format!("{name}-plain"), &plaintext)?;
+
+            // The plaintext, then the next (up to) 24 moves as the bot chose them.
+            let mut engine = vec![1];
+            engine.extend_from_slice(&(plaintext.len() as u16).to_le_bytes());
+            engine.extend_from_slice(&plaintext);
+            for (game, action) in states[i..].iter().zip(&actions[i..]).take(24) {
+                engine.extend(action_bytes(game, action));
+            }
+            put("engine", name.clone(), &engine)?;
+
+            for (handler, request) in requests(game, &token) {
+                let mut bytes = vec![handler, 0, 0];
+                bytes.extend_from_slice(&request);
+                put("service", format!("{name}-{handler}"), &bytes)?;
+            }
+        }
+    }
+    println!("fuzz_seeds: wrote {written} files under {}", dir.display());
+    Ok(())
+}
+
+/// Every state of a match played by the greedy player, and the action taken in each
+/// (the last state, the match over, has none).
+fn whole_match(rules: Rules, seed: u64) -> (Vec<Game>, Vec<Action>) {
+    let mut game = Game::new(rules, seed).expect("rules");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut scratch = Vec::new();
+    let (mut states, mut actions) = (vec![game.clone()], Vec::new());
+    while let Some(action) = choose(&game, Strategy::Greedy, &mut rng, &mut scratch) {
+        game.apply(action, &mut Vec::new()).expect("a bot's move");
+        actions.push(action);
+        states.push(game.clone());
+    }
+    (states, actions)
+}
+
+/// The engine target's bytes for `action` in `game`: "legal move i" for a play, "what
+/// the seat must do" for a draw or a deal (see `fuzz/src/lib.rs`, `next_action`).
+fn action_bytes(game: &Game, action: &Action) -> Vec<u8> {
+    match action {
+        Action::Play { tile, end, .. } => {
+            let index = game
+                .legal_moves()
+                .iter()
+                .position(|m| m.tile == *tile && m.end == *end)
+                .unwrap_or(0);
+            vec![3 | (index as u8) << 2]
+        }
+        Action::Draw { .. } | Action::Deal => vec![3],
+    }
+}
+
+fn tile_out(tile: Tile) -> pb::Tile {
+    pb::Tile {
+        a: u32::from(tile.lo()),
+        b: u32::from(tile.hi()),
+    }
+}
+
+fn end_out(end: Option<End>) -> i32 {
+    (match end {
+        None => pb::End::Unspecified,
+        Some(End::Left) => pb::End::Left,
+        Some(End::Right) => pb::End::Right,
+        Some(End::Up) => pb::End::Up,
+        Some(End::Down) => pb::End::Down,
+    }) as i32
+}
+
+/// Requests (handler number, encoded message) a client would send in `game`.
+fn requests(game: &Game, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let state = token.to_vec();
+    let mut out = vec![(
+        4,
+        pb::ScoreRequest {
+            state: state.clone(),
+            viewer: game.turn().map(|s| s as u32),
+        }
+        .encode_to_vec(),
+    )];
+    match (game.phase(), game.turn()) {
+        (Phase::Dealing, _) => out.push((
+            1,
+            pb::DealRequest {
+                state,
+                viewer: Some(0),
+            }
+            .encode_to_vec(),
+        )),
+        (Phase::Playing, Some(seat)) => match game.legal_moves().first() {
+            Some(m) => out.push((
+                2,
+                pb::PlayRequest {
+                    state,
+                    seat: seat as u32,
+                    tile: Some(tile_out(m.tile)),
+                    end: end_out(m.end),
+                    viewer: Some(seat as u32),
+                }
+                .encode_to_vec(),
+            )),
+            None => out.push((
+                3,
+                pb::DrawRequest {
+                    state,
+                    seat: seat as u32,
+                    viewer: Some(seat as u32),
+                }
+                .encode_to_vec(),
+            )),
+        },
+        _ => out.push((
+            0,
+            pb::NewGameRequest {
+                rules: Some(pb::Rules {
+                    players: game.rules().players as u32,
+                    target: 50,
+                    ..Default::default()
+                }),
+                seed: Some(7),
+                viewer: Some(1),
+            }
+            .encode_to_vec(),
+        )),
+    }
+    out
+}

@@ -1,0 +1,116 @@
+//! Request messages through the service handlers in process: arbitrary protobuf bytes
+//! decoded as a NewGame, Deal, Play, Draw or Score request, with the `state` field
+//! often replaced by a real token (any point of a real match). Never a panic; every
+//! refusal is a clean status (INVALID_ARGUMENT or FAILED_PRECONDITION); a real token is
+//! never refused as a token and always scores for a seat at its table; every token
+//! answered opens again as a sound game.
+#![no_main]
+
+use allfives::proto::v1 as pb;
+use allfives::service::handlers::{self, Answer};
+use allfives::service::status::ApiError;
+use allfives::state;
+use allfives_fuzz::{assert_sound, byte, real_tokens, ring, take};
+use libfuzzer_sys::fuzz_target;
+use prost::Message;
+use tonic::Code;
+
+/// The real token the `u16` selects, or `None` for 0.
+fn real(choice: u16) -> Option<Vec<u8>> {
+    let tokens = real_tokens();
+    (choice != 0).then(|| tokens[usize::from(choice - 1) % tokens.len()].clone())
+}
+
+fn answered(answer: Result<Answer, ApiError>) -> Result<(), ApiError> {
+    let answer = answer?;
+    let record = state::open(ring(), &answer.state).expect("a token the service answered opens");
+    assert_sound(&record.game);
+    assert_eq!(answer.view.moves, record.game.moves());
+    Ok(())
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut input = data;
+    let handler = byte(&mut input) % 5;
+    let choice = take(&mut input, 2);
+    let choice = u16::from(choice.first().copied().unwrap_or(0))
+        | u16::from(choice.get(1).copied().unwrap_or(0)) << 8;
+    let token = real(choice);
+    let ring = ring();
+    let players = token.as_ref().map(|t| {
+        state::open(ring, t)
+            .expect("a real token opens")
+            .game
+            .rules()
+            .players as u32
+    });
+    let in_range = |viewer: Option<u32>| match (players, viewer) {
+        (Some(_), None) => true,
+        (Some(p), Some(v)) => v < p,
+        (None, _) => false,
+    };
+    let (result, must_succeed) = match handler {
+        0 => {
+            let Ok(req) = pb::NewGameRequest::decode(input) else {
+                return;
+            };
+            (answered(handlers::new_game(ring, &req)), false)
+        }
+        1 => {
+            let Ok(mut req) = pb::DealRequest::decode(input) else {
+                return;
+            };
+            if let Some(t) = token.clone() {
+                req.state = t;
+            }
+            (answered(handlers::deal(ring, &req)), false)
+        }
+        2 => {
+            let Ok(mut req) = pb::PlayRequest::decode(input) else {
+                return;
+            };
+            if let Some(t) = token.clone() {
+                req.state = t;
+            }
+            (answered(handlers::play(ring, &req)), false)
+        }
+        3 => {
+            let Ok(mut req) = pb::DrawRequest::decode(input) else {
+                return;
+            };
+            if let Some(t) = token.clone() {
+                req.state = t;
+            }
+            (answered(handlers::draw(ring, &req)), false)
+        }
+        _ => {
+            let Ok(mut req) = pb::ScoreRequest::decode(input) else {
+                return;
+            };
+            if let Some(t) = token.clone() {
+                req.state = t;
+            }
+            let must = in_range(req.viewer);
+            let result = handlers::score(ring, &req).map(|r| {
+                assert!(r.sheet.is_some() && r.view.is_some());
+            });
+            (result, must)
+        }
+    };
+    if let Err(error) = result {
+        assert!(!must_succeed, "Score of a real token refused: {error:?}");
+        if token.is_some() {
+            assert!(
+                !matches!(error, ApiError::Token(_)),
+                "a real token refused: {error:?}"
+            );
+        }
+        let status = tonic::Status::from(error.clone());
+        let expected = match error {
+            ApiError::Token(state::TokenError::Random) => Code::Unavailable,
+            ApiError::Rules(_) => Code::FailedPrecondition,
+            _ => Code::InvalidArgument,
+        };
+        assert_eq!(status.code(), expected, "{error:?}");
+    }
+});

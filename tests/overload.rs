@@ -1,0 +1,594 @@
+//! Overload, oversized messages and slow or broken clients, against a real server on
+//! loopback: excess calls are refused quickly and the rest served, memory stays
+//! bounded, and a normal client is served promptly throughout. See
+//! docs/RELIABILITY.md.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use allfives::proto::v1 as pb;
+use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
+use common::{Client, TestServer, reason, ring};
+use prost::Message;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tonic::Code;
+use tonic::transport::Endpoint;
+
+/// Resident memory of this process (server and clients), in KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The soft limit on open files of this process (1024 if unknown).
+fn open_files_limit() -> usize {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(1024)
+}
+
+/// A new client on its own HTTP/2 connection.
+async fn connect(addr: SocketAddr) -> Client {
+    let channel = Endpoint::from_shared(format!("http://{addr}"))
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect");
+    AllFivesServiceClient::new(channel)
+}
+
+/// A dealt game's token, from `client`.
+async fn dealt(client: &mut Client) -> Vec<u8> {
+    let new = client
+        .new_game(pb::NewGameRequest::default())
+        .await
+        .expect("NewGame")
+        .into_inner();
+    client
+        .deal(pb::DealRequest {
+            state: new.state,
+            viewer: None,
+        })
+        .await
+        .expect("Deal")
+        .into_inner()
+        .state
+}
+
+/// A normal client's round of calls (NewGame, Deal, Score): returns the slowest call.
+async fn normal_round(addr: SocketAddr) -> Duration {
+    let mut slowest = Duration::ZERO;
+    let started = Instant::now();
+    let mut client = tokio::time::timeout(Duration::from_secs(5), connect(addr))
+        .await
+        .expect("a normal client connects promptly");
+    slowest = slowest.max(started.elapsed());
+    for _ in 0..3 {
+        let started = Instant::now();
+        let state = tokio::time::timeout(Duration::from_secs(5), dealt(&mut client))
+            .await
+            .expect("a normal client is served promptly");
+        let view = client
+            .score(pb::ScoreRequest {
+                state,
+                viewer: Some(0),
+            })
+            .await
+            .expect("Score")
+            .into_inner()
+            .view
+            .expect("view");
+        assert_eq!(view.hand.len(), 9);
+        slowest = slowest.max(started.elapsed());
+    }
+    slowest
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn far_past_the_concurrency_limit_excess_calls_are_refused_quickly_and_the_rest_served() {
+    let server = TestServer::start_with(ring(1, 3), &["--concurrency-limit", "4"]).await;
+    let addr = server.addr;
+    let token = dealt(&mut server.client().await).await;
+    let rss_before = rss_kib();
+    let started = Instant::now();
+
+    // 8 connections, 64 calls at once on each, 4 rounds: 2048 calls, 512 at a time,
+    // against a limit of 4 per connection.
+    let mut rounds = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let token = token.clone();
+        rounds.spawn(async move {
+            let client = connect(addr).await;
+            let mut outcomes = Vec::new();
+            for _ in 0..4 {
+                let mut calls = tokio::task::JoinSet::new();
+                for _ in 0..64 {
+                    let mut client = client.clone();
+                    let state = token.clone();
+                    calls.spawn(async move {
+                        let started = Instant::now();
+                        let result = client
+                            .score(pb::ScoreRequest {
+                                state,
+                                viewer: Some(0),
+                            })
+                            .await;
+                        (result.map(|r| r.into_inner()), started.elapsed())
+                    });
+                }
+                while let Some(joined) = calls.join_next().await {
+                    outcomes.push(joined.expect("call task"));
+                }
+            }
+            outcomes
+        });
+    }
+    let mut ok = 0;
+    let mut refused = std::collections::BTreeMap::<String, (u32, Duration)>::new();
+    let mut slowest_ok = Duration::ZERO;
+    while let Some(joined) = rounds.join_next().await {
+        for (result, elapsed) in joined.expect("connection task") {
+            match result {
+                Ok(answer) => {
+                    ok += 1;
+                    slowest_ok = slowest_ok.max(elapsed);
+                    let view = answer.view.expect("view");
+                    assert_eq!(view.hand.len(), 9, "an accepted call is answered in full");
+                }
+                Err(status) => {
+                    let entry = refused
+                        .entry(format!("{:?}", status.code()))
+                        .or_insert((0, Duration::ZERO));
+                    entry.0 += 1;
+                    entry.1 = entry.1.max(elapsed);
+                    assert!(
+                        matches!(status.code(), Code::ResourceExhausted | Code::Unavailable),
+                        "{status:?}"
+                    );
+                }
+            }
+        }
+    }
+    let rss_after = rss_kib();
+    println!(
+        "overload: 2048 calls, 512 at once over 8 connections against a limit of 4 per \
+         connection: {ok} served (slowest {slowest_ok:?}), refused (count, slowest) \
+         {refused:?}, in {:?}; RSS {rss_before} -> {rss_after} KiB",
+        started.elapsed()
+    );
+    // HTTP/2 clients queue past the server's MAX_CONCURRENT_STREAMS; what a client sends
+    // before it has read that setting is refused at once (REFUSED_STREAM: UNAVAILABLE).
+    assert!(ok > 0);
+    for (code, (_, slowest)) in &refused {
+        assert!(*slowest < Duration::from_secs(1), "{code} took {slowest:?}");
+    }
+    assert!(
+        rss_after < rss_before + 64 * 1024,
+        "memory grew from {rss_before} to {rss_after} KiB"
+    );
+    // The server serves normally afterwards.
+    assert!(normal_round(addr).await < Duration::from_secs(1));
+}
+
+/// Just enough HTTP/2, by hand, to be the clients a real HTTP/2 stack never is: one
+/// that ignores the server's stream limit, one that never reads, one that stops in the
+/// middle of the connection preface.
+mod raw {
+    pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    pub const DATA: u8 = 0;
+    pub const HEADERS: u8 = 1;
+    pub const RST_STREAM: u8 = 3;
+    pub const SETTINGS: u8 = 4;
+    pub const GOAWAY: u8 = 7;
+    pub const END_STREAM: u8 = 1;
+    pub const END_HEADERS: u8 = 4;
+    pub const REFUSED_STREAM: u32 = 7;
+
+    pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let len = payload.len() as u32;
+        let mut out = len.to_be_bytes()[1..].to_vec();
+        out.extend([kind, flags]);
+        out.extend(stream.to_be_bytes());
+        out.extend(payload);
+        out
+    }
+
+    /// The client preface and an empty SETTINGS frame.
+    pub fn hello() -> Vec<u8> {
+        let mut out = PREFACE.to_vec();
+        out.extend(frame(SETTINGS, 0, 0, &[]));
+        out
+    }
+
+    /// A unary gRPC call on `stream`: HEADERS (HPACK literals, no Huffman) and one DATA
+    /// frame holding the length-prefixed message.
+    pub fn call(stream: u32, path: &str, message: &[u8]) -> Vec<u8> {
+        let mut block = Vec::new();
+        for (name, value) in [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":path", path),
+            (":authority", "localhost"),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+        ] {
+            block.push(0); // literal without indexing, new name
+            block.push(name.len() as u8);
+            block.extend(name.as_bytes());
+            block.push(value.len() as u8);
+            block.extend(value.as_bytes());
+        }
+        let mut out = frame(HEADERS, END_HEADERS, stream, &block);
+        let mut body = vec![0];
+        body.extend((message.len() as u32).to_be_bytes());
+        body.extend(message);
+        out.extend(frame(DATA, END_STREAM, stream, &body));
+        out
+    }
+
+    #[derive(Debug)]
+    pub struct Frame {
+        pub kind: u8,
+        pub flags: u8,
+        pub stream: u32,
+        pub payload: Vec<u8>,
+    }
+
+    /// Splits whole frames off the front of `buf`.
+    pub fn parse(buf: &mut Vec<u8>) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        while buf.len() >= 9 {
+            let len = u32::from_be_bytes([0, buf[0], buf[1], buf[2]]) as usize;
+            if buf.len() < 9 + len {
+                break;
+            }
+            let stream = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
+            frames.push(Frame {
+                kind: buf[3],
+                flags: buf[4],
+                stream,
+                payload: buf[9..9 + len].to_vec(),
+            });
+            buf.drain(..9 + len);
+        }
+        frames
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_ignores_the_stream_limit_has_the_excess_refused_at_once() {
+    let server = TestServer::start_with(ring(1, 3), &["--concurrency-limit", "4"]).await;
+    let token = dealt(&mut server.client().await).await;
+    let message = pb::ScoreRequest {
+        state: token,
+        viewer: Some(0),
+    }
+    .encode_to_vec();
+    const CALLS: u32 = 100;
+    let (mut served, mut refused, mut slowest) = (0, 0, Duration::ZERO);
+    for _ in 0..4 {
+        // All the calls in one write, before the server's SETTINGS could be read.
+        let mut conn = TcpStream::connect(server.addr).await.expect("connect");
+        let mut burst = raw::hello();
+        for i in 0..CALLS {
+            burst.extend(raw::call(
+                2 * i + 1,
+                "/allfives.v1.AllFivesService/Score",
+                &message,
+            ));
+        }
+        let started = Instant::now();
+        conn.write_all(&burst).await.expect("write");
+        let mut bodies = BTreeMap::<u32, Vec<u8>>::new();
+        let mut done = BTreeMap::<u32, &str>::new();
+        let mut buf = Vec::new();
+        while (done.len() as u32) < CALLS {
+            let mut chunk = [0u8; 16384];
+            let n = tokio::time::timeout(Duration::from_secs(5), conn.read(&mut chunk))
+                .await
+                .expect("the server answers every stream promptly")
+                .expect("read");
+            assert!(
+                n > 0,
+                "connection closed with {} streams answered",
+                done.len()
+            );
+            buf.extend_from_slice(&chunk[..n]);
+            for f in raw::parse(&mut buf) {
+                match f.kind {
+                    raw::RST_STREAM => {
+                        // REFUSED_STREAM first; then STREAM_CLOSED for the DATA frame
+                        // that followed the refused HEADERS.
+                        let code = u32::from_be_bytes(f.payload[..4].try_into().expect("code"));
+                        if done.get(&f.stream) != Some(&"refused") {
+                            assert_eq!(code, raw::REFUSED_STREAM, "stream {}", f.stream);
+                            done.insert(f.stream, "refused");
+                            slowest = slowest.max(started.elapsed());
+                        }
+                    }
+                    raw::DATA => {
+                        bodies.entry(f.stream).or_default().extend(&f.payload);
+                        if f.flags & raw::END_STREAM != 0 {
+                            done.insert(f.stream, "served");
+                        }
+                    }
+                    raw::HEADERS if f.flags & raw::END_STREAM != 0 => {
+                        done.insert(f.stream, "served");
+                    }
+                    raw::GOAWAY => panic!("GOAWAY: {:?}", f.payload),
+                    _ => {}
+                }
+            }
+        }
+        for (stream, outcome) in &done {
+            if *outcome == "served" {
+                // A full answer: the length-prefixed ScoreResponse with the seat's hand.
+                let body = &bodies[stream];
+                let answer = pb::ScoreResponse::decode(&body[5..]).expect("a ScoreResponse");
+                assert_eq!(answer.view.expect("view").hand.len(), 9);
+                served += 1;
+            } else {
+                refused += 1;
+            }
+        }
+    }
+    println!(
+        "overload: a client ignoring the limit of 4: {served} calls served, {refused} refused \
+         (RST_STREAM REFUSED_STREAM, UNAVAILABLE to gRPC clients), the last refusal after \
+         {slowest:?}"
+    );
+    assert!(refused > 0 && served >= 4);
+    assert!(slowest < Duration::from_secs(1));
+    // The server serves normally afterwards.
+    assert!(normal_round(server.addr).await < Duration::from_secs(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_messages_are_refused_with_out_of_range() {
+    let server = TestServer::start(ring(1, 3)).await;
+    let mut client = server.client().await;
+    // Over --max-message-bytes (16384 by default): refused before decoding.
+    let status = client
+        .score(pb::ScoreRequest {
+            state: vec![1; 20_000],
+            viewer: None,
+        })
+        .await
+        .expect_err("oversized");
+    assert_eq!(status.code(), Code::OutOfRange, "{status:?}");
+    // Within the message limit, but longer than any token: refused as a token.
+    let status = client
+        .score(pb::ScoreRequest {
+            state: vec![1; 16_000],
+            viewer: None,
+        })
+        .await
+        .expect_err("too long for a token");
+    assert_eq!(
+        (status.code(), reason(&status).as_str()),
+        (Code::InvalidArgument, "TOKEN_MALFORMED")
+    );
+    assert!(normal_round(server.addr).await < Duration::from_secs(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_silent_and_half_greeted_connections_does_not_stop_others() {
+    let server = TestServer::start(ring(1, 3)).await;
+    let addr = server.addr;
+    let rss_before = rss_kib();
+    // 900 connections held open (fewer under a low descriptor limit: each costs this
+    // process two): a third send nothing (as a half-open connection looks to the
+    // server), a third stop inside the HTTP/2 preface, a third after the preface inside
+    // the first frame.
+    let count = 900.min(open_files_limit().saturating_sub(256) / 3);
+    let mut held = Vec::new();
+    for i in 0..count {
+        let mut conn = TcpStream::connect(addr).await.expect("connect");
+        match i % 3 {
+            0 => {}
+            1 => conn.write_all(&raw::PREFACE[..10]).await.expect("write"),
+            _ => {
+                let hello = raw::hello();
+                conn.write_all(&hello[..raw::PREFACE.len() + 5])
+                    .await
+                    .expect("write")
+            }
+        }
+        held.push(conn);
+    }
+    // Meanwhile 2000 more connect and hang up at once.
+    let churn = tokio::spawn(async move {
+        for _ in 0..2000 {
+            drop(TcpStream::connect(addr).await.expect("connect"));
+        }
+    });
+    let slowest = normal_round(addr).await;
+    churn.await.expect("churn");
+    let slowest = slowest.max(normal_round(addr).await);
+    let rss_after = rss_kib();
+    println!(
+        "slow clients: with {count} silent or half-greeted connections held and 2000 more \
+         opened and dropped, a normal client's slowest call took {slowest:?}; RSS \
+         {rss_before} -> {rss_after} KiB"
+    );
+    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+    assert!(
+        rss_after < rss_before + 64 * 1024,
+        "memory grew from {rss_before} to {rss_after} KiB"
+    );
+    drop(held);
+}
+
+/// Reads from `conn` until the server closes it; the time that took, or `None` if it
+/// did not within `limit`.
+async fn closed_within(conn: &mut TcpStream, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout_at((started + limit).into(), conn.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0) | Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_unfinished_connections_are_closed_at_the_max_connection_age() {
+    // Age 1 s; the grace after the GOAWAY is the request timeout plus a second.
+    let server = TestServer::start_with(
+        ring(1, 3),
+        &[
+            "--max-connection-age-secs",
+            "1",
+            "--request-timeout-ms",
+            "200",
+        ],
+    )
+    .await;
+    let mut silent = TcpStream::connect(server.addr).await.expect("connect");
+    let mut partial = TcpStream::connect(server.addr).await.expect("connect");
+    partial.write_all(&raw::PREFACE[..10]).await.expect("write");
+    let mut idle = TcpStream::connect(server.addr).await.expect("connect");
+    idle.write_all(&raw::hello()).await.expect("write");
+    idle.write_all(&raw::frame(raw::SETTINGS, 1, 0, &[]))
+        .await
+        .expect("write");
+    let limit = Duration::from_secs(6);
+    let (silent, partial, idle) = tokio::join!(
+        closed_within(&mut silent, limit),
+        closed_within(&mut partial, limit),
+        closed_within(&mut idle, limit),
+    );
+    println!(
+        "slow clients: at --max-connection-age-secs 1 the server closed a silent \
+         connection after {silent:?}, one stopped inside the preface after {partial:?}, an \
+         idle HTTP/2 connection after {idle:?}"
+    );
+    for (what, closed) in [("silent", silent), ("partial", partial), ("idle", idle)] {
+        let closed = closed.unwrap_or_else(|| panic!("the {what} connection stayed open"));
+        assert!(closed >= Duration::from_millis(900), "{what}: {closed:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_sends_calls_but_never_reads_does_not_stop_others() {
+    let server = TestServer::start(ring(1, 3)).await;
+    let addr = server.addr;
+    let token = dealt(&mut server.client().await).await;
+    let message = pb::ScoreRequest {
+        state: token,
+        viewer: Some(0),
+    }
+    .encode_to_vec();
+    let rss_before = rss_kib();
+    // 3000 calls written as fast as the server takes them, never a byte read: no
+    // SETTINGS ACK, no WINDOW_UPDATE, the answers piling up unread.
+    let mut conn = TcpStream::connect(addr).await.expect("connect");
+    let writer = tokio::spawn(async move {
+        conn.write_all(&raw::hello()).await.expect("write");
+        let mut written = 0u32;
+        for i in 0..3000u32 {
+            let call = raw::call(2 * i + 1, "/allfives.v1.AllFivesService/Score", &message);
+            let write = conn.write_all(&call);
+            match tokio::time::timeout(Duration::from_secs(2), write).await {
+                Ok(Ok(())) => written += 1,
+                Ok(Err(_)) => return (written, "the server closed the connection", conn),
+                Err(_) => return (written, "the server stopped reading", conn),
+            }
+        }
+        (written, "all written", conn)
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let slowest = normal_round(addr).await;
+    let (written, how, conn) = writer.await.expect("writer");
+    let slowest = slowest.max(normal_round(addr).await);
+    let rss_after = rss_kib();
+    println!(
+        "slow clients: a client that never reads wrote {written} calls ({how}); a normal \
+         client's slowest call meanwhile took {slowest:?}; RSS {rss_before} -> {rss_after} KiB"
+    );
+    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+    assert!(
+        rss_after < rss_before + 64 * 1024,
+        "memory grew from {rss_before} to {rss_after} KiB"
+    );
+    drop(conn);
+}
+
+/// CPU seconds (user + system) a process has used, from /proc.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .expect("comm")
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: f64 =
+        fields[11].parse::<f64>().expect("utime") + fields[12].parse::<f64>().expect("stime");
+    ticks / 100.0
+}
+
+/// Finding 3 of docs/RELIABILITY.md: once the process is out of file descriptors,
+/// tonic's accept loop retries `accept` at once, forever (EMFILE leaves the connection
+/// in the backlog), and burns a whole core until a descriptor frees. Ignored until
+/// src/server.rs backs off after accept errors and caps connections below the limit:
+/// `cargo test --test overload -- --ignored` shows it.
+#[test]
+#[ignore = "finding 3: the accept loop spins on EMFILE (src/server.rs to fix)"]
+fn out_of_file_descriptors_the_server_does_not_spin() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "ulimit -n 64; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_allfives"))
+        .args([
+            "--addr",
+            &addr,
+            "--metrics-addr",
+            "off",
+            "--log-filter",
+            "error",
+        ])
+        .spawn()
+        .expect("start the server");
+    let up = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    assert!(up, "the server did not come up");
+    // Past the 64 descriptors the process may hold.
+    let held: Vec<_> = (0..100)
+        .filter_map(|_| std::net::TcpStream::connect(&addr).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let before = cpu_seconds(child.id());
+    std::thread::sleep(Duration::from_secs(2));
+    let used = cpu_seconds(child.id()) - before;
+    drop(held);
+    let _ = child.kill();
+    let _ = child.wait();
+    println!("out of descriptors: the server used {used:.2} CPU seconds in 2 s");
+    assert!(used < 0.5, "the accept loop spun: {used:.2} CPU s in 2 s");
+}
