@@ -5,6 +5,8 @@
 //!   `$OUT_DIR/allfives_descriptor.bin` for gRPC reflection.
 //! - `proto/allfives/internal/v1/state.proto`: the state token's internal encoding;
 //!   messages only, and kept out of the reflection descriptor set.
+//! - `proto/allfives/bench/v1/echo.proto`: only with the `bench-echo` feature, a bare
+//!   unary service for benchmarks (`examples/loadgen.rs`); kept out of reflection.
 
 use std::env;
 use std::error::Error;
@@ -12,16 +14,25 @@ use std::path::PathBuf;
 
 const PUBLIC: &str = "allfives/v1/allfives.proto";
 const INTERNAL: &str = "allfives/internal/v1/state.proto";
+const BENCH: &str = "allfives/bench/v1/echo.proto";
 
 fn main() -> Result<(), Box<dyn Error>> {
     println!("cargo:rerun-if-changed=proto");
     let out_dir = PathBuf::from(env::var("OUT_DIR")?);
 
-    let fds = protox::compile([PUBLIC, INTERNAL], ["proto"])?;
+    let bench = env::var_os("CARGO_FEATURE_BENCH_ECHO").is_some();
+    let files: &[&str] = if bench {
+        &[PUBLIC, INTERNAL, BENCH]
+    } else {
+        &[PUBLIC, INTERNAL]
+    };
+    let fds = protox::compile(files, ["proto"])?;
 
     // Reflection serves only the public API (and whatever it imports).
     let mut public = fds.clone();
-    public.file.retain(|f| f.name() != INTERNAL);
+    public
+        .file
+        .retain(|f| f.name() != INTERNAL && f.name() != BENCH);
     std::fs::write(
         out_dir.join("allfives_descriptor.bin"),
         prost::Message::encode_to_vec(&public),

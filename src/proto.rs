@@ -16,3 +16,11 @@ pub mod v1 {
 pub mod internal {
     tonic::include_proto!("allfives.internal.v1");
 }
+
+/// Benchmark only (`bench-echo` feature): a bare unary service, package
+/// `allfives.bench.v1` (`proto/allfives/bench/v1/echo.proto`).
+#[cfg(feature = "bench-echo")]
+#[allow(clippy::doc_lazy_continuation, clippy::doc_overindented_list_items)]
+pub mod bench {
+    tonic::include_proto!("allfives.bench.v1");
+}

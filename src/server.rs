@@ -25,7 +25,6 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer, ExposeHeaders};
-use tracing::Instrument;
 
 use crate::config::{Config, CorsOrigins, LogFormat};
 use crate::metrics::{Metrics, Route};
@@ -138,8 +137,14 @@ where
     let routes = Routes::new(api)
         .add_service(health)
         .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .prepare();
+        .add_service(reflection_v1alpha);
+    #[cfg(feature = "bench-echo")]
+    let routes = routes.add_service(
+        bench_echo::EchoServiceServer::new(bench_echo::Echo)
+            .max_decoding_message_size(max_request)
+            .max_encoding_message_size(MAX_RESPONSE_BYTES),
+    );
+    let routes = routes.prepare();
 
     // `serve_with_incoming*` ignores the builder's TCP options; set them on the stream.
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
@@ -215,8 +220,8 @@ fn cors_layer(origins: &CorsOrigins) -> CorsLayer {
         .max_age(CORS_MAX_AGE)
 }
 
-/// Wraps the routes: one `call` span per request with the gRPC method, and an event
-/// when the response is ready (code and latency) or the call is abandoned; the same
+/// Wraps the routes: an event when the response is ready (code and latency) or the call
+/// is abandoned, in a `call` span with the gRPC method; the same
 /// outcome is counted in the metrics (an abandoned call as CANCELLED, which is what a
 /// client sees when the server's timeout ends it).
 ///
@@ -242,51 +247,60 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let path = request.uri().path();
-        let span = tracing::info_span!("call", method = path);
-        let route = Route::from_path(path);
+        // The span of the call's log lines is made only when a line is written: an
+        // enabled span on every call would cost more than a tenth of a bare call.
+        let uri = request.uri().clone();
+        let route = Route::from_path(uri.path());
         let metrics = Arc::clone(&self.metrics);
         let response = self.inner.call(request);
-        Box::pin(
-            async move {
-                let mut pending = Pending {
-                    start: Instant::now(),
-                    done: false,
-                    route,
-                    metrics,
-                };
-                let result = response.await;
-                pending.done = true;
-                let elapsed = pending.start.elapsed();
-                let micros = elapsed.as_micros();
-                let code = match &result {
-                    Ok(response) => {
-                        // An error is a trailers-only response (status in the headers);
-                        // otherwise the status follows the message, and is OK unless the
-                        // body fails, which unary calls do not.
-                        let code = response
-                            .headers()
-                            .get("grpc-status")
-                            .map_or(Code::Ok, |v| Code::from_bytes(v.as_bytes()));
-                        match code {
-                            Code::Unknown | Code::Internal | Code::DataLoss => {
-                                tracing::warn!(?code, micros, "call failed")
+        Box::pin(async move {
+            let mut pending = Pending {
+                start: Instant::now(),
+                done: false,
+                route,
+                metrics,
+                uri,
+            };
+            let result = response.await;
+            pending.done = true;
+            let elapsed = pending.start.elapsed();
+            let micros = elapsed.as_micros();
+            let code = match &result {
+                Ok(response) => {
+                    // An error is a trailers-only response (status in the headers);
+                    // otherwise the status follows the message, and is OK unless the
+                    // body fails, which unary calls do not.
+                    let code = response
+                        .headers()
+                        .get("grpc-status")
+                        .map_or(Code::Ok, |v| Code::from_bytes(v.as_bytes()));
+                    match code {
+                        Code::Unknown | Code::Internal | Code::DataLoss => call_span(&pending.uri)
+                            .in_scope(|| tracing::warn!(?code, micros, "call failed")),
+                        _ => {
+                            if tracing::enabled!(tracing::Level::DEBUG) {
+                                call_span(&pending.uri)
+                                    .in_scope(|| tracing::debug!(?code, micros, "call done"))
                             }
-                            _ => tracing::debug!(?code, micros, "call done"),
                         }
-                        code
                     }
-                    Err(error) => {
-                        tracing::warn!(%error, micros, "call failed");
-                        Code::Unknown
-                    }
-                };
-                pending.metrics.call_done(route, code, elapsed);
-                result
-            }
-            .instrument(span),
-        )
+                    code
+                }
+                Err(error) => {
+                    call_span(&pending.uri)
+                        .in_scope(|| tracing::warn!(%error, micros, "call failed"));
+                    Code::Unknown
+                }
+            };
+            pending.metrics.call_done(route, code, elapsed);
+            result
+        })
     }
+}
+
+/// The span of a call's log lines: `call`, with the gRPC path as `method`.
+fn call_span(uri: &http::Uri) -> tracing::Span {
+    tracing::info_span!("call", method = uri.path())
 }
 
 /// Logs and counts a call dropped before its response: past its deadline or cancelled
@@ -296,6 +310,7 @@ struct Pending {
     done: bool,
     route: Route,
     metrics: Arc<Metrics>,
+    uri: http::Uri,
 }
 
 impl Drop for Pending {
@@ -303,10 +318,51 @@ impl Drop for Pending {
         if !self.done {
             let elapsed = self.start.elapsed();
             self.metrics.call_done(self.route, Code::Cancelled, elapsed);
-            tracing::debug!(
-                micros = elapsed.as_micros(),
-                "call abandoned (deadline passed or client cancelled)"
-            );
+            if tracing::enabled!(tracing::Level::DEBUG) {
+                call_span(&self.uri).in_scope(|| {
+                    tracing::debug!(
+                        micros = elapsed.as_micros(),
+                        "call abandoned (deadline passed or client cancelled)"
+                    )
+                });
+            }
+        }
+    }
+}
+
+/// Benchmark only: the bare unary call `examples/loadgen.rs` compares games against. It
+/// sits behind the same layers as the API (CORS, gRPC-Web, limits, the call log), so
+/// the difference between the two is the game's own work.
+#[cfg(feature = "bench-echo")]
+mod bench_echo {
+    use crate::proto::bench::echo_service_server::EchoService;
+    pub use crate::proto::bench::echo_service_server::EchoServiceServer;
+    use crate::proto::bench::{EchoRequest, EchoResponse};
+    use std::time::{Duration, Instant};
+    use tonic::{Request, Response, Status};
+
+    /// Largest payload an echo answers with.
+    const MAX_PAYLOAD: u32 = 64 * 1024;
+    /// Longest busy-wait a request may ask for.
+    const MAX_WORK_NS: u32 = 1_000_000;
+
+    #[derive(Clone, Copy, Debug)]
+    pub struct Echo;
+
+    #[tonic::async_trait]
+    impl EchoService for Echo {
+        async fn echo(&self, req: Request<EchoRequest>) -> Result<Response<EchoResponse>, Status> {
+            let req = req.get_ref();
+            if req.work_ns > 0 {
+                let work = Duration::from_nanos(u64::from(req.work_ns.min(MAX_WORK_NS)));
+                let start = Instant::now();
+                while start.elapsed() < work {
+                    std::hint::spin_loop();
+                }
+            }
+            Ok(Response::new(EchoResponse {
+                payload: vec![0; req.response_bytes.min(MAX_PAYLOAD) as usize],
+            }))
         }
     }
 }

@@ -17,13 +17,20 @@ pub struct Answer {
     pub events: Vec<pb::Event>,
 }
 
+/// Lower-case hex, without the formatting machinery (this runs on every call).
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
     let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes).map_err(|_| ApiError::Token(state::TokenError::Random))?;
+    state::random::fill(&mut bytes).map_err(|_| ApiError::Token(state::TokenError::Random))?;
     Ok(bytes)
 }
 
@@ -121,6 +128,12 @@ pub fn score(ring: &KeyRing, req: &pb::ScoreRequest) -> Result<pb::ScoreResponse
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_is_lower_case_two_digits_a_byte() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        assert_eq!(hex(&[]), "");
+    }
 
     fn ring() -> KeyRing {
         KeyRing::new(vec![(1, [3; 32])], None).unwrap()

@@ -8,8 +8,8 @@
 
 use std::fmt;
 
-use chacha20poly1305::XChaCha20Poly1305;
-use chacha20poly1305::aead::KeyInit;
+use aes_gcm_siv::Aes256GcmSiv;
+use aes_gcm_siv::aead::KeyInit;
 
 /// A key ring problem found while reading configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,7 +29,7 @@ pub enum KeyRingError {
 /// Keys that open tokens, one of which seals them.
 #[derive(Clone)]
 pub struct KeyRing {
-    keys: Vec<(u8, XChaCha20Poly1305)>,
+    keys: Vec<(u8, Aes256GcmSiv)>,
     active: usize,
     ephemeral: bool,
 }
@@ -65,7 +65,7 @@ impl KeyRing {
         };
         let keys = keys
             .into_iter()
-            .map(|(id, key)| (id, XChaCha20Poly1305::new(&key.into())))
+            .map(|(id, key)| (id, Aes256GcmSiv::new(&key.into())))
             .collect();
         Ok(KeyRing {
             keys,
@@ -78,6 +78,7 @@ impl KeyRing {
     /// do not survive a restart and are not accepted by other replicas.
     pub fn ephemeral() -> Result<KeyRing, KeyRingError> {
         let mut key = [0u8; 32];
+        // Straight from the operating system, not the per-thread nonce generator.
         getrandom::fill(&mut key).map_err(|_| KeyRingError::Random)?;
         let mut ring = KeyRing::new(vec![(0, key)], None)?;
         ring.ephemeral = true;
@@ -130,12 +131,12 @@ impl KeyRing {
         self.ephemeral
     }
 
-    pub(crate) fn active(&self) -> (u8, &XChaCha20Poly1305) {
+    pub(crate) fn active(&self) -> (u8, &Aes256GcmSiv) {
         let (id, cipher) = &self.keys[self.active];
         (*id, cipher)
     }
 
-    pub(crate) fn get(&self, id: u8) -> Option<&XChaCha20Poly1305> {
+    pub(crate) fn get(&self, id: u8) -> Option<&Aes256GcmSiv> {
         self.keys.iter().find(|(k, _)| *k == id).map(|(_, c)| c)
     }
 }

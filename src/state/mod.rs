@@ -3,9 +3,11 @@
 //! - [`codec`]: the engine's game <-> the token's plaintext, checked on the way in.
 //! - [`keyring`]: keys, key ids, the sealing key, parsing keys from configuration.
 //! - [`token`]: sealing and opening bytes under the ring.
+//! - [`random`]: the random bytes of nonces, match ids and seeds.
 
 pub mod codec;
 pub mod keyring;
+pub mod random;
 pub mod token;
 
 pub use codec::{MATCH_ID_LEN, Record};

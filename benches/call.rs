@@ -1,0 +1,197 @@
+//! One Play call's parts, without the network: open the token, decode the game, apply
+//! the move, build the view, render it as protobuf, encode the game, seal the token,
+//! encode the response, and the whole handler (`service::handlers::play`) end to end.
+//!
+//! `cargo bench --bench call` measures; `cargo test --benches` runs each benchmark once.
+//! Figures and what they are compared with: docs/PERFORMANCE.md, "gRPC calls".
+//!
+//! Two positions, each the state just before a Play:
+//! - `2p`: a two-player match in its third hand, eight tiles down (a typical call);
+//! - `4p-long`: four players scoring alone, past 33 hands, so the score sheet is full
+//!   (random players, whose matches run long: the largest tokens there are).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use allfives::engine::bot::{self, Strategy};
+use allfives::engine::{Action, Game, Move, Rules};
+use allfives::proto::v1 as pb;
+use allfives::service::convert::{event_out, view_out};
+use allfives::service::handlers;
+use allfives::state::{KeyRing, Record, codec, token};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use prost::Message;
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::SeedableRng;
+
+/// A game position just before a Play, and everything a call made from it carries.
+struct Position {
+    name: &'static str,
+    record: Record,
+    /// The Play the bot chooses there.
+    action: Action,
+    /// The seat on turn after the play (the view the load generator asks for).
+    viewer: usize,
+    token: Vec<u8>,
+    request: pb::PlayRequest,
+}
+
+/// Plays bots from `Game::new(rules, seed)` until `stop` says so at a Play.
+fn position(
+    name: &'static str,
+    ring: &KeyRing,
+    rules: Rules,
+    strategy: Strategy,
+    seed: u64,
+    stop: impl Fn(&Game) -> bool,
+) -> Position {
+    let mut game = Game::new(rules, seed).expect("rules");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut moves: Vec<Move> = Vec::new();
+    loop {
+        let action = bot::choose(&game, strategy, &mut rng, &mut moves)
+            .expect("the match ended before the position was reached");
+        if let Action::Play { seat, tile, end } = action
+            && stop(&game)
+        {
+            let record = Record {
+                match_id: [0x5A; allfives::state::MATCH_ID_LEN],
+                game,
+            };
+            let token = token::seal(ring, &codec::encode(&record)).expect("seal");
+            let viewer = (seat + 1) % rules.players;
+            let request = pb::PlayRequest {
+                state: token.clone(),
+                seat: seat as u32,
+                tile: Some(pb::Tile {
+                    a: u32::from(tile.lo()),
+                    b: u32::from(tile.hi()),
+                }),
+                end: allfives::service::convert::end_out(end),
+                viewer: Some(viewer as u32),
+            };
+            return Position {
+                name,
+                record,
+                action,
+                viewer,
+                token,
+                request,
+            };
+        }
+        game.apply(action, &mut Vec::new()).expect("a legal action");
+    }
+}
+
+fn positions(ring: &KeyRing) -> Vec<Position> {
+    vec![
+        position(
+            "2p",
+            ring,
+            Rules::for_players(2),
+            Strategy::Greedy,
+            7,
+            |g| g.hand_number() == 3 && g.layout().is_some_and(|l| l.placements().len() == 8),
+        ),
+        position(
+            "4p-long",
+            ring,
+            Rules::for_players(4),
+            Strategy::Random,
+            2,
+            |g| g.hand_number() > 33 && g.layout().is_some_and(|l| l.placements().len() == 6),
+        ),
+    ]
+}
+
+fn parts(c: &mut Criterion) {
+    let ring = KeyRing::new(vec![(1, [7; 32])], None).expect("ring");
+    for p in positions(&ring) {
+        let mut group = c.benchmark_group(format!("call/{}", p.name));
+        let plaintext = codec::encode(&p.record);
+        let mut after = p.record.clone();
+        let mut events = Vec::new();
+        after.game.apply(p.action, &mut events).expect("legal");
+        let view = after.game.view(Some(p.viewer)).expect("view");
+        let match_id = "5a".repeat(allfives::state::MATCH_ID_LEN);
+        let answer = handlers::play(&ring, &p.request).expect("play");
+        let response = pb::PlayResponse {
+            state: answer.state,
+            view: Some(answer.view),
+            events: answer.events,
+        };
+        let request_bytes = p.request.encode_to_vec();
+        let response_bytes = response.encode_to_vec();
+
+        group.bench_function("1-request-decode", |b| {
+            b.iter(|| pb::PlayRequest::decode(black_box(&request_bytes[..])).expect("decode"))
+        });
+        group.bench_function("2-open", |b| {
+            b.iter(|| token::open(&ring, black_box(&p.token)).expect("open"))
+        });
+        group.bench_function("3-decode", |b| {
+            b.iter(|| codec::decode(black_box(&plaintext)).expect("decode"))
+        });
+        group.bench_function("4-apply", |b| {
+            b.iter_batched_ref(
+                || (p.record.game.clone(), Vec::with_capacity(8)),
+                |(game, events)| game.apply(black_box(p.action), events).expect("legal"),
+                BatchSize::SmallInput,
+            )
+        });
+        group.bench_function("5-view", |b| {
+            b.iter(|| after.game.view(black_box(Some(p.viewer))).expect("view"))
+        });
+        group.bench_function("6-view-out", |b| {
+            b.iter(|| view_out(black_box(&view), &match_id))
+        });
+        group.bench_function("7-events-out", |b| {
+            b.iter(|| {
+                events
+                    .iter()
+                    .map(|&e| event_out(after.game.rules(), e, Some(p.viewer)))
+                    .collect::<Vec<_>>()
+            })
+        });
+        group.bench_function("8-encode", |b| b.iter(|| codec::encode(black_box(&after))));
+        group.bench_function("9-seal", |b| {
+            b.iter(|| token::seal(&ring, black_box(&plaintext)).expect("seal"))
+        });
+        group.bench_function("10-response-encode", |b| {
+            b.iter(|| black_box(&response).encode_to_vec())
+        });
+        group.bench_function("all-handler-play", |b| {
+            b.iter(|| handlers::play(&ring, black_box(&p.request)).expect("play"))
+        });
+        group.bench_function("all-handler-score", |b| {
+            let request = pb::ScoreRequest {
+                state: p.token.clone(),
+                viewer: Some(p.viewer as u32),
+            };
+            b.iter(|| handlers::score(&ring, black_box(&request)).expect("score"))
+        });
+        println!(
+            "{}: token {} B (plaintext {} B), request {} B, response {} B ({} events)",
+            p.name,
+            p.token.len(),
+            plaintext.len(),
+            request_bytes.len(),
+            response_bytes.len(),
+            events.len()
+        );
+        group.finish();
+    }
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = parts
+}
+criterion_main!(benches);
