@@ -12,7 +12,7 @@ use allfives::config::Config;
 use allfives::proto::v1 as pb;
 use allfives::state::KeyRing;
 use clap::Parser;
-use common::{Client, TestServer, reason};
+use common::{Client, TestServer, dealt_token, reason};
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
@@ -26,24 +26,6 @@ fn configured_ring(keys: &str) -> KeyRing {
         .expect("config")
         .key_ring()
         .expect("ring")
-}
-
-/// A new game's first token and one dealt from it, from `client`.
-async fn dealt_token(client: &mut Client) -> Vec<u8> {
-    let new = client
-        .new_game(pb::NewGameRequest::default())
-        .await
-        .expect("NewGame")
-        .into_inner();
-    client
-        .deal(pb::DealRequest {
-            state: new.state,
-            viewer: None,
-        })
-        .await
-        .expect("Deal")
-        .into_inner()
-        .state
 }
 
 async fn score(client: &mut Client, state: &[u8]) -> Result<(), tonic::Status> {

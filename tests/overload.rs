@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
-use common::{Client, TestServer, reason, ring};
+use common::{Client, TestServer, dealt_token, reason, ring};
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -54,24 +54,6 @@ async fn connect(addr: SocketAddr) -> Client {
     AllFivesServiceClient::new(channel)
 }
 
-/// A dealt game's token, from `client`.
-async fn dealt(client: &mut Client) -> Vec<u8> {
-    let new = client
-        .new_game(pb::NewGameRequest::default())
-        .await
-        .expect("NewGame")
-        .into_inner();
-    client
-        .deal(pb::DealRequest {
-            state: new.state,
-            viewer: None,
-        })
-        .await
-        .expect("Deal")
-        .into_inner()
-        .state
-}
-
 /// A normal client's round of calls (NewGame, Deal, Score): returns the slowest call.
 async fn normal_round(addr: SocketAddr) -> Duration {
     let mut slowest = Duration::ZERO;
@@ -82,7 +64,7 @@ async fn normal_round(addr: SocketAddr) -> Duration {
     slowest = slowest.max(started.elapsed());
     for _ in 0..3 {
         let started = Instant::now();
-        let state = tokio::time::timeout(Duration::from_secs(5), dealt(&mut client))
+        let state = tokio::time::timeout(Duration::from_secs(5), dealt_token(&mut client))
             .await
             .expect("a normal client is served promptly");
         let view = client
@@ -105,7 +87,7 @@ async fn normal_round(addr: SocketAddr) -> Duration {
 async fn far_past_the_concurrency_limit_excess_calls_are_refused_quickly_and_the_rest_served() {
     let server = TestServer::start_with(ring(1, 3), &["--concurrency-limit", "4"]).await;
     let addr = server.addr;
-    let token = dealt(&mut server.client().await).await;
+    let token = dealt_token(&mut server.client().await).await;
     let rss_before = rss_kib();
     let started = Instant::now();
 
@@ -275,7 +257,7 @@ mod raw {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_ignores_the_stream_limit_has_the_excess_refused_at_once() {
     let server = TestServer::start_with(ring(1, 3), &["--concurrency-limit", "4"]).await;
-    let token = dealt(&mut server.client().await).await;
+    let token = dealt_token(&mut server.client().await).await;
     let message = pb::ScoreRequest {
         state: token,
         viewer: Some(0),
@@ -492,7 +474,7 @@ async fn idle_and_unfinished_connections_are_closed_at_the_max_connection_age() 
 async fn a_client_that_sends_calls_but_never_reads_does_not_stop_others() {
     let server = TestServer::start(ring(1, 3)).await;
     let addr = server.addr;
-    let token = dealt(&mut server.client().await).await;
+    let token = dealt_token(&mut server.client().await).await;
     let message = pb::ScoreRequest {
         state: token,
         viewer: Some(0),

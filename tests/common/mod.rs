@@ -175,3 +175,21 @@ pub fn bad_fields(status: &tonic::Status) -> Vec<String> {
 pub fn tile(a: u32, b: u32) -> pb::Tile {
     pb::Tile { a, b }
 }
+
+/// A dealt game's token: NewGame with the defaults, then Deal, from `client`.
+pub async fn dealt_token(client: &mut Client) -> Vec<u8> {
+    let new = client
+        .new_game(pb::NewGameRequest::default())
+        .await
+        .expect("NewGame")
+        .into_inner();
+    client
+        .deal(pb::DealRequest {
+            state: new.state,
+            viewer: None,
+        })
+        .await
+        .expect("Deal")
+        .into_inner()
+        .state
+}
