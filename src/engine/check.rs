@@ -67,6 +67,19 @@ impl Game {
         if hand.hands[players..].iter().any(|h| !h.is_empty()) {
             return fail("tiles held by a seat that does not exist");
         }
+        if hand.voids[players..].iter().any(|&v| v != 0) || hand.voids.iter().any(|&v| v >= 1 << 7)
+        {
+            return fail("voids out of range");
+        }
+        // What the table saw a seat show out of is true of every tile it holds, except
+        // for the seat on turn right after drawing a playable tile (it must play it).
+        let playing = self.phase() == Phase::Playing;
+        for seat in (0..players).filter(|&s| !(playing && s == hand.turn)) {
+            let shown = TileSet::with_any_pip(hand.voids[seat]);
+            if !hand.hands[seat].intersection(shown).is_empty() {
+                return fail("a seat holds a number it showed out of");
+            }
+        }
         if let Some(result) = &hand.result
             && (result.hand != hand.number || result.hands != hand.hands)
         {
@@ -122,6 +135,19 @@ mod tests {
         let mut g = game.clone();
         g.winner = Some(1);
         assert_eq!(g.check(), Err(Inconsistency("winner")));
+
+        let mut g = game.clone();
+        let seat = (g.turn().unwrap() + 1) % 3;
+        let pip = g.hand(seat).iter().next().unwrap().lo();
+        g.hand.as_mut().unwrap().voids[seat] = 1 << pip;
+        assert_eq!(
+            g.check(),
+            Err(Inconsistency("a seat holds a number it showed out of"))
+        );
+
+        let mut g = game.clone();
+        g.hand.as_mut().unwrap().voids[3] = 1;
+        assert_eq!(g.check(), Err(Inconsistency("voids out of range")));
 
         let mut g = game;
         g.hand.as_mut().unwrap().hands[3].insert(t(6, 6));

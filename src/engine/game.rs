@@ -146,6 +146,16 @@ impl Game {
         self.hand.as_ref().map_or(0, |h| h.boneyard().len())
     }
 
+    /// The pip numbers (bit `n` for `n` pips) the table has seen `seat` show out of in
+    /// this hand by drawing or passing: public knowledge that no tile it holds has
+    /// them. 0 for a seat out of range or before the first deal.
+    pub fn voids(&self, seat: Seat) -> u8 {
+        match &self.hand {
+            Some(h) if seat < self.rules.players => h.voids[seat],
+            _ => 0,
+        }
+    }
+
     /// How the last hand ended, once it has (every hand is shown then).
     pub fn last_result(&self) -> Option<&HandResult> {
         self.hand.as_ref().and_then(|h| h.result.as_ref())
@@ -351,6 +361,7 @@ impl Game {
         let tile = hand.draw().ok_or(Error::BoneyardEmpty)?;
         hand.hands[seat].insert(tile);
         let playable = hand.layout.playable().contains(tile);
+        hand.showed_out(seat, !playable);
         let boneyard_empty = hand.boneyard().is_empty();
         self.moves += 1;
         events.push(Event::Drew {
@@ -377,6 +388,7 @@ impl Game {
         }
         if (0..players).any(|s| !hand.playable(s).is_empty()) {
             while hand.playable(hand.turn).is_empty() {
+                hand.showed_out(hand.turn, false);
                 events.push(Event::Passed { seat: hand.turn });
                 hand.turn = (hand.turn + 1) % players;
             }
@@ -622,6 +634,42 @@ pub(crate) mod tests {
         game.play(0, t(6, 4), Some(End::Left)).unwrap();
         assert_eq!(game.turn(), Some(1));
         assert_eq!(game.boneyard_len(), 1, "[5|5] is still in the boneyard");
+    }
+
+    #[test]
+    fn the_table_remembers_the_numbers_a_seat_showed_out_of() {
+        let bit = |pips: &[u8]| pips.iter().fold(0u8, |m, &p| m | 1 << p);
+        // Ends 6 and 4. Seat 0 draws [1|2] (kept): all its tiles lack 6 and 4.
+        let mut game = fixture(
+            rules(3),
+            &[&[(0, 0)], &[(1, 1), (2, 3)], &[(4, 5), (3, 3)]],
+            &[(1, 2), (6, 5), (0, 1)],
+            &[((6, 4), None)],
+            0,
+        );
+        assert_eq!(game.voids(0), 0);
+        game.draw(0).unwrap();
+        assert_eq!(game.voids(0), bit(&[6, 4]));
+        // It draws [6|5], playable: the mask stays for what is left after the play.
+        game.draw(0).unwrap();
+        assert_eq!(game.voids(0), bit(&[6, 4]));
+        game.play(0, t(6, 5), None).unwrap();
+        // Ends 5 and 4: seat 1 draws [0|1] and keeps it; the older mask gives way to
+        // the numbers it shows out of now, since the kept tile may have any other.
+        game.draw(1).unwrap();
+        assert_eq!(game.voids(1), bit(&[5, 4]));
+        assert_eq!(game.voids(2), 0, "nobody saw seat 2 show out");
+        // A pass with the boneyard empty adds the end numbers to what was known.
+        let mut game = fixture(
+            rules(3),
+            &[&[(6, 1), (4, 3)], &[(0, 0), (0, 2)], &[(4, 2), (5, 5)]],
+            &[],
+            &[((6, 4), None)],
+            0,
+        );
+        game.hand.as_mut().unwrap().voids[1] = bit(&[5]);
+        game.play(0, t(6, 1), Some(End::Right)).unwrap();
+        assert_eq!(game.voids(1), bit(&[4, 1, 5]), "seat 1 passed on 4 and 1");
     }
 
     #[test]

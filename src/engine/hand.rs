@@ -23,6 +23,10 @@ pub struct Hand {
     pub(crate) turn: Seat,
     /// How the hand ended, once it has.
     pub(crate) result: Option<HandResult>,
+    /// Public knowledge, per seat: a bitmask of the pip numbers (bit `n` for `n` pips)
+    /// that the whole table saw the seat show out of, so that no tile it holds has them.
+    /// See [`Hand::showed_out`].
+    pub(crate) voids: [u8; 4],
 }
 
 /// The generator for hand `number` of a game: the game's seed picks the key and the
@@ -80,6 +84,7 @@ impl Hand {
             layout: Layout::new(),
             turn,
             result: None,
+            voids: [0; 4],
         }
     }
 
@@ -91,6 +96,32 @@ impl Hand {
     /// The tiles left in the boneyard, in draw order reversed (the last is drawn next).
     pub(crate) fn boneyard(&self) -> &[Tile] {
         &self.boneyard[..usize::from(self.boneyard_len)]
+    }
+
+    /// The pip numbers a tile must have to be placed now, as a bitmask (bit `n` for
+    /// `n` pips); 0 before the lead, when anything may be placed.
+    pub(crate) fn end_pips(&self) -> u8 {
+        self.layout.open_ends().fold(0, |m, e| m | 1 << e.pip)
+    }
+
+    /// Records what the table learns when `seat` draws or passes: it held no tile
+    /// matching an open end (RULES.md section 5: only a seat without a playable tile
+    /// draws or passes).
+    ///
+    /// What is kept is a mask true of *every* tile the seat holds, so it must stay
+    /// true as the seat's hand changes. When a seat shows out, all its tiles lack the
+    /// end numbers. A tile it then draws and keeps (not playable) lacks them too, but
+    /// may have numbers the seat showed out of earlier, so drawing a kept tile narrows
+    /// the mask to the current end numbers (`kept`). A drawn playable tile is played
+    /// at once (it is the seat's only legal move), so the earlier mask holds again
+    /// for the tiles left after that play; it stays.
+    pub(crate) fn showed_out(&mut self, seat: Seat, kept: bool) {
+        let ends = self.end_pips();
+        self.voids[seat] = if kept {
+            ends
+        } else {
+            self.voids[seat] | ends
+        };
     }
 
     /// Takes the next tile from the boneyard.

@@ -157,6 +157,7 @@ fn play_checked(rules: Rules, seed: u64, strategy: Strategy, exhaustive: bool) -
         events.clear();
         game.apply(action, &mut events).unwrap();
         assert_tiles_accounted(&game);
+        assert_eq!(game.check(), Ok(()), "the engine keeps what `check` checks");
         for (b, a) in before.iter().zip(game.scores()) {
             assert_eq!((a - b) % 5, 0, "scores move by multiples of five");
         }

@@ -151,6 +151,17 @@ impl TileSet {
         TileSet(PIP_MASKS[usize::from(pip.min(MAX_PIP))])
     }
 
+    /// Every tile showing any of the pip numbers in `pips` (bit `n` for `n` pips).
+    pub fn with_any_pip(pips: u8) -> TileSet {
+        let mut set = 0;
+        for pip in 0..=MAX_PIP {
+            if pips & (1 << pip) != 0 {
+                set |= PIP_MASKS[usize::from(pip)];
+            }
+        }
+        TileSet(set)
+    }
+
     pub fn contains(self, tile: Tile) -> bool {
         self.0 & (1 << tile.0) != 0
     }

@@ -116,6 +116,11 @@ fn encode_hand(hand: &Hand, rules: &Rules) -> pb::Hand {
                     .collect(),
             }
         }),
+        voids: hand
+            .voids
+            .iter()
+            .enumerate()
+            .fold(0, |bits, (seat, &v)| bits | u32::from(v) << (7 * seat)),
     }
 }
 
@@ -302,6 +307,10 @@ fn decode_hand(h: &pb::Hand, rules: &Rules) -> Result<Hand, DecodeError> {
             })
         })
         .transpose()?;
+    if h.voids >= 1 << (7 * players) {
+        return Err(corrupt("voids"));
+    }
+    let voids = std::array::from_fn(|seat| (h.voids >> (7 * seat) & 0x7f) as u8);
     Ok(Hand {
         number: h.number,
         hands,
@@ -310,6 +319,7 @@ fn decode_hand(h: &pb::Hand, rules: &Rules) -> Result<Hand, DecodeError> {
         layout,
         turn,
         result,
+        voids,
     })
 }
 
