@@ -117,11 +117,7 @@ impl Hand {
     /// for the tiles left after that play; it stays.
     pub(crate) fn showed_out(&mut self, seat: Seat, kept: bool) {
         let ends = self.end_pips();
-        self.voids[seat] = if kept {
-            ends
-        } else {
-            self.voids[seat] | ends
-        };
+        self.voids[seat] = if kept { ends } else { self.voids[seat] | ends };
     }
 
     /// Takes the next tile from the boneyard.
