@@ -38,7 +38,7 @@ fn hand_rng(seed: u64, number: u32) -> ChaCha8Rng {
 }
 
 /// A uniform integer in `0..n` (Lemire's method, unbiased). `n` must be positive.
-fn below(rng: &mut ChaCha8Rng, n: u32) -> u32 {
+pub(crate) fn below(rng: &mut ChaCha8Rng, n: u32) -> u32 {
     let mut m = u64::from(rng.next_u32()) * u64::from(n);
     if (m as u32) < n {
         let threshold = n.wrapping_neg() % n;

@@ -12,6 +12,8 @@
 //! - [`event`]: what actions report.
 //! - [`sheet`]: the score sheet, one row per hand.
 //! - [`view`]: what a seat may see.
+//! - [`knowledge`]: what a seat may know, and hidden deals consistent with it.
+//! - [`suggest`]: fair bots (easy, medium, hard) that play on a seat's knowledge.
 //! - [`bot`]: random and greedy players for simulation.
 //! - [`check`]: consistency checks for a game rebuilt from a token.
 
@@ -21,10 +23,12 @@ pub mod error;
 pub mod event;
 pub mod game;
 pub mod hand;
+pub mod knowledge;
 pub mod layout;
 pub mod rules;
 pub mod scoring;
 pub mod sheet;
+pub mod suggest;
 pub mod tile;
 pub mod view;
 
@@ -35,6 +39,7 @@ pub use check::Inconsistency;
 pub use error::{Error, Phase};
 pub use event::{Event, HandEnd, HandResult};
 pub use game::{Action, Game, Move};
+pub use knowledge::Knowledge;
 pub use layout::{Arm, End, Layout, OpenEnd, Placement};
 pub use rules::{HandSizeRule, Rules, Seat, SettlementRule, Side};
 pub use sheet::{ScoreSheet, SheetRow};

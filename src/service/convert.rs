@@ -1,9 +1,10 @@
 //! Translating between the engine's types and the `allfives.v1` messages.
 
 use crate::engine::scoring::round_to_five;
+use crate::engine::suggest::{DEFAULT_WORLDS, Level, MAX_WORLDS, Suggestion};
 use crate::engine::{
-    Arm, End, Event, HandEnd, HandResult, HandSizeRule, Phase, Placement, Rules, ScoreSheet, Seat,
-    SettlementRule, SheetRow, Side, Tile, TileSet, View,
+    Action, Arm, End, Event, HandEnd, HandResult, HandSizeRule, Move, Phase, Placement, Rules,
+    ScoreSheet, Seat, SettlementRule, SheetRow, Side, Tile, TileSet, View,
 };
 use crate::proto::v1 as pb;
 
@@ -268,15 +269,7 @@ pub fn view_out(view: &View, match_id: &str) -> pb::GameView {
         hand_sizes: view.hand_sizes.iter().map(|&n| n as u32).collect(),
         boneyard_size: view.boneyard as u32,
         hand: view.hand.map(tiles_out).unwrap_or_default(),
-        legal_moves: view
-            .legal_moves
-            .iter()
-            .map(|m| pb::LegalMove {
-                tile: Some(tile_out(m.tile)),
-                end: end_out(m.end),
-                points: m.points,
-            })
-            .collect(),
+        legal_moves: view.legal_moves.iter().map(legal_move_out).collect(),
         must_draw: view.must_draw,
         winner_side: view.winner.map(|s| s as u32),
         winner_seats: view.winner.map(|s| seats_of(rules, s)).unwrap_or_default(),
@@ -315,5 +308,71 @@ pub fn sheet_out(rules: &Rules, sheet: &ScoreSheet, winner: Option<Side>) -> pb:
         rows,
         carried,
         winner_side: winner.map(|s| s as u32),
+    }
+}
+
+/// A legal move as the API shows it.
+fn legal_move_out(m: &Move) -> pb::LegalMove {
+    pb::LegalMove {
+        tile: Some(tile_out(m.tile)),
+        end: end_out(m.end),
+        points: m.points,
+    }
+}
+
+/// The bot level of a Suggest request.
+pub fn level_in(level: i32) -> Result<Level, ApiError> {
+    match pb::BotLevel::try_from(level) {
+        Ok(pb::BotLevel::Easy) => Ok(Level::Easy),
+        Ok(pb::BotLevel::Medium) => Ok(Level::Medium),
+        Ok(pb::BotLevel::Hard) => Ok(Level::Hard),
+        Ok(pb::BotLevel::Unspecified) => Err(ApiError::field("level", "name a bot level")),
+        Err(_) => Err(ApiError::field("level", "not a known BotLevel value")),
+    }
+}
+
+/// The worlds of a Suggest request: 0 is the default.
+pub fn worlds_in(worlds: u32) -> Result<Option<u32>, ApiError> {
+    match worlds {
+        0 => Ok(None),
+        w if w <= MAX_WORLDS => Ok(Some(w)),
+        _ => Err(ApiError::field("worlds", "at most 1024")),
+    }
+}
+
+/// A suggestion as the API shows it: moves best first (stable, so equal values keep
+/// the engine's order).
+pub fn suggestion_out(s: &Suggestion, level: Level, worlds: Option<u32>) -> pb::SuggestResponse {
+    let play = match s.action {
+        Action::Play { tile, end, .. } => s
+            .values
+            .iter()
+            .find(|v| v.play.tile == tile && v.play.end == end)
+            .map(|v| legal_move_out(&v.play)),
+        _ => None,
+    };
+    let mut moves: Vec<pb::RatedMove> = s
+        .values
+        .iter()
+        .map(|v| pb::RatedMove {
+            r#move: Some(legal_move_out(&v.play)),
+            value: f64::from(v.value),
+        })
+        .collect();
+    moves.sort_by(|a, b| b.value.total_cmp(&a.value));
+    let (level, worlds) = match level {
+        Level::Easy => (pb::BotLevel::Easy, 0),
+        Level::Medium => (pb::BotLevel::Medium, 0),
+        Level::Hard => (
+            pb::BotLevel::Hard,
+            worlds.unwrap_or(DEFAULT_WORLDS).clamp(1, MAX_WORLDS),
+        ),
+    };
+    pb::SuggestResponse {
+        draw: play.is_none(),
+        play,
+        moves,
+        level: level as i32,
+        worlds,
     }
 }

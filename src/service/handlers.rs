@@ -1,12 +1,13 @@
 //! One handler per RPC, each: parse the request, open the token, apply the engine,
 //! seal the new token, render the view.
 
-use crate::engine::{Action, Event, Game, Seat};
+use crate::engine::{self, Action, Event, Game, Seat};
 use crate::proto::v1 as pb;
 use crate::state::{self, KeyRing, MATCH_ID_LEN, Record};
 
 use super::convert::{
-    end_in, event_out, rules_in, seat_in, sheet_out, tile_in, view_out, viewer_in,
+    end_in, event_out, level_in, rules_in, seat_in, sheet_out, suggestion_out, tile_in, view_out,
+    viewer_in, worlds_in,
 };
 use super::status::ApiError;
 
@@ -123,6 +124,19 @@ pub fn score(ring: &KeyRing, req: &pb::ScoreRequest) -> Result<pb::ScoreResponse
         sheet: Some(sheet_out(game.rules(), game.sheet(), game.winner())),
         view: Some(view_out(&game.view(viewer)?, &hex(&record.match_id))),
     })
+}
+
+/// A bot's advice to the seat on turn, from that seat's knowledge only (the engine's
+/// `suggest` never sees the game). Changes nothing.
+pub fn suggest(ring: &KeyRing, req: &pb::SuggestRequest) -> Result<pb::SuggestResponse, ApiError> {
+    let level = level_in(req.level)?;
+    let worlds = worlds_in(req.worlds)?;
+    let record = state::open(ring, &req.state)?;
+    let game = &record.game;
+    let seat = seat_in(req.seat, game.rules(), "seat")?;
+    let knowledge = game.knowledge(seat)?;
+    let suggestion = engine::suggest::suggest(&knowledge, level, worlds, req.seed.unwrap_or(0))?;
+    Ok(suggestion_out(&suggestion, level, worlds))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! token, and failures to gRPC statuses. Nothing else.
 //!
 //! - [`handlers`]: one function per RPC (parse, open, engine, seal, view).
+//!   Suggest's HARD searches run on tokio's blocking pool, at most one per core.
 //! - [`convert`]: engine types <-> protobuf messages.
 //! - [`status`]: errors -> `tonic::Status` with rich error details.
 //!
@@ -14,6 +15,7 @@ pub mod status;
 
 use std::sync::Arc;
 
+use tokio::sync::Semaphore;
 use tonic::{Request, Response, Status};
 
 use crate::metrics::Metrics;
@@ -28,11 +30,20 @@ use status::ApiError;
 pub struct Api {
     ring: Arc<KeyRing>,
     metrics: Arc<Metrics>,
+    /// One permit per HARD search allowed to run at once (one per core): searches take
+    /// milliseconds, so they run off the async workers, and a flood of them queues here
+    /// instead of starving every other call of CPU.
+    searches: Arc<Semaphore>,
 }
 
 impl Api {
     pub fn new(ring: Arc<KeyRing>, metrics: Arc<Metrics>) -> Api {
-        Api { ring, metrics }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Api {
+            ring,
+            metrics,
+            searches: Arc::new(Semaphore::new(cores)),
+        }
     }
 }
 
@@ -144,5 +155,32 @@ impl AllFivesService for Api {
         traced(&self.metrics, "Score", None, || {
             handlers::score(&self.ring, req.get_ref())
         })
+    }
+
+    async fn suggest(
+        &self,
+        req: Request<pb::SuggestRequest>,
+    ) -> Result<Response<pb::SuggestResponse>, Status> {
+        let seat = Some(req.get_ref().seat);
+        if req.get_ref().level != pb::BotLevel::Hard as i32 {
+            return traced(&self.metrics, "Suggest", seat, || {
+                handlers::suggest(&self.ring, req.get_ref())
+            });
+        }
+        // A closed semaphore cannot happen (it is never closed); answer UNAVAILABLE
+        // rather than panic if it ever were.
+        let permit = Arc::clone(&self.searches)
+            .acquire_owned()
+            .await
+            .map_err(|_| Status::unavailable("the service is shutting down"))?;
+        let api = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            traced(&api.metrics, "Suggest", seat, || {
+                handlers::suggest(&api.ring, req.get_ref())
+            })
+        })
+        .await
+        .map_err(|_| Status::internal("the search failed"))?
     }
 }

@@ -1,0 +1,300 @@
+//! Fair bots: the move a seat should make, at three levels of play, decided only from
+//! what that seat may know ([`Knowledge`]), never from the game itself.
+//!
+//! - [`Level::Easy`] plays like a beginner: a random legal move, except that one time in
+//!   three it takes the move scoring most now.
+//! - [`Level::Medium`] is greedy: the move scoring most now, ties broken at random.
+//! - [`Level::Hard`] searches. It deals the unseen tiles out again at random
+//!   ([`Knowledge::sample`]: hand sizes and shown-out numbers respected), and in each
+//!   such world plays every candidate move followed by the rest of the hand, every seat
+//!   then playing greedily (the likely replies of the opponents, and a fair guess at the
+//!   seat's own later play). A move's value is the mean, over the worlds, of the points
+//!   its side gains by the end of the hand minus what the other sides gain on average;
+//!   a rollout that ends the match counts as [`MATCH_POINTS`] for a win and minus that
+//!   for a loss. Every move sees the same worlds and the same rollout randomness
+//!   (common random numbers), so differences between moves are not noise between
+//!   worlds. This is determinized Monte Carlo search ("perfect-information Monte
+//!   Carlo") with a greedy rollout policy; docs/BOTS.md has the measurements behind
+//!   the choice and the budget.
+//!
+//! A suggestion is a pure function of (knowledge, level, budget, seed): the same
+//! request gives the same answer. The generator is seeded with `seed` and set to the
+//! stream `knowledge.moves`, so one seed gives different (but repeatable) randomness at
+//! every point of a match.
+
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::{Rng, SeedableRng};
+
+use super::bot::{Strategy, choose};
+use super::error::Error;
+use super::error::Phase;
+use super::event::Event;
+use super::game::{Action, Game, Move};
+use super::hand::below;
+use super::knowledge::Knowledge;
+
+/// How well a bot plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Level {
+    /// Mostly random.
+    Easy,
+    /// Greedy: the most points now.
+    Medium,
+    /// Determinized search over the hidden tiles.
+    Hard,
+}
+
+/// Worlds a HARD suggestion samples by default: see docs/BOTS.md for the strength and
+/// time it buys.
+pub const DEFAULT_WORLDS: u32 = 64;
+/// The most worlds a caller may ask for.
+pub const MAX_WORLDS: u32 = 1024;
+/// What a rollout that ends the match counts for (a loss counts as minus this): more
+/// than any hand's points, so a move that wins (or does not lose) the match comes first.
+pub const MATCH_POINTS: f32 = 500.0;
+
+/// A legal move and what the bot thinks of it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MoveValue {
+    pub play: Move,
+    /// EASY and MEDIUM: the points the move scores now. HARD: the expected points the
+    /// seat's side gains by the end of the hand, less the other sides' average.
+    pub value: f32,
+}
+
+/// What a bot suggests.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Suggestion {
+    /// The recommended action: a play, or a draw when the seat has nothing to play.
+    pub action: Action,
+    /// Every legal move with its value, in the engine's order (empty for a draw).
+    pub values: Vec<MoveValue>,
+}
+
+/// The move `knowledge.seat` should make at `level`. `worlds` bounds a HARD search
+/// (default [`DEFAULT_WORLDS`], at most [`MAX_WORLDS`]); the other levels ignore it.
+/// Errors when it is not the seat's turn.
+pub fn suggest(
+    knowledge: &Knowledge,
+    level: Level,
+    worlds: Option<u32>,
+    seed: u64,
+) -> Result<Suggestion, Error> {
+    let seat = knowledge.seat;
+    if knowledge.turn != seat {
+        return Err(Error::NotYourTurn {
+            seat,
+            turn: knowledge.turn,
+        });
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(u64::from(knowledge.moves));
+    // The seat's legal moves depend only on its own tiles and the layout, which every
+    // sampled world shares.
+    let world = knowledge.sample(&mut rng);
+    let mut moves = Vec::new();
+    world.legal_moves_into(&mut moves);
+    if moves.is_empty() {
+        return Ok(Suggestion {
+            action: Action::Draw { seat },
+            values: Vec::new(),
+        });
+    }
+    let values: Vec<f32> = match level {
+        Level::Easy | Level::Medium => moves.iter().map(|m| m.points as f32).collect(),
+        Level::Hard => {
+            let worlds = worlds.unwrap_or(DEFAULT_WORLDS).clamp(1, MAX_WORLDS);
+            search(knowledge, &moves, worlds, &mut rng)
+        }
+    };
+    let pick = match level {
+        Level::Easy if below(&mut rng, 3) != 0 => below(&mut rng, moves.len() as u32) as usize,
+        _ => best(&values, &mut rng),
+    };
+    let m = moves[pick];
+    Ok(Suggestion {
+        action: Action::Play {
+            seat,
+            tile: m.tile,
+            end: m.end,
+        },
+        values: moves
+            .iter()
+            .zip(values)
+            .map(|(&play, value)| MoveValue { play, value })
+            .collect(),
+    })
+}
+
+/// The action a bot at `level` takes in `game`: the deal between hands, else what it
+/// suggests to the seat on turn from that seat's knowledge alone. `None` once the game
+/// is over. For simulations and tests; `seed` as for [`suggest`].
+pub fn next_action(game: &Game, level: Level, worlds: Option<u32>, seed: u64) -> Option<Action> {
+    match game.phase() {
+        Phase::Over => None,
+        Phase::Dealing => Some(Action::Deal),
+        Phase::Playing => {
+            let seat = game.turn()?;
+            let knowledge = game.knowledge(seat).ok()?;
+            suggest(&knowledge, level, worlds, seed)
+                .ok()
+                .map(|s| s.action)
+        }
+    }
+}
+
+/// The index of the highest value, ties broken at random.
+fn best(values: &[f32], rng: &mut ChaCha8Rng) -> usize {
+    let top = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let ties = values.iter().filter(|&&v| v == top).count() as u32;
+    let nth = below(rng, ties.max(1)) as usize;
+    values
+        .iter()
+        .enumerate()
+        .filter(|&(_, &v)| v == top)
+        .nth(nth)
+        .map_or(0, |(i, _)| i)
+}
+
+/// Mean value of each move over `worlds` sampled deals, each move played out to the end
+/// of the hand with greedy play.
+fn search(knowledge: &Knowledge, moves: &[Move], worlds: u32, rng: &mut ChaCha8Rng) -> Vec<f32> {
+    let seat = knowledge.seat;
+    let rules = &knowledge.rules;
+    let side = rules.side_of(seat);
+    let sides = rules.sides();
+    let mut totals = vec![0f64; moves.len()];
+    let mut scratch = Vec::new();
+    let mut events: Vec<Event> = Vec::new();
+    for _ in 0..worlds {
+        let world = knowledge.sample(rng);
+        let rollout_seed = rng.next_u64();
+        for (total, m) in totals.iter_mut().zip(moves) {
+            let mut game = world.clone();
+            let action = Action::Play {
+                seat,
+                tile: m.tile,
+                end: m.end,
+            };
+            events.clear();
+            if game.apply(action, &mut events).is_err() {
+                continue;
+            }
+            let mut rollout = ChaCha8Rng::seed_from_u64(rollout_seed);
+            play_out_hand(&mut game, &mut rollout, &mut scratch, &mut events);
+            *total += f64::from(outcome(&world, &game, side, sides));
+        }
+    }
+    totals
+        .iter()
+        .map(|t| (t / f64::from(worlds)) as f32)
+        .collect()
+}
+
+/// Plays greedily for every seat until the hand (or the match) ends.
+fn play_out_hand(
+    game: &mut Game,
+    rng: &mut ChaCha8Rng,
+    scratch: &mut Vec<Move>,
+    events: &mut Vec<Event>,
+) {
+    while game.phase() == Phase::Playing {
+        let Some(action) = choose(game, Strategy::Greedy, rng, scratch) else {
+            return;
+        };
+        events.clear();
+        if game.apply(action, events).is_err() {
+            return;
+        }
+    }
+}
+
+/// What `side` made of the hand from `before` to `after`: its gain less the other
+/// sides' mean gain, or the match's worth if the match ended.
+fn outcome(before: &Game, after: &Game, side: usize, sides: usize) -> f32 {
+    if let Some(winner) = after.winner() {
+        return if winner == side {
+            MATCH_POINTS
+        } else {
+            -MATCH_POINTS
+        };
+    }
+    let gain = |s: usize| (after.scores()[s] - before.scores()[s]) as f32;
+    let others: f32 = (0..sides).filter(|&s| s != side).map(gain).sum();
+    gain(side) - others / (sides - 1) as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Rules;
+
+    fn dealt(players: usize, seed: u64) -> Game {
+        let mut game = Game::new(Rules::for_players(players), seed).unwrap();
+        game.deal().unwrap();
+        game
+    }
+
+    #[test]
+    fn the_same_request_gives_the_same_answer_and_only_the_seat_on_turn_is_advised() {
+        let game = dealt(2, 5);
+        let turn = game.turn().unwrap();
+        let k = game.knowledge(turn).unwrap();
+        for level in [Level::Easy, Level::Medium, Level::Hard] {
+            let a = suggest(&k, level, Some(16), 7).unwrap();
+            assert_eq!(a, suggest(&k, level, Some(16), 7).unwrap());
+            assert_eq!(a.values.len(), game.legal_moves().len());
+        }
+        let other = game.knowledge(1 - turn).unwrap();
+        assert!(matches!(
+            suggest(&other, Level::Hard, None, 0),
+            Err(Error::NotYourTurn { .. })
+        ));
+    }
+
+    #[test]
+    fn medium_takes_the_most_points_and_hard_values_a_match_winning_move_highest() {
+        // Target 10. On the lead [0|5] (count 5), [5|5] on the 5 makes 0 + 10 = 10 and
+        // wins the match at once; [0|0] on the 0 makes 5; [0|3] makes 8, nothing.
+        let game = crate::engine::game::tests::fixture(
+            Rules {
+                target: 10,
+                ..Rules::for_players(2)
+            },
+            &[&[(5, 5), (0, 0), (0, 3)], &[(1, 1), (2, 2)]],
+            &[(3, 3), (1, 2)],
+            &[((0, 5), None)],
+            0,
+        );
+        let k = game.knowledge(0).unwrap();
+        let win = Action::Play {
+            seat: 0,
+            tile: crate::engine::game::tests::t(5, 5),
+            end: Some(crate::engine::End::Right),
+        };
+        let medium = suggest(&k, Level::Medium, None, 1).unwrap();
+        assert_eq!(medium.action, win);
+        let points: Vec<f32> = medium.values.iter().map(|v| v.value).collect();
+        assert_eq!(points.len(), 3);
+        assert!(points.contains(&10.0) && points.contains(&5.0) && points.contains(&0.0));
+        let hard = suggest(&k, Level::Hard, Some(8), 1).unwrap();
+        assert_eq!(hard.action, win);
+        let top = hard.values.iter().find(|v| v.play.points == 10).unwrap();
+        assert_eq!(top.value, MATCH_POINTS);
+    }
+
+    #[test]
+    fn a_seat_with_nothing_to_play_is_told_to_draw() {
+        let game = crate::engine::game::tests::fixture(
+            Rules::for_players(2),
+            &[&[(0, 0)], &[(1, 1), (2, 3)]],
+            &[(1, 2), (0, 3)],
+            &[((6, 4), None)],
+            0,
+        );
+        let k = game.knowledge(0).unwrap();
+        let s = suggest(&k, Level::Hard, None, 3).unwrap();
+        assert_eq!(s.action, Action::Draw { seat: 0 });
+        assert!(s.values.is_empty());
+    }
+}
