@@ -154,6 +154,19 @@ fn requests(game: &Game, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
         }
         .encode_to_vec(),
     )];
+    if let Some(seat) = game.turn() {
+        out.push((
+            5,
+            pb::SuggestRequest {
+                state: state.clone(),
+                seat: seat as u32,
+                level: pb::BotLevel::Hard as i32,
+                worlds: 4,
+                seed: Some(1),
+            }
+            .encode_to_vec(),
+        ));
+    }
     match (game.phase(), game.turn()) {
         (Phase::Dealing, _) => out.push((
             1,

@@ -11,6 +11,10 @@
 //! matches as fit in its window that way).
 //!
 //! CI's gateway test (`.ci/gateway-test`) plays matches through nginx with it.
+//!
+//! With `--bot hard` (or easy, medium) every move is the server's own bot's (Suggest,
+//! then Play or Draw as advised), and the Suggest calls' latency is reported
+//! (docs/BOTS.md quotes it).
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -55,15 +59,39 @@ struct Args {
     /// Deadline of each call, in milliseconds.
     #[arg(long, default_value_t = 5000)]
     timeout_ms: u64,
+    /// Let the server's bot choose every move (Suggest at this level, then Play or
+    /// Draw as advised) instead of the greedy pick from a Score view, and report how
+    /// long the Suggest calls took (p50, p99, max).
+    #[arg(long, value_enum)]
+    bot: Option<BotLevel>,
     /// Start no new match after this many seconds (matches in play finish), for
     /// bounded soak runs (`.ci/soak`); --games still caps the count.
     #[arg(long)]
     seconds: Option<u64>,
 }
 
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum BotLevel {
+    Easy,
+    Medium,
+    Hard,
+}
+
+impl BotLevel {
+    fn level(self) -> pb::BotLevel {
+        match self {
+            BotLevel::Easy => pb::BotLevel::Easy,
+            BotLevel::Medium => pb::BotLevel::Medium,
+            BotLevel::Hard => pb::BotLevel::Hard,
+        }
+    }
+}
+
 /// Counts shared by the workers.
 #[derive(Default)]
 struct Totals {
+    /// How long each Suggest call took, in microseconds (with --bot).
+    suggest_micros: std::sync::Mutex<Vec<u32>>,
     /// Calls answered.
     calls: AtomicU64,
     /// Calls sent again after a failure that allows it.
@@ -158,6 +186,25 @@ async fn main() -> ExitCode {
         calls as f64 / secs.max(1e-9),
         totals.retries.load(Ordering::Relaxed),
     );
+    if let Some(level) = args.bot {
+        let mut times = totals
+            .suggest_micros
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default();
+        times.sort_unstable();
+        let at = |q: f64| {
+            let i = ((times.len() as f64 * q) as usize).min(times.len().saturating_sub(1));
+            f64::from(times.get(i).copied().unwrap_or(0)) / 1e3
+        };
+        println!(
+            "play: {} Suggest calls ({level:?}): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            times.len(),
+            at(0.5),
+            at(0.99),
+            at(1.0),
+        );
+    }
     if failed {
         ExitCode::FAILURE
     } else {
@@ -220,6 +267,80 @@ fn with_deadline<T>(message: T, deadline: Duration) -> tonic::Request<T> {
     request
 }
 
+/// The server bot's advice to `seat`, timed.
+async fn suggested(
+    client: &Client,
+    args: &Args,
+    state: &[u8],
+    seat: u32,
+    level: BotLevel,
+    totals: &Totals,
+) -> Result<pb::SuggestResponse, String> {
+    let message = pb::SuggestRequest {
+        state: state.to_vec(),
+        seat,
+        level: level.level() as i32,
+        worlds: 0,
+        seed: None,
+    };
+    let deadline = Duration::from_millis(args.timeout_ms);
+    let start = Instant::now();
+    let advice = call("Suggest", totals, || {
+        let mut client = client.clone();
+        let req = with_deadline(message.clone(), deadline);
+        async move { client.suggest(req).await }
+    })
+    .await?;
+    let micros = start.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
+    if let Ok(mut times) = totals.suggest_micros.lock() {
+        times.push(micros);
+    }
+    Ok(advice)
+}
+
+/// Plays or draws as `advice` says (the server's bot's, or this client's own pick).
+async fn follow(
+    client: &Client,
+    args: &Args,
+    state: &[u8],
+    seat: u32,
+    advice: pb::SuggestResponse,
+    totals: &Totals,
+) -> Result<(Vec<u8>, Option<pb::GameView>), String> {
+    let deadline = Duration::from_millis(args.timeout_ms);
+    if advice.draw {
+        let message = pb::DrawRequest {
+            state: state.to_vec(),
+            seat,
+            viewer: None,
+        };
+        let drawn = call("Draw", totals, || {
+            let mut client = client.clone();
+            let req = with_deadline(message.clone(), deadline);
+            async move { client.draw(req).await }
+        })
+        .await?;
+        return Ok((drawn.state, drawn.view));
+    }
+    let play = advice
+        .play
+        .ok_or("Suggest advised neither a play nor a draw")?;
+    let message = pb::PlayRequest {
+        state: state.to_vec(),
+        seat,
+        tile: play.tile,
+        end: play.end,
+        viewer: None,
+    };
+    let played = call("Play", totals, || {
+        let mut client = client.clone();
+        let req = with_deadline(message.clone(), deadline);
+        async move { client.play(req).await }
+    })
+    .await?;
+    Ok((played.state, played.view))
+}
+
 /// Plays match number `game` to the end.
 async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Result<(), String> {
     let deadline = Duration::from_millis(args.timeout_ms);
@@ -268,6 +389,14 @@ async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Re
             pb::Phase::Playing => {
                 let seat = view.turn.ok_or("a hand in play with no seat on turn")?;
                 calls += 2;
+                if let Some(level) = args.bot {
+                    calls -= 1;
+                    let advice = suggested(&client, args, &state, seat, level, totals).await?;
+                    let next = follow(&client, args, &state, seat, advice, totals).await?;
+                    state = next.0;
+                    view = next.1.ok_or("an answer with no view")?;
+                    continue;
+                }
                 // The table as the seat on turn sees it: its legal moves, or must_draw.
                 let message = pb::ScoreRequest {
                     state: state.clone(),
@@ -281,43 +410,22 @@ async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Re
                 .await?
                 .view
                 .ok_or("Score answered no view")?;
-                if seen.must_draw {
-                    let message = pb::DrawRequest {
-                        state: state.clone(),
-                        seat,
-                        viewer: None,
-                    };
-                    let drawn = call("Draw", totals, || {
-                        let mut client = client.clone();
-                        let req = with_deadline(message.clone(), deadline);
-                        async move { client.draw(req).await }
-                    })
-                    .await?;
-                    (drawn.state, drawn.view)
-                } else {
-                    // The move that scores most; the first listed among equals.
-                    let best = seen
-                        .legal_moves
-                        .iter()
-                        .reduce(|best, m| if m.points > best.points { m } else { best })
-                        .ok_or_else(|| {
-                            format!("seat {seat} is on turn with no legal move and need not draw")
-                        })?;
-                    let message = pb::PlayRequest {
-                        state: state.clone(),
-                        seat,
-                        tile: best.tile,
-                        end: best.end,
-                        viewer: None,
-                    };
-                    let played = call("Play", totals, || {
-                        let mut client = client.clone();
-                        let req = with_deadline(message.clone(), deadline);
-                        async move { client.play(req).await }
-                    })
-                    .await?;
-                    (played.state, played.view)
+                // The move that scores most (the first listed among equals), or a draw.
+                let best = seen
+                    .legal_moves
+                    .iter()
+                    .reduce(|best, m| if m.points > best.points { m } else { best });
+                if best.is_none() && !seen.must_draw {
+                    return Err(format!(
+                        "seat {seat} is on turn with no legal move and need not draw"
+                    ));
                 }
+                let choice = pb::SuggestResponse {
+                    play: best.cloned(),
+                    draw: seen.must_draw,
+                    ..Default::default()
+                };
+                follow(&client, args, &state, seat, choice, totals).await?
             }
             pb::Phase::Unspecified => return Err("phase unspecified".to_owned()),
         };

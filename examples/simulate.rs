@@ -3,16 +3,19 @@
 //! options and spotting rules that make games drag or favour a seat.
 //!
 //! `cargo run --release --example simulate -- --matches 2000 --players 2 --strategy greedy`
+//! `cargo run --release --example simulate -- --matches 200 --seats hard,medium` (the
+//! service's fair bots; `examples/strength.rs` measures them with seats rotated)
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use allfives::engine::bot::{self, Strategy};
+use allfives::engine::suggest::{Level, Search, next_action};
 use allfives::engine::{Event, Game, HandEnd, HandSizeRule, Move, Rules, SettlementRule};
 use clap::{Parser, ValueEnum};
 use rand_chacha::ChaCha8Rng;
-use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::rand_core::{Rng, SeedableRng};
 
 /// The least number of actions after which a match is abandoned. Random bots under "own
 /// pips off" gain under a point a hand with four players, so a match can run 400+ hands
@@ -50,6 +53,9 @@ struct Args {
     /// Seed of the first match (match i uses seed + i) and of the bots' choices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Worlds a `hard` seat samples per move [default: the service's default].
+    #[arg(long)]
+    worlds: Option<u32>,
     /// Abandon a match after this many actions, a guard against a game that never ends
     /// [default: 100000, or 400 per point of the target if more].
     #[arg(long)]
@@ -80,13 +86,24 @@ enum Bot {
     Random,
     /// The move scoring most now.
     Greedy,
+    /// The service's EASY bot (Suggest): mostly random, on the seat's knowledge only.
+    Easy,
+    /// The service's MEDIUM bot: greedy, on the seat's knowledge only.
+    Medium,
+    /// The service's HARD bot: determinized search on the seat's knowledge only
+    /// (slower: about a millisecond a move; see --worlds).
+    Hard,
 }
 
 impl Bot {
-    fn strategy(self) -> Strategy {
+    /// The simple strategy, or the fair bot's level.
+    fn player(self) -> Result<Strategy, Level> {
         match self {
-            Bot::Random => Strategy::Random,
-            Bot::Greedy => Strategy::Greedy,
+            Bot::Random => Ok(Strategy::Random),
+            Bot::Greedy => Ok(Strategy::Greedy),
+            Bot::Easy => Err(Level::Easy),
+            Bot::Medium => Err(Level::Medium),
+            Bot::Hard => Err(Level::Hard),
         }
     }
 }
@@ -141,6 +158,8 @@ struct Table {
     moves: Vec<Move>,
     events: Vec<Event>,
     max_actions: u32,
+    /// Worlds a HARD seat samples (`None`: the service's default).
+    worlds: Option<u32>,
 }
 
 impl Table {
@@ -153,8 +172,16 @@ impl Table {
         };
         loop {
             let seat = game.turn().unwrap_or(0);
-            let strategy = self.seats[seat].strategy();
-            let Some(action) = bot::choose(&game, strategy, &mut self.rng, &mut self.moves) else {
+            let action = match self.seats[seat].player() {
+                Ok(strategy) => bot::choose(&game, strategy, &mut self.rng, &mut self.moves),
+                Err(level) => next_action(
+                    &game,
+                    level,
+                    Search::worlds(self.worlds),
+                    self.rng.next_u64(),
+                ),
+            };
+            let Some(action) = action else {
                 break;
             };
             if m.actions >= u64::from(self.max_actions) {
@@ -249,6 +276,7 @@ fn main() -> ExitCode {
         moves: Vec::with_capacity(64),
         events: Vec::with_capacity(64),
         max_actions,
+        worlds: args.worlds,
     };
 
     let mut stats = Stats::default();

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use allfives::engine::suggest::{Level, next_action};
+use allfives::engine::suggest::{Level, Search, next_action};
 use allfives::engine::{Action, Event, Game, Rules};
 use clap::{Parser, ValueEnum};
 
@@ -42,6 +42,11 @@ struct Args {
     /// Worlds a HARD bot samples per decision [default: the service's default].
     #[arg(long)]
     worlds: Option<u32>,
+    /// HARD bots play each candidate move out this many actions only, valuing the
+    /// points made so far (no settlement) [default: to the end of the hand, as the
+    /// service does]. For measuring the choice of search.
+    #[arg(long)]
+    horizon: Option<u32>,
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -99,7 +104,11 @@ fn play(
         // Each seat's bot has its own repeatable randomness.
         let bot_seed = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seat.unwrap_or(9) as u64;
         let start = Instant::now();
-        let Some(action) = next_action(&game, level, args.worlds, bot_seed) else {
+        let search = Search {
+            horizon: args.horizon,
+            ..Search::worlds(args.worlds)
+        };
+        let Some(action) = next_action(&game, level, search, bot_seed) else {
             break;
         };
         if is_a && matches!(action, Action::Play { .. }) {
@@ -195,7 +204,7 @@ fn main() -> ExitCode {
     let (lo, hi) = wilson(total.a_wins, total.matches);
     let fair = 1.0 / rotations.len() as f64;
     println!(
-        "{} vs {}: {} players{}, target {}, {} deals x {} rotations = {} matches, worlds {}",
+        "{} vs {}: {} players{}, target {}, {} deals x {} rotations = {} matches, worlds {}{}",
         format!("{:?}", args.a).to_uppercase(),
         format!("{:?}", args.b).to_uppercase(),
         rules.players,
@@ -208,7 +217,9 @@ fn main() -> ExitCode {
         args.deals,
         rotations.len(),
         total.matches,
-        args.worlds.map_or("default".to_string(), |w| w.to_string()),
+        Search::worlds(args.worlds).worlds,
+        args.horizon
+            .map_or(String::new(), |h| format!(", horizon {h} actions")),
     );
     println!(
         "A wins {} of {}: {:.1}% (95% interval {:.1}%-{:.1}%; an even bot would win {:.1}%)",

@@ -1,9 +1,10 @@
 //! Request messages through the service handlers in process: arbitrary protobuf bytes
-//! decoded as a NewGame, Deal, Play, Draw or Score request, with the `state` field
-//! often replaced by a real token (any point of a real match). Never a panic; every
+//! decoded as a NewGame, Deal, Play, Draw, Score or Suggest request, with the `state`
+//! field often replaced by a real token (any point of a real match). Never a panic; every
 //! refusal is a clean status (INVALID_ARGUMENT or FAILED_PRECONDITION); a real token is
 //! never refused as a token and always scores for a seat at its table; every token
-//! answered opens again as a sound game.
+//! answered opens again as a sound game; a suggestion for a real token is a move the
+//! service then accepts.
 #![no_main]
 
 use allfives::proto::v1 as pb;
@@ -31,7 +32,7 @@ fn answered(answer: Result<Answer, ApiError>) -> Result<(), ApiError> {
 
 fuzz_target!(|data: &[u8]| {
     let mut input = data;
-    let handler = byte(&mut input) % 5;
+    let handler = byte(&mut input) % 6;
     let choice = take(&mut input, 2);
     let choice = u16::from(choice.first().copied().unwrap_or(0))
         | u16::from(choice.get(1).copied().unwrap_or(0)) << 8;
@@ -82,6 +83,31 @@ fuzz_target!(|data: &[u8]| {
                 req.state = t;
             }
             (answered(handlers::draw(ring, &req)), false)
+        }
+        5 => {
+            let Ok(mut req) = pb::SuggestRequest::decode(input) else {
+                return;
+            };
+            if let Some(t) = token.clone() {
+                req.state = t;
+            }
+            // A small search: this target looks for crashes, not strength.
+            req.worlds %= 9;
+            let result = handlers::suggest(ring, &req).map(|advice| {
+                let Some(play) = advice.play else {
+                    assert!(advice.draw && advice.moves.is_empty());
+                    return;
+                };
+                let follow = pb::PlayRequest {
+                    state: req.state.clone(),
+                    seat: req.seat,
+                    tile: play.tile,
+                    end: play.end,
+                    viewer: None,
+                };
+                answered(handlers::play(ring, &follow)).expect("the advised move is accepted");
+            });
+            (result, false)
         }
         _ => {
             let Ok(mut req) = pb::ScoreRequest::decode(input) else {

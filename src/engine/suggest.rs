@@ -46,7 +46,7 @@ pub enum Level {
 
 /// Worlds a HARD suggestion samples by default: see docs/BOTS.md for the strength and
 /// time it buys.
-pub const DEFAULT_WORLDS: u32 = 64;
+pub const DEFAULT_WORLDS: u32 = 128;
 /// The most worlds a caller may ask for.
 pub const MAX_WORLDS: u32 = 1024;
 /// What a rollout that ends the match counts for (a loss counts as minus this): more
@@ -71,6 +71,28 @@ pub struct Suggestion {
     pub values: Vec<MoveValue>,
 }
 
+/// How far a HARD search looks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Search {
+    /// Deals of the unseen tiles sampled, 1 to [`MAX_WORLDS`].
+    pub worlds: u32,
+    /// Actions played out after each candidate move; `None`: to the end of the hand
+    /// (the service's choice). A cut-off line is valued by the points made so far, with
+    /// no settlement: the "move and the opponents' best replies" lookahead, kept to
+    /// measure against (docs/BOTS.md).
+    pub horizon: Option<u32>,
+}
+
+impl Search {
+    /// The service's search with `worlds` (default [`DEFAULT_WORLDS`]).
+    pub fn worlds(worlds: Option<u32>) -> Search {
+        Search {
+            worlds: worlds.unwrap_or(DEFAULT_WORLDS).clamp(1, MAX_WORLDS),
+            horizon: None,
+        }
+    }
+}
+
 /// The move `knowledge.seat` should make at `level`. `worlds` bounds a HARD search
 /// (default [`DEFAULT_WORLDS`], at most [`MAX_WORLDS`]); the other levels ignore it.
 /// Errors when it is not the seat's turn.
@@ -78,6 +100,16 @@ pub fn suggest(
     knowledge: &Knowledge,
     level: Level,
     worlds: Option<u32>,
+    seed: u64,
+) -> Result<Suggestion, Error> {
+    suggest_with(knowledge, level, Search::worlds(worlds), seed)
+}
+
+/// As [`suggest`], with the HARD search spelt out.
+pub fn suggest_with(
+    knowledge: &Knowledge,
+    level: Level,
+    search: Search,
     seed: u64,
 ) -> Result<Suggestion, Error> {
     let seat = knowledge.seat;
@@ -102,10 +134,7 @@ pub fn suggest(
     }
     let values: Vec<f32> = match level {
         Level::Easy | Level::Medium => moves.iter().map(|m| m.points as f32).collect(),
-        Level::Hard => {
-            let worlds = worlds.unwrap_or(DEFAULT_WORLDS).clamp(1, MAX_WORLDS);
-            search(knowledge, &moves, worlds, &mut rng)
-        }
+        Level::Hard => evaluate(knowledge, &moves, search, &mut rng),
     };
     let pick = match level {
         Level::Easy if below(&mut rng, 3) != 0 => below(&mut rng, moves.len() as u32) as usize,
@@ -129,14 +158,14 @@ pub fn suggest(
 /// The action a bot at `level` takes in `game`: the deal between hands, else what it
 /// suggests to the seat on turn from that seat's knowledge alone. `None` once the game
 /// is over. For simulations and tests; `seed` as for [`suggest`].
-pub fn next_action(game: &Game, level: Level, worlds: Option<u32>, seed: u64) -> Option<Action> {
+pub fn next_action(game: &Game, level: Level, search: Search, seed: u64) -> Option<Action> {
     match game.phase() {
         Phase::Over => None,
         Phase::Dealing => Some(Action::Deal),
         Phase::Playing => {
             let seat = game.turn()?;
             let knowledge = game.knowledge(seat).ok()?;
-            suggest(&knowledge, level, worlds, seed)
+            suggest_with(&knowledge, level, search, seed)
                 .ok()
                 .map(|s| s.action)
         }
@@ -156,9 +185,15 @@ fn best(values: &[f32], rng: &mut ChaCha8Rng) -> usize {
         .map_or(0, |(i, _)| i)
 }
 
-/// Mean value of each move over `worlds` sampled deals, each move played out to the end
-/// of the hand with greedy play.
-fn search(knowledge: &Knowledge, moves: &[Move], worlds: u32, rng: &mut ChaCha8Rng) -> Vec<f32> {
+/// Mean value of each move over `search.worlds` sampled deals, each move played out to
+/// the end of the hand (or the horizon) with greedy play.
+fn evaluate(
+    knowledge: &Knowledge,
+    moves: &[Move],
+    search: Search,
+    rng: &mut ChaCha8Rng,
+) -> Vec<f32> {
+    let worlds = search.worlds.clamp(1, MAX_WORLDS);
     let seat = knowledge.seat;
     let rules = &knowledge.rules;
     let side = rules.side_of(seat);
@@ -181,7 +216,13 @@ fn search(knowledge: &Knowledge, moves: &[Move], worlds: u32, rng: &mut ChaCha8R
                 continue;
             }
             let mut rollout = ChaCha8Rng::seed_from_u64(rollout_seed);
-            play_out_hand(&mut game, &mut rollout, &mut scratch, &mut events);
+            play_out_hand(
+                &mut game,
+                search.horizon,
+                &mut rollout,
+                &mut scratch,
+                &mut events,
+            );
             *total += f64::from(outcome(&world, &game, side, sides));
         }
     }
@@ -191,14 +232,18 @@ fn search(knowledge: &Knowledge, moves: &[Move], worlds: u32, rng: &mut ChaCha8R
         .collect()
 }
 
-/// Plays greedily for every seat until the hand (or the match) ends.
+/// Plays greedily for every seat until the hand (or the match) ends, or for `horizon`
+/// actions.
 fn play_out_hand(
     game: &mut Game,
+    horizon: Option<u32>,
     rng: &mut ChaCha8Rng,
     scratch: &mut Vec<Move>,
     events: &mut Vec<Event>,
 ) {
-    while game.phase() == Phase::Playing {
+    let mut left = horizon.unwrap_or(u32::MAX);
+    while game.phase() == Phase::Playing && left > 0 {
+        left -= 1;
         let Some(action) = choose(game, Strategy::Greedy, rng, scratch) else {
             return;
         };

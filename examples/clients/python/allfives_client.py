@@ -3,7 +3,9 @@
 
 Every seat is played by the same simple strategy: from the legal moves the server lists
 for the seat on turn, the one that scores most (then the heaviest tile); a seat told to
-draw draws. The table is printed as the match goes and the score sheet at the end. On
+draw draws. With --bots, the server's own computer players fill chosen seats: the
+client asks Suggest (EASY, MEDIUM or HARD) and plays what it advises, as a game with
+empty seats would. The table is printed as the match goes and the score sheet at the end. On
 the way the client checks what the API promises (tokens change and stay small, the
 move counter rises by one, scores move only by the points the events announce, hands,
 layout and boneyard always hold 28 tiles, legal moves are listed unless the seat must
@@ -17,6 +19,7 @@ hold, ...) and checks each comes back with its code, reason and details.
     ./generate.sh                      # once: the client code, from proto/
     python allfives_client.py --addr 127.0.0.1:50051 --players 3
     python allfives_client.py --players 4 --partnership --seed 7 --check-errors
+    python allfives_client.py --players 2 --bots hard,-     # seat 0: the HARD bot
 
 Exit status: 0 when the match finished and every check held, 1 otherwise.
 """
@@ -311,6 +314,8 @@ class Match:
         self.view = None
         self.first_dealt = None  # (token, moves) of the first deal, to test staleness
         self.game_ended = None
+        self.bots: dict[int, int] = {}  # seat -> BotLevel, for seats Suggest plays
+        self.suggestions = 0
 
     def side_of(self, seat: int) -> int:
         return next(s.side for s in self.view.scores if seat in s.seats)
@@ -481,6 +486,7 @@ class Match:
             self.check_turn_view(seen, seat)
             if probe:
                 probe.on_turn(self, seen)
+            advice = self.ask_bot(seat, seen)
             if seen.must_draw:
                 before = len(seen.hand)
                 response = self.client.call(
@@ -502,7 +508,7 @@ class Match:
                     )
                 self.accept(response)
             else:
-                move = choose(seen.legal_moves)
+                move = advice.play if advice else choose(seen.legal_moves)
                 response = self.client.call(
                     "Play",
                     pb.PlayRequest(
@@ -513,6 +519,31 @@ class Match:
         if probe:
             probe.over(self)
         return self.finish()
+
+    def ask_bot(self, seat: int, seen):
+        """For a seat filled by a computer player: the server's Suggest, checked
+        against the seat's own view (None for a seat this client plays itself)."""
+        level = self.bots.get(seat)
+        if level is None:
+            return None
+        advice = self.client.call(
+            "Suggest",
+            pb.SuggestRequest(state=self.token, seat=seat, level=level, seed=self.view.moves),
+        )
+        check(advice.draw == seen.must_draw, "Suggest's draw differs from must_draw")
+        check(
+            len(advice.moves) == len(seen.legal_moves)
+            and all(m.move in seen.legal_moves for m in advice.moves),
+            "Suggest does not rate exactly the legal moves",
+        )
+        check(
+            all(a.value >= b.value for a, b in zip(advice.moves, advice.moves[1:])),
+            "Suggest's moves are not best first",
+        )
+        if not advice.draw:
+            check(advice.play in seen.legal_moves, "Suggest advised an illegal move")
+        self.suggestions += 1
+        return advice
 
     def finish(self):
         v = self.view
@@ -728,6 +759,12 @@ def main() -> int:
         action="store_true",
         help="also provoke every documented error a client can cause",
     )
+    parser.add_argument(
+        "--bots",
+        default="",
+        help="computer players by seat, comma-separated: easy, medium, hard, or - for a "
+        "seat this client plays itself (e.g. 'hard,-' : seat 0 is the server's HARD bot)",
+    )
     parser.add_argument("--quiet", action="store_true", help="hands and the sheet only")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per call")
     args = parser.parse_args()
@@ -744,6 +781,12 @@ def main() -> int:
         client = Client(channel, args.timeout)
         probe = ErrorProbe(client, say) if args.check_errors else None
         match = Match(client, say, verbose=not args.quiet)
+        levels = {"easy": pb.BOT_LEVEL_EASY, "medium": pb.BOT_LEVEL_MEDIUM, "hard": pb.BOT_LEVEL_HARD}
+        for seat, name in enumerate(n for n in args.bots.split(",") if n):
+            if name != "-":
+                if name not in levels or seat >= args.players:
+                    parser.error(f"--bots: {name!r} for seat {seat}")
+                match.bots[seat] = levels[name]
         try:
             view = match.play(rules, args.seed, probe)
         except ApiError as e:
@@ -759,7 +802,8 @@ def main() -> int:
         f"python client: {view.rules.players} players"
         f"{' in partnerships' if view.rules.partnership else ''}: match over after "
         f"{view.hand_number} hands and {view.moves} moves, {client.calls} calls "
-        f"({client.retries} retried) in {seconds:.1f} s; every check held"
+        f"({client.retries} retried, {match.suggestions} bot moves by Suggest) in "
+        f"{seconds:.1f} s; every check held"
     )
     return 0
 
