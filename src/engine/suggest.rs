@@ -342,4 +342,37 @@ mod tests {
         assert_eq!(s.action, Action::Draw { seat: 0 });
         assert!(s.values.is_empty());
     }
+
+    /// Plays deal `seed` to the end with HARD (16 worlds) in `hard_seat` and MEDIUM in
+    /// the other; whether HARD won.
+    fn hard_wins(seed: u64, hard_seat: usize) -> bool {
+        let mut game = Game::new(Rules::for_players(2), seed).unwrap();
+        let mut events = Vec::new();
+        let search = Search::worlds(Some(16));
+        while let Some(seat) = (game.phase() != Phase::Over).then(|| game.turn()) {
+            let level = if seat == Some(hard_seat) {
+                Level::Hard
+            } else {
+                Level::Medium
+            };
+            let action = next_action(&game, level, search, seed).unwrap();
+            events.clear();
+            game.apply(action, &mut events).unwrap();
+        }
+        game.winner() == Some(hard_seat)
+    }
+
+    /// A guard against a search that has lost its way (a sign flipped, a wrong side):
+    /// over fixed deals, seats swapped, HARD must beat MEDIUM clearly. Deterministic;
+    /// docs/BOTS.md has the real measurement (2,000 matches).
+    #[test]
+    fn hard_beats_medium_on_fixed_deals() {
+        let wins: usize = (0..20)
+            .map(|seed| usize::from(hard_wins(seed, 0)) + usize::from(hard_wins(seed, 1)))
+            .sum();
+        assert!(
+            wins >= 28,
+            "HARD won only {wins} of 40 matches against MEDIUM"
+        );
+    }
 }
