@@ -225,7 +225,7 @@ impl AsyncRead for Connection {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let before = buf.filled().len();
+        let (before, room) = (buf.filled().len(), buf.remaining());
         let polled = Pin::new(&mut this.stream).poll_read(cx, buf);
         let Some(handshake) = &mut this.handshake else {
             return polled;
@@ -235,7 +235,7 @@ impl AsyncRead for Connection {
                 let read = buf.filled().len() - before;
                 handshake.awaited = handshake.awaited.saturating_sub(read);
                 // Done, or the end of the stream (hyper sees it and closes).
-                if handshake.awaited == 0 || read == 0 {
+                if handshake.awaited == 0 || (read == 0 && room > 0) {
                     this.handshake = None;
                 }
             }
