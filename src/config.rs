@@ -95,6 +95,27 @@ pub struct Config {
     #[arg(long, env = "ALLFIVES_DRAIN_SECONDS", default_value_t = 10)]
     pub drain_seconds: u64,
 
+    /// Connections open at once; at the cap the server stops accepting (new ones wait
+    /// in the kernel's backlog) until one closes. Keep it below the open-files limit.
+    /// An idle HTTP/2 connection holds about 16 KiB: 4096 of them about 66 MiB.
+    #[arg(
+        long,
+        env = "ALLFIVES_MAX_CONNECTIONS",
+        default_value_t = 4096,
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub max_connections: u32,
+
+    /// Longest a new connection may take to send the HTTP/2 preface (its first 24
+    /// bytes), in milliseconds; then the server closes it.
+    #[arg(
+        long,
+        env = "ALLFIVES_HANDSHAKE_TIMEOUT_MS",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub handshake_timeout_ms: u64,
+
     /// Close HTTP/2 connections gracefully after this many seconds so clients
     /// reconnect and spread over replicas; 0 keeps them open.
     #[arg(long, env = "ALLFIVES_MAX_CONNECTION_AGE_SECS", default_value_t = 300)]
@@ -311,6 +332,8 @@ mod tests {
         assert_eq!(c.max_message_bytes, 16384);
         assert_eq!(c.shutdown_delay_ms, 2000);
         assert_eq!(c.drain_seconds, 10);
+        assert_eq!(c.max_connections, 4096);
+        assert_eq!(c.handshake_timeout_ms, 10_000);
         assert_eq!(c.max_connection_age_secs, 300);
         assert_eq!(c.http2_keepalive_secs, 30);
         assert_eq!(c.cors_origins, CorsOrigins::Any);
@@ -342,6 +365,10 @@ mod tests {
             "0",
             "--drain-seconds",
             "3",
+            "--max-connections",
+            "50",
+            "--handshake-timeout-ms",
+            "1500",
             "--max-connection-age-secs",
             "0",
             "--http2-keepalive-secs",
@@ -364,6 +391,8 @@ mod tests {
         assert_eq!(c.max_message_bytes, 4096);
         assert_eq!(c.shutdown_delay_ms, 0);
         assert_eq!(c.drain_seconds, 3);
+        assert_eq!(c.max_connections, 50);
+        assert_eq!(c.handshake_timeout_ms, 1500);
         assert_eq!(c.max_connection_age_secs, 0);
         assert_eq!(c.http2_keepalive_secs, 0);
         assert_eq!(
@@ -393,6 +422,9 @@ mod tests {
             &["--concurrency-limit", "0"],
             &["--max-message-bytes", "100"],
             &["--drain-seconds", "-1"],
+            &["--max-connections", "0"],
+            &["--max-connections", "1000001"],
+            &["--handshake-timeout-ms", "0"],
             &["--cors-origins", "https://a.example/"],
             &["--cors-origins", "a.example"],
             &["--cors-origins", "*,https://a.example"],

@@ -74,6 +74,7 @@ fn main() -> ExitCode {
             key_ids = ?ring.ids().collect::<Vec<_>>(),
             ephemeral_key = ring.is_ephemeral(),
             workers,
+            max_connections = config.max_connections,
             version = env!("CARGO_PKG_VERSION"),
             "serving"
         );

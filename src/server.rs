@@ -5,7 +5,8 @@
 //! starts a server on `127.0.0.1:0` in one line and `main` is a thin wrapper. Every
 //! gRPC call (API, health, reflection) is counted and unary calls are timed in the
 //! [`Metrics`] it is given; [`crate::metrics::serve_metrics`] shows them on their own
-//! port.
+//! port. Connections are accepted by [`incoming::Incoming`]: capped, paced after
+//! accept errors, and closed if they send nothing.
 
 use std::error::Error;
 use std::future::Future;
@@ -22,7 +23,6 @@ use tonic::codegen::http::{self, HeaderName, Method};
 use tonic::server::NamedService;
 use tonic::service::Routes;
 use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer, ExposeHeaders};
 
@@ -32,6 +32,8 @@ use crate::proto::v1::FILE_DESCRIPTOR_SET;
 use crate::proto::v1::all_fives_service_server::AllFivesServiceServer;
 use crate::service::Api;
 use crate::state::KeyRing;
+
+mod incoming;
 
 /// The error [`run`] returns: the server could not be set up or failed while serving.
 pub type BoxError = Box<dyn Error + Send + Sync>;
@@ -85,6 +87,9 @@ where
     let request_timeout = Duration::from_millis(config.request_timeout_ms);
     let drain = Duration::from_secs(config.drain_seconds);
     let shutdown_delay = Duration::from_millis(config.shutdown_delay_ms);
+    let max_connections = usize::try_from(config.max_connections)?;
+    let handshake_timeout = Duration::from_millis(config.handshake_timeout_ms);
+    warn_if_descriptors_run_out_first(config.max_connections);
 
     let api = AllFivesServiceServer::new(Api::new(ring, Arc::clone(&metrics)))
         .max_decoding_message_size(max_request)
@@ -120,8 +125,7 @@ where
             (config.http2_keepalive_secs > 0)
                 .then(|| Duration::from_secs(config.http2_keepalive_secs)),
         )
-        .http2_keepalive_timeout(Some(HTTP2_KEEPALIVE_TIMEOUT))
-        .tcp_nodelay(true);
+        .http2_keepalive_timeout(Some(HTTP2_KEEPALIVE_TIMEOUT));
     if config.max_connection_age_secs > 0 {
         // After the GOAWAY, calls already started get their whole timeout to finish;
         // only streams outlast that (health Watch), and their clients reconnect.
@@ -146,8 +150,8 @@ where
     );
     let routes = routes.prepare();
 
-    // `serve_with_incoming*` ignores the builder's TCP options; set them on the stream.
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    // `serve_with_incoming*` ignores the builder's TCP options; `Incoming` sets them.
+    let incoming = incoming::Incoming::new(listener, max_connections, handshake_timeout);
 
     let (drain_started, drain_start) = tokio::sync::oneshot::channel::<()>();
     let signal = async move {
@@ -199,6 +203,34 @@ where
     }
     tracing::info!("server stopped");
     Ok(())
+}
+
+/// Descriptors the process needs besides its connections: the listeners, the metrics
+/// endpoint's scrapes, the runtime, standard streams, the key file.
+const DESCRIPTOR_RESERVE: u64 = 64;
+
+/// The soft limit on open files of this process; `None` if unlimited or unknown (not
+/// Linux: read from `/proc/self/limits`).
+pub fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// Warns at start when the open-files limit would stop accepting (with pauses, see
+/// [`incoming`]) before `--max-connections` does.
+fn warn_if_descriptors_run_out_first(max_connections: u32) {
+    if let Some(limit) = open_files_limit()
+        && u64::from(max_connections) + DESCRIPTOR_RESERVE > limit
+    {
+        tracing::warn!(
+            max_connections,
+            open_files_limit = limit,
+            "the open-files limit is below --max-connections (plus {DESCRIPTOR_RESERVE}): \
+             a flood of connections runs out of descriptors before the cap; raise \
+             `ulimit -n` or lower --max-connections"
+        );
+    }
 }
 
 /// CORS for gRPC-Web from browsers: the configured origins, any request header (gRPC
