@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use allfives::engine::bot::{Strategy, choose};
-use allfives::engine::{Action, End, Game, HandSizeRule, Phase, Rules, SettlementRule, Tile};
+use allfives::engine::{Action, Game, HandSizeRule, Phase, Rules, SettlementRule};
 use allfives::proto::v1 as pb;
+use allfives::service::convert::{end_out, tile_out};
 use allfives::state::{self, KeyRing, Record, codec};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
@@ -124,23 +125,6 @@ fn action_bytes(game: &Game, action: &Action) -> Vec<u8> {
         }
         Action::Draw { .. } | Action::Deal => vec![3],
     }
-}
-
-fn tile_out(tile: Tile) -> pb::Tile {
-    pb::Tile {
-        a: u32::from(tile.lo()),
-        b: u32::from(tile.hi()),
-    }
-}
-
-fn end_out(end: Option<End>) -> i32 {
-    (match end {
-        None => pb::End::Unspecified,
-        Some(End::Left) => pb::End::Left,
-        Some(End::Right) => pb::End::Right,
-        Some(End::Up) => pb::End::Up,
-        Some(End::Down) => pb::End::Down,
-    }) as i32
 }
 
 /// Requests (handler number, encoded message) a client would send in `game`.

@@ -3,7 +3,7 @@
 mod common;
 
 use allfives::proto::v1 as pb;
-use common::{Client, TestServer, bad_fields, reason, ring, tile};
+use common::{Client, TestServer, bad_fields, new_match, reason, ring, tile};
 use tonic::Code;
 
 /// Everything the tests track about a game in progress.
@@ -75,22 +75,13 @@ impl Table {
 }
 
 async fn new_game(client: &mut Client, rules: pb::Rules, seed: u64) -> Table {
-    let r = client
-        .new_game(pb::NewGameRequest {
-            rules: Some(rules),
-            seed: Some(seed),
-            viewer: None,
-        })
-        .await
-        .expect("NewGame")
-        .into_inner();
-    let view = r.view.expect("view");
+    let (state, view) = new_match(client, rules, seed).await;
     assert_eq!(view.moves, 0);
     assert_eq!(view.match_id.len(), 32);
     assert_eq!(view.phase, pb::Phase::Dealing as i32);
     let sides = view.scores.len();
     Table {
-        state: r.state,
+        state,
         view,
         from_events: vec![0; sides],
         calls: 0,

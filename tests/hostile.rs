@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use allfives::engine::bot::{Strategy, choose};
-use allfives::engine::{End, Game, Phase, Rules, Tile};
+use allfives::engine::{Game, Phase, Rules, Tile};
 use allfives::proto::internal as ipb;
 use allfives::proto::v1 as pb;
+use allfives::service::convert::{end_out, tile_out};
 use allfives::service::handlers;
 use allfives::state::{self, KeyRing, Record, codec, token};
 use common::{Client, TestServer, reason};
@@ -937,21 +938,4 @@ async fn replaying_an_older_token_gives_the_same_outcome_and_never_another_deal_
         moves < latest,
         "the counter shows the token was stale: {moves} < {latest}"
     );
-}
-
-fn tile_out(tile: Tile) -> pb::Tile {
-    pb::Tile {
-        a: u32::from(tile.lo()),
-        b: u32::from(tile.hi()),
-    }
-}
-
-fn end_out(end: Option<End>) -> i32 {
-    (match end {
-        None => pb::End::Unspecified,
-        Some(End::Left) => pb::End::Left,
-        Some(End::Right) => pb::End::Right,
-        Some(End::Up) => pb::End::Up,
-        Some(End::Down) => pb::End::Down,
-    }) as i32
 }

@@ -26,38 +26,15 @@ async fn health_reports_serving_for_the_server_and_the_api() {
     }
 }
 
-async fn listed_services(server: &TestServer, v1alpha: bool) -> Vec<String> {
-    use tonic_reflection::pb::{v1, v1alpha as alpha};
-    let channel = server.channel().await;
-    if v1alpha {
-        let mut client = alpha::server_reflection_client::ServerReflectionClient::new(channel);
-        let request = alpha::ServerReflectionRequest {
+/// The services a reflection client of protocol module `$pb` lists (v1 and v1alpha
+/// are the same protocol under two generated modules).
+macro_rules! list_services {
+    ($pb:path, $channel:expr) => {{
+        use $pb as pb;
+        let mut client = pb::server_reflection_client::ServerReflectionClient::new($channel);
+        let request = pb::ServerReflectionRequest {
             host: String::new(),
-            message_request: Some(
-                alpha::server_reflection_request::MessageRequest::ListServices(String::new()),
-            ),
-        };
-        let mut answers = client
-            .server_reflection_info(tokio_stream::iter([request]))
-            .await
-            .expect("reflection")
-            .into_inner();
-        let answer = answers
-            .message()
-            .await
-            .expect("answer")
-            .expect("one answer");
-        match answer.message_response {
-            Some(alpha::server_reflection_response::MessageResponse::ListServicesResponse(l)) => {
-                l.service.into_iter().map(|s| s.name).collect()
-            }
-            other => panic!("{other:?}"),
-        }
-    } else {
-        let mut client = v1::server_reflection_client::ServerReflectionClient::new(channel);
-        let request = v1::ServerReflectionRequest {
-            host: String::new(),
-            message_request: Some(v1::server_reflection_request::MessageRequest::ListServices(
+            message_request: Some(pb::server_reflection_request::MessageRequest::ListServices(
                 String::new(),
             )),
         };
@@ -72,11 +49,22 @@ async fn listed_services(server: &TestServer, v1alpha: bool) -> Vec<String> {
             .expect("answer")
             .expect("one answer");
         match answer.message_response {
-            Some(v1::server_reflection_response::MessageResponse::ListServicesResponse(l)) => {
-                l.service.into_iter().map(|s| s.name).collect()
-            }
+            Some(pb::server_reflection_response::MessageResponse::ListServicesResponse(l)) => l
+                .service
+                .into_iter()
+                .map(|s| s.name)
+                .collect::<Vec<String>>(),
             other => panic!("{other:?}"),
         }
+    }};
+}
+
+async fn listed_services(server: &TestServer, v1alpha: bool) -> Vec<String> {
+    let channel = server.channel().await;
+    if v1alpha {
+        list_services!(tonic_reflection::pb::v1alpha, channel)
+    } else {
+        list_services!(tonic_reflection::pb::v1, channel)
     }
 }
 

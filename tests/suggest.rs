@@ -7,7 +7,7 @@ mod common;
 use allfives::engine::Game;
 use allfives::proto::v1 as pb;
 use allfives::state::{self, KeyRing, Record};
-use common::{Client, TestServer, bad_fields, reason, ring};
+use common::{Client, TestServer, bad_fields, deal, new_match, reason, ring};
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
 use tonic::Code;
@@ -106,33 +106,6 @@ async fn follow(
         })
         .await
         .expect("Play as advised")
-        .into_inner();
-    (r.state, r.view.expect("view"))
-}
-
-/// A new match's token and view.
-async fn new_match(client: &mut Client, rules: pb::Rules, seed: u64) -> (Vec<u8>, pb::GameView) {
-    let r = client
-        .new_game(pb::NewGameRequest {
-            rules: Some(rules),
-            seed: Some(seed),
-            viewer: None,
-        })
-        .await
-        .expect("NewGame")
-        .into_inner();
-    (r.state, r.view.expect("view"))
-}
-
-/// Deals the next hand.
-async fn deal(client: &mut Client, state: Vec<u8>) -> (Vec<u8>, pb::GameView) {
-    let r = client
-        .deal(pb::DealRequest {
-            state,
-            viewer: None,
-        })
-        .await
-        .expect("Deal")
         .into_inner();
     (r.state, r.view.expect("view"))
 }

@@ -183,13 +183,36 @@ pub async fn dealt_token(client: &mut Client) -> Vec<u8> {
         .await
         .expect("NewGame")
         .into_inner();
-    client
+    deal(client, new.state).await.0
+}
+
+/// A new match's token and view.
+pub async fn new_match(
+    client: &mut Client,
+    rules: pb::Rules,
+    seed: u64,
+) -> (Vec<u8>, pb::GameView) {
+    let r = client
+        .new_game(pb::NewGameRequest {
+            rules: Some(rules),
+            seed: Some(seed),
+            viewer: None,
+        })
+        .await
+        .expect("NewGame")
+        .into_inner();
+    (r.state, r.view.expect("view"))
+}
+
+/// Deals the next hand.
+pub async fn deal(client: &mut Client, state: Vec<u8>) -> (Vec<u8>, pb::GameView) {
+    let r = client
         .deal(pb::DealRequest {
-            state: new.state,
+            state,
             viewer: None,
         })
         .await
         .expect("Deal")
-        .into_inner()
-        .state
+        .into_inner();
+    (r.state, r.view.expect("view"))
 }
