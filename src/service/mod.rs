@@ -3,11 +3,13 @@
 //!
 //! - [`handlers`]: one function per RPC (parse, open, engine, seal, view).
 //! - [`convert`]: engine types <-> protobuf messages.
+//! - [`codec`]: the generated services' gRPC codec, which writes the answers in one pass.
 //! - [`status`]: errors -> `tonic::Status` with rich error details.
 //!
 //! Each call records its outcome in [`Metrics`](crate::metrics::Metrics) (games, hands,
 //! moves, token refusals); the HTTP endpoint that shows them lives elsewhere.
 
+pub mod codec;
 pub mod convert;
 pub mod handlers;
 pub mod status;

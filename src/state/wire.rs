@@ -1,6 +1,7 @@
 //! The protobuf wire format, by hand: a writer that appends fields to a `Vec<u8>` in one
 //! pass and a reader over a byte slice, for the messages on every call's hot path (the
-//! token's plaintext), where prost's generated code cost more than the game itself.
+//! token's plaintext here, the API's answers in `service::codec`), where prost's
+//! generated code cost more than the game itself.
 //!
 //! Both follow prost byte for byte: the writer leaves out fields at their zero value
 //! and packs repeated numbers, as prost does, and the reader takes what prost takes
@@ -44,6 +45,26 @@ pub fn put_uint32(buf: &mut Vec<u8>, field: u32, value: u32) {
     if value != 0 {
         put_key(buf, field, VARINT);
         put_varint(buf, u64::from(value));
+    }
+}
+
+/// An `int32` (or enum) field: left out when 0; a negative number takes ten bytes, as
+/// protobuf has it.
+pub fn put_int32(buf: &mut Vec<u8>, field: u32, value: i32) {
+    if value != 0 {
+        put_key(buf, field, VARINT);
+        put_varint(buf, i64::from(value) as u64);
+    }
+}
+
+/// A packed `repeated uint32` field: left out when empty.
+pub fn put_packed_uint32(buf: &mut Vec<u8>, field: u32, values: &[u32]) {
+    if !values.is_empty() {
+        put_len(buf, field, |b| {
+            for &v in values {
+                put_varint(b, u64::from(v));
+            }
+        });
     }
 }
 
