@@ -23,16 +23,42 @@ const RECURSION_LIMIT: u32 = 100;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Malformed;
 
-pub fn put_varint(buf: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        buf.push(value as u8 | 0x80);
-        value >>= 7;
+#[inline]
+pub fn put_varint(buf: &mut Vec<u8>, value: u64) {
+    if value < 0x80 {
+        buf.push(value as u8);
+    } else {
+        put_long_varint(buf, value);
     }
-    buf.push(value as u8);
 }
 
+fn put_long_varint(buf: &mut Vec<u8>, mut value: u64) {
+    let mut bytes = [0u8; 10];
+    let mut n = 0;
+    while value >= 0x80 {
+        bytes[n] = value as u8 | 0x80;
+        value >>= 7;
+        n += 1;
+    }
+    bytes[n] = value as u8;
+    buf.extend_from_slice(&bytes[..=n]);
+}
+
+#[inline]
 pub fn put_key(buf: &mut Vec<u8>, field: u32, wire_type: u8) {
     put_varint(buf, u64::from(field << 3 | u32::from(wire_type)));
+}
+
+/// A key and a varint value, both under 128 the usual case: one write.
+#[inline]
+fn put_key_varint(buf: &mut Vec<u8>, field: u32, value: u64) {
+    let key = field << 3;
+    if key < 0x80 && value < 0x80 {
+        buf.extend_from_slice(&[key as u8, value as u8]);
+    } else {
+        put_key(buf, field, VARINT);
+        put_varint(buf, value);
+    }
 }
 
 /// ZigZag, as `sint32` stores numbers.
@@ -41,23 +67,24 @@ pub fn zigzag(value: i32) -> u64 {
 }
 
 /// A `uint32` (or enum) field: left out when 0.
+#[inline]
 pub fn put_uint32(buf: &mut Vec<u8>, field: u32, value: u32) {
     if value != 0 {
-        put_key(buf, field, VARINT);
-        put_varint(buf, u64::from(value));
+        put_key_varint(buf, field, u64::from(value));
     }
 }
 
 /// An `int32` (or enum) field: left out when 0; a negative number takes ten bytes, as
 /// protobuf has it.
+#[inline]
 pub fn put_int32(buf: &mut Vec<u8>, field: u32, value: i32) {
     if value != 0 {
-        put_key(buf, field, VARINT);
-        put_varint(buf, i64::from(value) as u64);
+        put_key_varint(buf, field, i64::from(value) as u64);
     }
 }
 
 /// A packed `repeated uint32` field: left out when empty.
+#[inline]
 pub fn put_packed_uint32(buf: &mut Vec<u8>, field: u32, values: &[u32]) {
     if !values.is_empty() {
         put_len(buf, field, |b| {
@@ -69,18 +96,18 @@ pub fn put_packed_uint32(buf: &mut Vec<u8>, field: u32, values: &[u32]) {
 }
 
 /// An `optional uint32` field: written whenever present, 0 included.
+#[inline]
 pub fn put_optional_uint32(buf: &mut Vec<u8>, field: u32, value: Option<u32>) {
     if let Some(value) = value {
-        put_key(buf, field, VARINT);
-        put_varint(buf, u64::from(value));
+        put_key_varint(buf, field, u64::from(value));
     }
 }
 
 /// A `bool` field: left out when false.
+#[inline]
 pub fn put_bool(buf: &mut Vec<u8>, field: u32, value: bool) {
     if value {
-        put_key(buf, field, VARINT);
-        buf.push(1);
+        put_key_varint(buf, field, 1);
     }
 }
 
@@ -93,6 +120,7 @@ pub fn put_fixed64(buf: &mut Vec<u8>, field: u32, value: u64) {
 }
 
 /// A `bytes` field: left out when empty.
+#[inline]
 pub fn put_bytes(buf: &mut Vec<u8>, field: u32, value: &[u8]) {
     if !value.is_empty() {
         put_key(buf, field, LEN);
@@ -104,30 +132,37 @@ pub fn put_bytes(buf: &mut Vec<u8>, field: u32, value: &[u8]) {
 /// A length-delimited field whose content `write` appends (an embedded message, or
 /// packed numbers), its length written in front of it afterwards: one pass, with a
 /// move of the content only when the length takes more than one byte.
+#[inline]
 pub fn put_len(buf: &mut Vec<u8>, field: u32, write: impl FnOnce(&mut Vec<u8>)) {
-    put_key(buf, field, LEN);
-    let at = buf.len();
-    buf.push(0);
+    let key = field << 3 | u32::from(LEN);
+    if key < 0x80 {
+        buf.extend_from_slice(&[key as u8, 0]);
+    } else {
+        put_varint(buf, u64::from(key));
+        buf.push(0);
+    }
+    let at = buf.len() - 1;
     write(buf);
     let len = buf.len() - at - 1;
     if len < 0x80 {
         buf[at] = len as u8;
-        return;
+    } else {
+        widen_len(buf, at, len);
     }
-    let mut scratch = [0u8; 10];
-    let mut n = 0;
-    let mut value = len as u64;
-    while value >= 0x80 {
-        scratch[n] = value as u8 | 0x80;
-        value >>= 7;
-        n += 1;
-    }
-    scratch[n] = value as u8;
-    n += 1;
+}
+
+/// Puts a length that takes more than the one byte kept for it at `at`, moving the
+/// message after it along.
+fn widen_len(buf: &mut Vec<u8>, at: usize, len: usize) {
     let end = buf.len();
+    put_long_varint(buf, len as u64);
+    let n = buf.len() - end;
+    let mut prefix = [0u8; 10];
+    prefix[..n].copy_from_slice(&buf[end..]);
+    buf.truncate(end);
     buf.resize(end + n - 1, 0);
     buf.copy_within(at + 1..end, at + n);
-    buf[at..at + n].copy_from_slice(&scratch[..n]);
+    buf[at..at + n].copy_from_slice(&prefix[..n]);
 }
 
 /// A reader over one message's bytes.
