@@ -2,7 +2,8 @@
 //! the move, build the view, render it as protobuf, encode the game, seal the token,
 //! encode the response (as the service's codec does, and as prost did), the whole
 //! handler (`service::handlers::play`) end to end, and the handler with its answer
-//! written: all of a call's work that is not tonic's.
+//! written as the server's codec writes it (its view then reused by the next call's):
+//! all of a call's work that is not tonic's.
 //!
 //! `cargo bench --bench call` measures; `cargo test --benches` runs each benchmark once.
 //! Figures and what they are compared with: docs/PERFORMANCE.md, "gRPC calls".
@@ -18,7 +19,7 @@ use std::time::Duration;
 use allfives::engine::bot::{self, Strategy};
 use allfives::engine::{Action, Game, Move, Rules};
 use allfives::proto::v1 as pb;
-use allfives::service::codec::write_answer;
+use allfives::service::codec::{encode_answer, write_answer};
 use allfives::service::convert::{event_out, view_out};
 use allfives::service::handlers;
 use allfives::state::{KeyRing, Record, codec, token};
@@ -191,7 +192,7 @@ fn parts(c: &mut Criterion) {
                     events: a.events,
                 };
                 buf.clear();
-                write_answer(&response, &mut buf);
+                encode_answer(response, &mut buf).expect("an answer");
                 buf.len()
             })
         });

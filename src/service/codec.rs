@@ -20,6 +20,7 @@ use tonic::codec::{BufferSettings, EncodeBuf, Encoder};
 use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 
 use crate::proto::v1 as pb;
+use crate::service::convert::recycle_view;
 use crate::state::wire::{
     put_bool, put_bytes, put_int32, put_len, put_optional_uint32, put_packed_uint32, put_uint32,
 };
@@ -71,26 +72,55 @@ impl<T: Message + 'static> Encoder for AnswerEncoder<T> {
     type Error = Status;
 
     fn encode(&mut self, item: T, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        let written = SCRATCH.with_borrow_mut(|scratch| {
+        let other = SCRATCH.with_borrow_mut(|scratch| {
             scratch.clear();
-            let done = write_answer(&item, scratch);
-            if done {
+            let other = encode_answer(item, scratch);
+            if other.is_ok() {
                 buf.put_slice(scratch);
             }
             if scratch.capacity() > SCRATCH_KEPT {
                 *scratch = Vec::new();
             }
-            done
+            other
         });
-        if written {
-            Ok(())
-        } else {
-            self.0.encode(item, buf)
+        match other {
+            Ok(()) => Ok(()),
+            Err(item) => self.0.encode(item, buf),
         }
     }
 
     fn buffer_settings(&self) -> BufferSettings {
         self.0.buffer_settings()
+    }
+}
+
+/// What the encoder does with a message: if it is one of the API's answers, writes it
+/// to `buf` ([`write_answer`]) and hands its view back for reuse ([`recycle_view`]);
+/// any other message comes back untouched, for prost.
+pub fn encode_answer<T: 'static>(mut message: T, buf: &mut Vec<u8>) -> Result<(), T> {
+    if !write_answer(&message, buf) {
+        return Err(message);
+    }
+    if let Some(view) = take_view(&mut message) {
+        recycle_view(view);
+    }
+    Ok(())
+}
+
+/// The view of an answer, once it is written, for [`recycle_view`].
+fn take_view(message: &mut dyn Any) -> Option<pb::GameView> {
+    if let Some(m) = message.downcast_mut::<pb::PlayResponse>() {
+        m.view.take()
+    } else if let Some(m) = message.downcast_mut::<pb::DrawResponse>() {
+        m.view.take()
+    } else if let Some(m) = message.downcast_mut::<pb::DealResponse>() {
+        m.view.take()
+    } else if let Some(m) = message.downcast_mut::<pb::NewGameResponse>() {
+        m.view.take()
+    } else if let Some(m) = message.downcast_mut::<pb::ScoreResponse>() {
+        m.view.take()
+    } else {
+        None
     }
 }
 
