@@ -9,7 +9,7 @@
 //! the message is written. Requests, and every other service's messages, go through
 //! prost unchanged.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::marker::PhantomData;
 
@@ -72,6 +72,11 @@ impl<T: Message + 'static> Encoder for AnswerEncoder<T> {
     type Error = Status;
 
     fn encode(&mut self, item: T, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        // Decided per type at compile time: every other message (requests, the other
+        // services' answers) goes to prost as before, with nothing added.
+        if !is_answer::<T>() {
+            return self.0.encode(item, buf);
+        }
         let other = SCRATCH.with_borrow_mut(|scratch| {
             scratch.clear();
             let other = encode_answer(item, scratch);
@@ -92,6 +97,16 @@ impl<T: Message + 'static> Encoder for AnswerEncoder<T> {
     fn buffer_settings(&self) -> BufferSettings {
         self.0.buffer_settings()
     }
+}
+
+/// Whether `T` is one of the API's answers, which [`write_answer`] writes.
+fn is_answer<T: 'static>() -> bool {
+    let t = TypeId::of::<T>();
+    t == TypeId::of::<pb::PlayResponse>()
+        || t == TypeId::of::<pb::DrawResponse>()
+        || t == TypeId::of::<pb::DealResponse>()
+        || t == TypeId::of::<pb::NewGameResponse>()
+        || t == TypeId::of::<pb::ScoreResponse>()
 }
 
 /// What the encoder does with a message: if it is one of the API's answers, writes it
@@ -512,5 +527,9 @@ mod tests {
         assert!(!write_answer(&pb::PlayRequest::default(), &mut buf));
         assert!(!write_answer(&pb::GameView::default(), &mut buf));
         assert!(buf.is_empty());
+        assert!(!is_answer::<pb::PlayRequest>() && !is_answer::<pb::GameView>());
+        assert!(is_answer::<pb::PlayResponse>() && is_answer::<pb::ScoreResponse>());
+        assert!(is_answer::<pb::NewGameResponse>() && is_answer::<pb::DealResponse>());
+        assert!(is_answer::<pb::DrawResponse>());
     }
 }
