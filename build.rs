@@ -38,9 +38,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         prost::Message::encode_to_vec(&public),
     )?;
 
+    // Answers are written by the service's own codec (prost for everything else):
+    // src/service/codec.rs.
     tonic_prost_build::configure()
         .build_server(true)
         .build_client(true)
+        .codec_path("crate::service::codec::Codec")
         .compile_fds(fds)?;
     Ok(())
 }

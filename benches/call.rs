@@ -1,6 +1,9 @@
 //! One Play call's parts, without the network: open the token, decode the game, apply
 //! the move, build the view, render it as protobuf, encode the game, seal the token,
-//! encode the response, and the whole handler (`service::handlers::play`) end to end.
+//! encode the response (as the service's codec does, and as prost did), the whole
+//! handler (`service::handlers::play`) end to end, and the handler with its answer
+//! written as the server's codec writes it (its view then reused by the next call's):
+//! all of a call's work that is not tonic's.
 //!
 //! `cargo bench --bench call` measures; `cargo test --benches` runs each benchmark once.
 //! Figures and what they are compared with: docs/PERFORMANCE.md, "gRPC calls".
@@ -16,6 +19,7 @@ use std::time::Duration;
 use allfives::engine::bot::{self, Strategy};
 use allfives::engine::{Action, Game, Move, Rules};
 use allfives::proto::v1 as pb;
+use allfives::service::codec::{encode_answer, write_answer};
 use allfives::service::convert::{event_out, view_out};
 use allfives::service::handlers;
 use allfives::state::{KeyRing, Record, codec, token};
@@ -127,7 +131,7 @@ fn parts(c: &mut Criterion) {
             b.iter(|| pb::PlayRequest::decode(black_box(&request_bytes[..])).expect("decode"))
         });
         group.bench_function("2-open", |b| {
-            b.iter(|| token::open(&ring, black_box(&p.token)).expect("open"))
+            b.iter(|| token::open_with(&ring, black_box(&p.token), |p| p.len()).expect("open"))
         });
         group.bench_function("3-decode", |b| {
             b.iter(|| codec::decode(black_box(&plaintext)).expect("decode"))
@@ -153,15 +157,44 @@ fn parts(c: &mut Criterion) {
                     .collect::<Vec<_>>()
             })
         });
-        group.bench_function("8-encode", |b| b.iter(|| codec::encode(black_box(&after))));
+        group.bench_function("8-encode", |b| {
+            let mut buf = Vec::with_capacity(codec::PLAINTEXT_CAPACITY);
+            b.iter(|| {
+                buf.clear();
+                codec::encode_into(black_box(&after), &mut buf);
+                buf.len()
+            })
+        });
         group.bench_function("9-seal", |b| {
             b.iter(|| token::seal(&ring, black_box(&plaintext)).expect("seal"))
         });
         group.bench_function("10-response-encode", |b| {
+            let mut buf = Vec::with_capacity(4096);
+            b.iter(|| {
+                buf.clear();
+                write_answer(black_box(&response), &mut buf);
+                buf.len()
+            })
+        });
+        group.bench_function("10-response-encode-prost", |b| {
             b.iter(|| black_box(&response).encode_to_vec())
         });
         group.bench_function("all-handler-play", |b| {
             b.iter(|| handlers::play(&ring, black_box(&p.request)).expect("play"))
+        });
+        group.bench_function("all-play-answer-written", |b| {
+            let mut buf = Vec::with_capacity(4096);
+            b.iter(|| {
+                let a = handlers::play(&ring, black_box(&p.request)).expect("play");
+                let response = pb::PlayResponse {
+                    state: a.state,
+                    view: Some(a.view),
+                    events: a.events,
+                };
+                buf.clear();
+                encode_answer(response, &mut buf).expect("an answer");
+                buf.len()
+            })
         });
         group.bench_function("all-handler-score", |b| {
             let request = pb::ScoreRequest {

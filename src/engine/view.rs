@@ -8,9 +8,10 @@ use super::layout::{OpenEnd, Placement};
 use super::rules::{Rules, Seat, Side};
 use super::tile::TileSet;
 
-/// The table as `viewer` sees it.
+/// The table as `viewer` sees it; it borrows the game's public parts (the layout, the
+/// scores) rather than copying them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct View {
+pub struct View<'a> {
     /// The seat looking, or `None` for a spectator.
     pub viewer: Option<Seat>,
     pub rules: Rules,
@@ -22,12 +23,13 @@ pub struct View {
     /// The seat to act, while a hand is in play.
     pub turn: Option<Seat>,
     /// Every tile on the table, in the order played.
-    pub placements: Vec<Placement>,
-    pub open_ends: Vec<OpenEnd>,
+    pub placements: &'a [Placement],
+    /// The open ends, in the order LEFT, RIGHT, UP, DOWN, the closed ones left out.
+    pub open_ends: OpenEnds,
     /// The count the open ends show.
     pub count: u32,
     /// Score per side (per seat, or per team in a partnership).
-    pub scores: Vec<i32>,
+    pub scores: &'a [i32],
     /// Tiles in each seat's hand.
     pub hand_sizes: Vec<usize>,
     /// Tiles in the boneyard.
@@ -43,9 +45,31 @@ pub struct View {
     pub last_result: Option<HandResult>,
 }
 
+/// The open ends of a layout, at most four, held without allocating.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenEnds {
+    ends: [Option<OpenEnd>; 4],
+}
+
+impl OpenEnds {
+    pub fn iter(&self) -> impl Iterator<Item = &OpenEnd> {
+        self.ends.iter().flatten()
+    }
+}
+
+impl FromIterator<OpenEnd> for OpenEnds {
+    fn from_iter<I: IntoIterator<Item = OpenEnd>>(ends: I) -> OpenEnds {
+        let mut out = OpenEnds::default();
+        for (slot, end) in out.ends.iter_mut().zip(ends) {
+            *slot = Some(end);
+        }
+        out
+    }
+}
+
 impl Game {
     /// What `viewer` may see (`None`: a spectator, who sees no hand).
-    pub fn view(&self, viewer: Option<Seat>) -> Result<View, Error> {
+    pub fn view(&self, viewer: Option<Seat>) -> Result<View<'_>, Error> {
         if let Some(seat) = viewer.filter(|&s| s >= self.rules.players) {
             return Err(Error::InvalidSeat {
                 seat,
@@ -65,10 +89,10 @@ impl Game {
             hand_number: self.hand_number(),
             moves: self.moves(),
             turn: self.turn(),
-            placements: layout.map(|l| l.placements().to_vec()).unwrap_or_default(),
+            placements: layout.map_or(&[], |l| l.placements()),
             open_ends: layout.map(|l| l.open_ends().collect()).unwrap_or_default(),
             count: layout.map_or(0, |l| l.count()),
-            scores: self.scores().to_vec(),
+            scores: self.scores(),
             hand_sizes: self.hand_sizes().collect(),
             boneyard: self.boneyard_len(),
             hand: viewer.map(|s| self.hand(s)),

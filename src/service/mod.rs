@@ -4,11 +4,13 @@
 //! - [`handlers`]: one function per RPC (parse, open, engine, seal, view).
 //!   Suggest's HARD searches run on tokio's blocking pool, at most one per core.
 //! - [`convert`]: engine types <-> protobuf messages.
+//! - [`codec`]: the generated services' gRPC codec, which writes the answers in one pass.
 //! - [`status`]: errors -> `tonic::Status` with rich error details.
 //!
 //! Each call records its outcome in [`Metrics`](crate::metrics::Metrics) (games, hands,
 //! moves, token refusals); the HTTP endpoint that shows them lives elsewhere.
 
+pub mod codec;
 pub mod convert;
 pub mod handlers;
 pub mod status;

@@ -1,8 +1,7 @@
 //! Encoding the engine's game as the token's plaintext (`allfives.internal.v1.State`)
 //! and decoding it back, refusing anything the engine could not have made.
 
-use prost::Message;
-
+use super::wire;
 use crate::engine::hand::Hand;
 use crate::engine::{
     Arm, End, Game, HandEnd, HandResult, HandSizeRule, Layout, Rules, ScoreSheet, SettlementRule,
@@ -37,121 +36,330 @@ fn corrupt(what: &'static str) -> DecodeError {
     DecodeError::Corrupt(what)
 }
 
+/// Room for any plaintext this build writes (the largest seen is under 400 bytes).
+pub const PLAINTEXT_CAPACITY: usize = 512;
+
 /// Encodes a record as the token's plaintext.
 pub fn encode(record: &Record) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(PLAINTEXT_CAPACITY);
+    encode_into(record, &mut buf);
+    buf
+}
+
+/// Appends a record's plaintext to `buf`: the `State` message written field by field
+/// straight from the game, the same bytes prost writes for it.
+pub fn encode_into(record: &Record, buf: &mut Vec<u8>) {
     let game = &record.game;
     let rules = &game.rules;
     let sides = rules.sides();
-    let fives = |v: i32| v / 5;
-    let row = |r: &SheetRow| -> Vec<i32> {
-        r.play[..sides]
-            .iter()
-            .chain(&r.settlement[..sides])
-            .map(|&v| fives(v))
-            .collect()
-    };
-    let state = pb::State {
-        format: STATE_FORMAT,
-        match_id: record.match_id.to_vec(),
-        rules: Some(pb::Rules {
-            players: rules.players as u32,
-            partnership: rules.partnership,
-            hand_size: match rules.hand_size {
-                HandSizeRule::Standard => pb::HandSize::Standard,
-                HandSizeRule::FiveEach => pb::HandSize::FiveEach,
-                HandSizeRule::SevenFive => pb::HandSize::SevenFive,
-            } as i32,
-            target_fives: rules.target / 5,
-            settlement: match rules.settlement {
-                SettlementRule::OwnPipsOff => pb::Settlement::OwnPipsOff,
-                SettlementRule::WinnerTakesPips => pb::Settlement::WinnerTakesPips,
-            } as i32,
-        }),
-        seed: game.seed,
-        hands_dealt: game.hands_dealt,
-        hand: game.hand.as_ref().map(|h| encode_hand(h, rules)),
-        scores: game.scores[..sides].iter().map(|&v| fives(v)).collect(),
-        sheet: game.sheet.rows().flat_map(row).collect(),
-        carried: game.sheet.carried().map(row).unwrap_or_default(),
-        next_starter: game.next_starter.map(|s| s as u32),
-        winner: game.winner.map(|s| s as u32),
-        moves: game.moves,
-    };
-    state.encode_to_vec()
+    wire::put_uint32(buf, 1, STATE_FORMAT);
+    wire::put_bytes(buf, 2, &record.match_id);
+    wire::put_len(buf, 3, |b| {
+        wire::put_uint32(b, 1, rules.players as u32);
+        wire::put_bool(b, 2, rules.partnership);
+        let hand_size = match rules.hand_size {
+            HandSizeRule::Standard => pb::HandSize::Standard,
+            HandSizeRule::FiveEach => pb::HandSize::FiveEach,
+            HandSizeRule::SevenFive => pb::HandSize::SevenFive,
+        };
+        wire::put_uint32(b, 3, hand_size as u32);
+        wire::put_uint32(b, 4, rules.target / 5);
+        let settlement = match rules.settlement {
+            SettlementRule::OwnPipsOff => pb::Settlement::OwnPipsOff,
+            SettlementRule::WinnerTakesPips => pb::Settlement::WinnerTakesPips,
+        };
+        wire::put_uint32(b, 5, settlement as u32);
+    });
+    wire::put_fixed64(buf, 4, game.seed);
+    wire::put_uint32(buf, 5, game.hands_dealt);
+    if let Some(hand) = &game.hand {
+        wire::put_len(buf, 6, |b| encode_hand(hand, rules, b));
+    }
+    put_fives(buf, 7, &game.scores[..sides]);
+    if game.sheet.rows().len() > 0 {
+        wire::put_len(buf, 8, |b| {
+            for row in game.sheet.rows() {
+                put_row(b, row, sides);
+            }
+        });
+    }
+    if let Some(row) = game.sheet.carried() {
+        wire::put_len(buf, 9, |b| put_row(b, row, sides));
+    }
+    wire::put_optional_uint32(buf, 10, game.next_starter.map(|s| s as u32));
+    wire::put_optional_uint32(buf, 11, game.winner.map(|s| s as u32));
+    wire::put_uint32(buf, 12, game.moves);
 }
 
-fn encode_hand(hand: &Hand, rules: &Rules) -> pb::Hand {
-    pb::Hand {
-        number: hand.number,
-        hands: hand.hands[..rules.players]
-            .iter()
-            .map(|h| h.bits())
-            .collect(),
-        boneyard: hand.boneyard().iter().map(|t| t.index()).collect(),
-        placements: hand
-            .layout
-            .placements()
-            .iter()
-            .map(|p| {
-                let arm = match p.arm {
-                    Arm::Lead => 0,
-                    Arm::End(end) => end as u8 + 1,
-                };
-                p.tile.index() * 5 + arm
-            })
-            .collect(),
-        turn: hand.turn as u32,
-        result: hand.result.map(|r| {
+/// Points as a packed `sint32` field, in fives; left out when there are none.
+fn put_fives(buf: &mut Vec<u8>, field: u32, points: &[i32]) {
+    if !points.is_empty() {
+        wire::put_len(buf, field, |b| {
+            for &v in points {
+                wire::put_varint(b, wire::zigzag(v / 5));
+            }
+        });
+    }
+}
+
+/// A sheet row's values, in fives, inside a packed field: play per side, then
+/// settlement per side.
+fn put_row(buf: &mut Vec<u8>, row: &SheetRow, sides: usize) {
+    for &v in row.play[..sides].iter().chain(&row.settlement[..sides]) {
+        wire::put_varint(buf, wire::zigzag(v / 5));
+    }
+}
+
+fn encode_hand(hand: &Hand, rules: &Rules, buf: &mut Vec<u8>) {
+    wire::put_uint32(buf, 1, hand.number);
+    wire::put_len(buf, 2, |b| {
+        for h in &hand.hands[..rules.players] {
+            wire::put_varint(b, u64::from(h.bits()));
+        }
+    });
+    let mut boneyard = [0u8; 28];
+    for (slot, t) in boneyard.iter_mut().zip(hand.boneyard()) {
+        *slot = t.index();
+    }
+    wire::put_bytes(buf, 3, &boneyard[..hand.boneyard().len()]);
+    let placed = hand.layout.placements();
+    let mut placements = [0u8; 28];
+    for (slot, p) in placements.iter_mut().zip(placed) {
+        let arm = match p.arm {
+            Arm::Lead => 0,
+            Arm::End(end) => end as u8 + 1,
+        };
+        *slot = p.tile.index() * 5 + arm;
+    }
+    wire::put_bytes(buf, 4, &placements[..placed.len()]);
+    wire::put_uint32(buf, 5, hand.turn as u32);
+    if let Some(r) = &hand.result {
+        wire::put_len(buf, 6, |b| {
             let (end, seat) = match r.end {
                 HandEnd::Domino { seat } => (pb::HandEnd::Domino, seat),
                 HandEnd::Blocked => (pb::HandEnd::Blocked, 0),
                 HandEnd::TargetReached { seat } => (pb::HandEnd::TargetReached, seat),
             };
-            pb::HandResult {
-                end: end as i32,
-                seat: seat as u32,
-                settlement: r.settlement[..rules.sides()]
-                    .iter()
-                    .map(|&v| v / 5)
-                    .collect(),
+            wire::put_uint32(b, 1, end as u32);
+            wire::put_uint32(b, 2, seat as u32);
+            put_fives(b, 3, &r.settlement[..rules.sides()]);
+        });
+    }
+    let voids = hand
+        .voids
+        .iter()
+        .enumerate()
+        .fold(0, |bits, (seat, &v)| bits | u32::from(v) << (7 * seat));
+    wire::put_uint32(buf, 7, voids);
+}
+
+/// Values of a repeated field, as many as fit; `len` counts them all, so a field
+/// with too many is still refused by its length check.
+#[derive(Clone, Copy)]
+struct Repeated<T, const N: usize> {
+    values: [T; N],
+    len: usize,
+}
+
+impl<T: Copy + Default, const N: usize> Default for Repeated<T, N> {
+    fn default() -> Self {
+        Repeated {
+            values: [T::default(); N],
+            len: 0,
+        }
+    }
+}
+
+impl<T: Copy, const N: usize> Repeated<T, N> {
+    fn push(&mut self, value: T) {
+        if let Some(slot) = self.values.get_mut(self.len) {
+            *slot = value;
+        }
+        self.len = self.len.saturating_add(1);
+    }
+
+    /// The values, if all of them fit.
+    fn get(&self) -> Option<&[T]> {
+        self.values.get(..self.len)
+    }
+}
+
+/// Every value of a points field, zigzag-decoded as prost decodes `sint32`.
+fn read_sint32s<const N: usize>(
+    r: &mut wire::Reader<'_>,
+    wire_type: u8,
+    into: &mut Repeated<i32, N>,
+) -> Result<(), wire::Malformed> {
+    r.repeated_varint(wire_type, |v| into.push(wire::sint32(v)))
+}
+
+/// The fields of a `State` message as read, before any check.
+#[derive(Default)]
+struct StateFields<'a> {
+    format: u32,
+    match_id: &'a [u8],
+    rules: Option<RulesFields>,
+    seed: u64,
+    hands_dealt: u32,
+    hand: Option<HandFields<'a>>,
+    scores: Repeated<i32, 4>,
+    sheet: Repeated<i32, { crate::engine::sheet::SHEET_ROWS * 8 }>,
+    carried: Repeated<i32, 8>,
+    next_starter: Option<u32>,
+    winner: Option<u32>,
+    moves: u32,
+}
+
+#[derive(Default)]
+struct RulesFields {
+    players: u32,
+    partnership: bool,
+    hand_size: i32,
+    target_fives: u32,
+    settlement: i32,
+}
+
+#[derive(Default)]
+struct HandFields<'a> {
+    number: u32,
+    hands: Repeated<u32, 4>,
+    boneyard: &'a [u8],
+    placements: &'a [u8],
+    turn: u32,
+    result: Option<ResultFields>,
+    voids: u32,
+}
+
+#[derive(Default)]
+struct ResultFields {
+    end: i32,
+    seat: u32,
+    settlement: Repeated<i32, 4>,
+}
+
+impl<'a> StateFields<'a> {
+    /// Reads a whole `State` into `self` (in place: it is large); a field seen twice
+    /// keeps the last value, and an embedded message seen twice is merged, as in prost.
+    fn read(&mut self, bytes: &'a [u8]) -> Result<(), wire::Malformed> {
+        use wire::{sint32, uint32};
+        let s = self;
+        let mut r = wire::Reader::new(bytes);
+        while !r.is_empty() {
+            let (field, wt) = r.key()?;
+            match field {
+                1 => s.format = uint32(r.varint_field(wt)?),
+                2 => s.match_id = r.len_delimited(wt)?,
+                3 => s
+                    .rules
+                    .get_or_insert_with(Default::default)
+                    .read(r.len_delimited(wt)?)?,
+                4 => s.seed = r.fixed64_field(wt)?,
+                5 => s.hands_dealt = uint32(r.varint_field(wt)?),
+                6 => s
+                    .hand
+                    .get_or_insert_with(Default::default)
+                    .read(r.len_delimited(wt)?)?,
+                7 => read_sint32s(&mut r, wt, &mut s.scores)?,
+                8 => r.repeated_varint(wt, |v| s.sheet.push(sint32(v)))?,
+                9 => read_sint32s(&mut r, wt, &mut s.carried)?,
+                10 => s.next_starter = Some(uint32(r.varint_field(wt)?)),
+                11 => s.winner = Some(uint32(r.varint_field(wt)?)),
+                12 => s.moves = uint32(r.varint_field(wt)?),
+                _ => r.skip(field, wt)?,
             }
-        }),
-        voids: hand
-            .voids
-            .iter()
-            .enumerate()
-            .fold(0, |bits, (seat, &v)| bits | u32::from(v) << (7 * seat)),
+        }
+        Ok(())
+    }
+}
+
+impl RulesFields {
+    fn read(&mut self, bytes: &[u8]) -> Result<(), wire::Malformed> {
+        let mut r = wire::Reader::new(bytes);
+        while !r.is_empty() {
+            let (field, wt) = r.key()?;
+            match field {
+                1 => self.players = wire::uint32(r.varint_field(wt)?),
+                2 => self.partnership = r.varint_field(wt)? != 0,
+                3 => self.hand_size = r.varint_field(wt)? as i32,
+                4 => self.target_fives = wire::uint32(r.varint_field(wt)?),
+                5 => self.settlement = r.varint_field(wt)? as i32,
+                _ => r.skip(field, wt)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'a> HandFields<'a> {
+    fn read(&mut self, bytes: &'a [u8]) -> Result<(), wire::Malformed> {
+        let mut r = wire::Reader::new(bytes);
+        while !r.is_empty() {
+            let (field, wt) = r.key()?;
+            match field {
+                1 => self.number = wire::uint32(r.varint_field(wt)?),
+                2 => r.repeated_varint(wt, |v| self.hands.push(wire::uint32(v)))?,
+                3 => self.boneyard = r.len_delimited(wt)?,
+                4 => self.placements = r.len_delimited(wt)?,
+                5 => self.turn = wire::uint32(r.varint_field(wt)?),
+                6 => self
+                    .result
+                    .get_or_insert_with(Default::default)
+                    .read(r.len_delimited(wt)?)?,
+                7 => self.voids = wire::uint32(r.varint_field(wt)?),
+                _ => r.skip(field, wt)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ResultFields {
+    fn read(&mut self, bytes: &[u8]) -> Result<(), wire::Malformed> {
+        let mut r = wire::Reader::new(bytes);
+        while !r.is_empty() {
+            let (field, wt) = r.key()?;
+            match field {
+                1 => self.end = r.varint_field(wt)? as i32,
+                2 => self.seat = wire::uint32(r.varint_field(wt)?),
+                3 => read_sint32s(&mut r, wt, &mut self.settlement)?,
+                _ => r.skip(field, wt)?,
+            }
+        }
+        Ok(())
     }
 }
 
 /// Decodes a token's plaintext, checking that it is a game the engine could have made.
 pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
-    let state = pb::State::decode(bytes).map_err(|_| corrupt("not a state message"))?;
+    let mut state = StateFields::default();
+    state
+        .read(bytes)
+        .map_err(|_| corrupt("not a state message"))?;
+    build(&state)
+}
+
+/// The game a state's fields describe, if the engine could have made it.
+fn build(state: &StateFields<'_>) -> Result<Record, DecodeError> {
     if state.format != STATE_FORMAT {
         return Err(DecodeError::UnsupportedFormat(state.format));
     }
-    let match_id: [u8; MATCH_ID_LEN] = state
-        .match_id
-        .as_slice()
-        .try_into()
-        .map_err(|_| corrupt("match id"))?;
+    let match_id: [u8; MATCH_ID_LEN] =
+        state.match_id.try_into().map_err(|_| corrupt("match id"))?;
     let rules = decode_rules(state.rules.as_ref().ok_or(corrupt("rules missing"))?)?;
     let sides = rules.sides();
-    let hand = state
-        .hand
-        .as_ref()
-        .map(|h| decode_hand(h, &rules))
-        .transpose()?;
+    // Built where it stays: a game is a few hundred bytes, and moving it costs.
+    let mut game = Game::new(rules, state.seed).map_err(|_| corrupt("rules"))?;
+    if let Some(h) = &state.hand {
+        decode_hand(h, &rules, game.hand.insert(blank_hand()))?;
+    }
     // The engine adds one to these with every deal and move: a game the engine made
     // never gets near the limit, and one at the limit would overflow.
     if state.moves == u32::MAX || state.hands_dealt == u32::MAX {
         return Err(corrupt("counter at its limit"));
     }
-    let mut game = Game::new(rules, state.seed).map_err(|_| corrupt("rules"))?;
     game.hands_dealt = state.hands_dealt;
-    game.hand = hand;
-    game.scores = per_side(&state.scores, sides)?;
-    game.sheet = decode_sheet(&state, sides)?;
+    game.scores = per_side(state.scores.get(), sides)?;
+    game.sheet = decode_sheet(state, sides)?;
     game.next_starter = state.next_starter.map(|s| s as usize);
     game.winner = state.winner.map(|s| s as usize);
     game.moves = state.moves;
@@ -159,7 +367,7 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
     Ok(Record { match_id, game })
 }
 
-fn decode_rules(r: &pb::Rules) -> Result<Rules, DecodeError> {
+fn decode_rules(r: &RulesFields) -> Result<Rules, DecodeError> {
     let rules = Rules {
         players: r.players as usize,
         partnership: r.partnership,
@@ -180,64 +388,73 @@ fn decode_rules(r: &pb::Rules) -> Result<Rules, DecodeError> {
     Ok(rules)
 }
 
-/// Points per side from values in fives; exactly `sides` values.
-fn per_side(values: &[i32], sides: usize) -> Result<[i32; 4], DecodeError> {
-    if values.len() != sides {
-        return Err(corrupt("values per side"));
+/// Points from a value in fives, refused beyond [`MAX_POINTS`].
+fn points(fives: i32) -> Result<i32, DecodeError> {
+    let points = i64::from(fives) * 5;
+    if points.abs() > MAX_POINTS {
+        return Err(corrupt("points out of range"));
     }
+    Ok(points as i32)
+}
+
+/// Points per side from values in fives; exactly `sides` values (`None`: too many).
+fn per_side(values: Option<&[i32]>, sides: usize) -> Result<[i32; 4], DecodeError> {
+    let values = values
+        .filter(|v| v.len() == sides)
+        .ok_or(corrupt("values per side"))?;
     let mut out = [0i32; 4];
     for (slot, &v) in out.iter_mut().zip(values) {
-        let points = i64::from(v) * 5;
-        if points.abs() > MAX_POINTS {
-            return Err(corrupt("points out of range"));
-        }
-        *slot = points as i32;
+        *slot = points(v)?;
     }
     Ok(out)
 }
 
+/// A sheet row from its `2 * sides` values; adds the size of its entries to
+/// `magnitude`.
 fn decode_row(
     values: &[i32],
     sides: usize,
-    first: u32,
-    last: u32,
+    hands: (u32, u32),
+    magnitude: &mut i64,
 ) -> Result<SheetRow, DecodeError> {
+    let mut row = SheetRow {
+        first_hand: hands.0,
+        last_hand: hands.1,
+        ..SheetRow::default()
+    };
     let (play, settlement) = values.split_at(sides);
-    Ok(SheetRow {
-        first_hand: first,
-        last_hand: last,
-        play: per_side(play, sides)?,
-        settlement: per_side(settlement, sides)?,
-    })
+    for s in 0..sides {
+        row.play[s] = points(play[s])?;
+        row.settlement[s] = points(settlement[s])?;
+        *magnitude += i64::from(row.play[s]).abs() + i64::from(row.settlement[s]).abs();
+    }
+    Ok(row)
 }
 
-fn decode_sheet(state: &pb::State, sides: usize) -> Result<ScoreSheet, DecodeError> {
+fn decode_sheet(state: &StateFields<'_>, sides: usize) -> Result<ScoreSheet, DecodeError> {
     let width = 2 * sides;
     let dealt = state.hands_dealt;
     let kept = dealt.min(crate::engine::sheet::SHEET_ROWS as u32);
-    if state.sheet.len() != kept as usize * width {
-        return Err(corrupt("sheet rows"));
-    }
-    let folded = dealt - kept;
-    let carried = match (folded, state.carried.len()) {
-        (0, 0) => None,
-        (n, len) if n > 0 && len == width => Some(decode_row(&state.carried, sides, 1, n)?),
-        _ => return Err(corrupt("carried row")),
-    };
-    let rows = state
+    let sheet = state
         .sheet
-        .chunks_exact(width)
-        .zip(folded + 1..)
-        .map(|(values, hand)| decode_row(values, sides, hand, hand))
-        .collect::<Result<Vec<_>, _>>()?;
+        .get()
+        .filter(|v| v.len() == kept as usize * width)
+        .ok_or(corrupt("sheet rows"))?;
+    let folded = dealt - kept;
     // Every entry is within MAX_POINTS, but 33 rows of them can overflow the sheet's
     // running sums (`ScoreSheet::totals`, the rendered sheet): bound their sum too.
-    let magnitude: i64 = carried
-        .iter()
-        .chain(&rows)
-        .flat_map(|r| r.play.iter().chain(&r.settlement))
-        .map(|&v| i64::from(v).abs())
-        .sum();
+    let mut magnitude = 0i64;
+    let carried = match (folded, state.carried.get()) {
+        (0, Some([])) => None,
+        (n, Some(values)) if n > 0 && values.len() == width => {
+            Some(decode_row(values, sides, (1, n), &mut magnitude)?)
+        }
+        _ => return Err(corrupt("carried row")),
+    };
+    let mut rows = Vec::with_capacity(kept as usize);
+    for (values, hand) in sheet.chunks_exact(width).zip(folded + 1..) {
+        rows.push(decode_row(values, sides, (hand, hand), &mut magnitude)?);
+    }
     if magnitude > MAX_POINTS {
         return Err(corrupt("sheet out of range"));
     }
@@ -248,24 +465,41 @@ fn tile(index: u8) -> Result<Tile, DecodeError> {
     Tile::from_index(index).ok_or(corrupt("tile index"))
 }
 
-fn decode_hand(h: &pb::Hand, rules: &Rules) -> Result<Hand, DecodeError> {
-    let players = rules.players;
-    if h.hands.len() != players {
-        return Err(corrupt("hands per seat"));
+/// A hand to decode into.
+fn blank_hand() -> Hand {
+    Hand {
+        number: 0,
+        hands: [TileSet::EMPTY; 4],
+        boneyard: [Tile::DOUBLE_BLANK; 28],
+        boneyard_len: 0,
+        layout: Layout::new(),
+        turn: 0,
+        result: None,
+        voids: [0; 4],
     }
-    let mut hands = [TileSet::EMPTY; 4];
-    for (slot, &bits) in hands.iter_mut().zip(&h.hands) {
+}
+
+/// Decodes a hand into `out`, a [`blank_hand`].
+fn decode_hand(h: &HandFields<'_>, rules: &Rules, out: &mut Hand) -> Result<(), DecodeError> {
+    let players = rules.players;
+    let held = h
+        .hands
+        .get()
+        .filter(|v| v.len() == players)
+        .ok_or(corrupt("hands per seat"))?;
+    for (slot, &bits) in out.hands.iter_mut().zip(held) {
         *slot = TileSet::from_bits(bits).ok_or(corrupt("hand bits"))?;
     }
     if h.boneyard.len() > 28 || h.placements.len() > 28 {
         return Err(corrupt("too many tiles"));
     }
-    let mut boneyard = [Tile::DOUBLE_BLANK; 28];
-    for (slot, &index) in boneyard.iter_mut().zip(&h.boneyard) {
+    for (slot, &index) in out.boneyard.iter_mut().zip(h.boneyard) {
         *slot = tile(index)?;
     }
-    let mut layout = Layout::new();
-    for &byte in &h.placements {
+    out.boneyard_len = h.boneyard.len() as u8;
+    let layout = &mut out.layout;
+    let mut placed = TileSet::EMPTY;
+    for &byte in h.placements {
         let t = tile(byte / 5)?;
         let end = match byte % 5 {
             0 => None,
@@ -275,58 +509,194 @@ fn decode_hand(h: &pb::Hand, rules: &Rules) -> Result<Hand, DecodeError> {
             None => layout.is_empty(),
             Some(e) => !layout.is_empty() && layout.fits(t, e),
         };
-        if !legal || layout.tiles().contains(t) {
+        if !legal || placed.contains(t) {
             return Err(corrupt("layout"));
         }
+        placed.insert(t);
         layout.place(t, end);
     }
     let turn = h.turn as usize;
     if turn >= players {
         return Err(corrupt("turn"));
     }
-    let sides = rules.sides();
-    let result = h
-        .result
-        .as_ref()
-        .map(|r| {
-            let seat = r.seat as usize;
-            if seat >= players {
-                return Err(corrupt("result seat"));
-            }
-            let end = match pb::HandEnd::try_from(r.end) {
-                Ok(pb::HandEnd::Domino) => HandEnd::Domino { seat },
-                Ok(pb::HandEnd::Blocked) => HandEnd::Blocked,
-                Ok(pb::HandEnd::TargetReached) => HandEnd::TargetReached { seat },
-                _ => return Err(corrupt("result")),
-            };
-            Ok(HandResult {
-                hand: h.number,
-                end,
-                hands,
-                settlement: per_side(&r.settlement, sides)?,
-            })
-        })
-        .transpose()?;
+    out.turn = turn;
+    out.number = h.number;
+    if let Some(r) = &h.result {
+        let seat = r.seat as usize;
+        if seat >= players {
+            return Err(corrupt("result seat"));
+        }
+        let end = match pb::HandEnd::try_from(r.end) {
+            Ok(pb::HandEnd::Domino) => HandEnd::Domino { seat },
+            Ok(pb::HandEnd::Blocked) => HandEnd::Blocked,
+            Ok(pb::HandEnd::TargetReached) => HandEnd::TargetReached { seat },
+            _ => return Err(corrupt("result")),
+        };
+        out.result = Some(HandResult {
+            hand: h.number,
+            end,
+            hands: out.hands,
+            settlement: per_side(r.settlement.get(), rules.sides())?,
+        });
+    }
     if h.voids >= 1 << (7 * players) {
         return Err(corrupt("voids"));
     }
-    let voids = std::array::from_fn(|seat| (h.voids >> (7 * seat) & 0x7f) as u8);
-    Ok(Hand {
-        number: h.number,
-        hands,
-        boneyard,
-        boneyard_len: h.boneyard.len() as u8,
-        layout,
-        turn,
-        result,
-        voids,
-    })
+    out.voids = std::array::from_fn(|seat| (h.voids >> (7 * seat) & 0x7f) as u8);
+    Ok(())
+}
+
+/// The encoder this module had before it was written by hand (the generated `State`
+/// message, encoded by prost), and a decoder that reads with prost: what the
+/// hand-written ones are checked against, byte for byte and refusal for refusal.
+#[cfg(test)]
+pub(crate) mod reference {
+    use prost::Message;
+
+    use super::*;
+
+    /// Encodes a record as the token's plaintext.
+    pub fn encode(record: &Record) -> Vec<u8> {
+        let game = &record.game;
+        let rules = &game.rules;
+        let sides = rules.sides();
+        let fives = |v: i32| v / 5;
+        let row = |r: &SheetRow| -> Vec<i32> {
+            r.play[..sides]
+                .iter()
+                .chain(&r.settlement[..sides])
+                .map(|&v| fives(v))
+                .collect()
+        };
+        let state = pb::State {
+            format: STATE_FORMAT,
+            match_id: record.match_id.to_vec(),
+            rules: Some(pb::Rules {
+                players: rules.players as u32,
+                partnership: rules.partnership,
+                hand_size: match rules.hand_size {
+                    HandSizeRule::Standard => pb::HandSize::Standard,
+                    HandSizeRule::FiveEach => pb::HandSize::FiveEach,
+                    HandSizeRule::SevenFive => pb::HandSize::SevenFive,
+                } as i32,
+                target_fives: rules.target / 5,
+                settlement: match rules.settlement {
+                    SettlementRule::OwnPipsOff => pb::Settlement::OwnPipsOff,
+                    SettlementRule::WinnerTakesPips => pb::Settlement::WinnerTakesPips,
+                } as i32,
+            }),
+            seed: game.seed,
+            hands_dealt: game.hands_dealt,
+            hand: game.hand.as_ref().map(|h| encode_hand(h, rules)),
+            scores: game.scores[..sides].iter().map(|&v| fives(v)).collect(),
+            sheet: game.sheet.rows().flat_map(row).collect(),
+            carried: game.sheet.carried().map(row).unwrap_or_default(),
+            next_starter: game.next_starter.map(|s| s as u32),
+            winner: game.winner.map(|s| s as u32),
+            moves: game.moves,
+        };
+        state.encode_to_vec()
+    }
+
+    fn encode_hand(hand: &Hand, rules: &Rules) -> pb::Hand {
+        pb::Hand {
+            number: hand.number,
+            hands: hand.hands[..rules.players]
+                .iter()
+                .map(|h| h.bits())
+                .collect(),
+            boneyard: hand.boneyard().iter().map(|t| t.index()).collect(),
+            placements: hand
+                .layout
+                .placements()
+                .iter()
+                .map(|p| {
+                    let arm = match p.arm {
+                        Arm::Lead => 0,
+                        Arm::End(end) => end as u8 + 1,
+                    };
+                    p.tile.index() * 5 + arm
+                })
+                .collect(),
+            turn: hand.turn as u32,
+            result: hand.result.map(|r| {
+                let (end, seat) = match r.end {
+                    HandEnd::Domino { seat } => (pb::HandEnd::Domino, seat),
+                    HandEnd::Blocked => (pb::HandEnd::Blocked, 0),
+                    HandEnd::TargetReached { seat } => (pb::HandEnd::TargetReached, seat),
+                };
+                pb::HandResult {
+                    end: end as i32,
+                    seat: seat as u32,
+                    settlement: r.settlement[..rules.sides()]
+                        .iter()
+                        .map(|&v| v / 5)
+                        .collect(),
+                }
+            }),
+            voids: hand
+                .voids
+                .iter()
+                .enumerate()
+                .fold(0, |bits, (seat, &v)| bits | u32::from(v) << (7 * seat)),
+        }
+    }
+
+    /// Decodes a token's plaintext with prost into the generated `State`, then checks
+    /// it as [`super::decode`] does.
+    pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
+        let s = pb::State::decode(bytes).map_err(|_| corrupt("not a state message"))?;
+        let mut fields = StateFields {
+            format: s.format,
+            match_id: &s.match_id,
+            rules: s.rules.as_ref().map(|r| RulesFields {
+                players: r.players,
+                partnership: r.partnership,
+                hand_size: r.hand_size,
+                target_fives: r.target_fives,
+                settlement: r.settlement,
+            }),
+            seed: s.seed,
+            hands_dealt: s.hands_dealt,
+            hand: None,
+            next_starter: s.next_starter,
+            winner: s.winner,
+            moves: s.moves,
+            ..StateFields::default()
+        };
+        s.scores.iter().for_each(|&v| fields.scores.push(v));
+        s.sheet.iter().for_each(|&v| fields.sheet.push(v));
+        s.carried.iter().for_each(|&v| fields.carried.push(v));
+        if let Some(h) = &s.hand {
+            let mut hand = HandFields {
+                number: h.number,
+                boneyard: &h.boneyard,
+                placements: &h.placements,
+                turn: h.turn,
+                voids: h.voids,
+                ..HandFields::default()
+            };
+            h.hands.iter().for_each(|&v| hand.hands.push(v));
+            hand.result = h.result.as_ref().map(|r| {
+                let mut result = ResultFields {
+                    end: r.end,
+                    seat: r.seat,
+                    ..ResultFields::default()
+                };
+                r.settlement.iter().for_each(|&v| result.settlement.push(v));
+                result
+            });
+            fields.hand = Some(hand);
+        }
+        build(&fields)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::bot::{Strategy, choose};
+    use prost::Message;
     use rand_chacha::ChaCha8Rng;
     use rand_chacha::rand_core::SeedableRng;
 
@@ -413,5 +783,177 @@ mod tests {
         }
         assert!(decode(b"\xff\xff\xff").is_err());
         assert!(decode(&[]).is_err(), "an empty message has format 0");
+    }
+
+    /// Every state of whole games under every kind of table and both bots.
+    fn many_states() -> Vec<Record> {
+        let mut out = Vec::new();
+        let tables = [
+            (2, false, HandSizeRule::Standard, SettlementRule::OwnPipsOff),
+            (
+                2,
+                false,
+                HandSizeRule::SevenFive,
+                SettlementRule::WinnerTakesPips,
+            ),
+            (3, false, HandSizeRule::FiveEach, SettlementRule::OwnPipsOff),
+            (
+                3,
+                false,
+                HandSizeRule::Standard,
+                SettlementRule::WinnerTakesPips,
+            ),
+            (4, false, HandSizeRule::Standard, SettlementRule::OwnPipsOff),
+            (
+                4,
+                true,
+                HandSizeRule::Standard,
+                SettlementRule::WinnerTakesPips,
+            ),
+        ];
+        for (i, &(players, partnership, hand_size, settlement)) in tables.iter().enumerate() {
+            for strategy in [Strategy::Greedy, Strategy::Random] {
+                let mut rules = Rules::for_players(players);
+                rules.partnership = partnership;
+                rules.hand_size = hand_size;
+                rules.settlement = settlement;
+                let mut game = Game::new(rules, u64::MAX - i as u64).unwrap();
+                let mut rng = ChaCha8Rng::seed_from_u64(i as u64);
+                let mut scratch = Vec::new();
+                loop {
+                    out.push(Record {
+                        match_id: [i as u8 + 0x80; 16],
+                        game: game.clone(),
+                    });
+                    let Some(action) = choose(&game, strategy, &mut rng, &mut scratch) else {
+                        break;
+                    };
+                    game.apply(action, &mut Vec::new()).unwrap();
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_bytes_are_those_prost_wrote_from_the_generated_state() {
+        let states = many_states();
+        assert!(states.len() > 5_000, "{} states", states.len());
+        let mut long_sheets = 0;
+        for record in &states {
+            let bytes = encode(record);
+            assert_eq!(bytes, reference::encode(record), "{:?}", record.game);
+            long_sheets += usize::from(record.game.sheet().carried().is_some());
+        }
+        assert!(long_sheets > 0, "some game folded its sheet");
+    }
+
+    /// The top-level fields of a message, as (number, wire type, bytes of the field).
+    fn fields(bytes: &[u8]) -> Vec<(u32, u8, Vec<u8>)> {
+        let mut r = wire::Reader::new(bytes);
+        let mut out = Vec::new();
+        while !r.is_empty() {
+            let start = bytes.len() - r.remaining();
+            let (field, wt) = r.key().unwrap();
+            r.skip(field, wt).unwrap();
+            out.push((
+                field,
+                wt,
+                bytes[start..bytes.len() - r.remaining()].to_vec(),
+            ));
+        }
+        out
+    }
+
+    /// Other encodings of the same message that prost also reads: fields in reverse
+    /// order, packed numbers unpacked, unknown fields of every wire type around them,
+    /// and the hand split into two occurrences that merge.
+    fn variants(bytes: &[u8]) -> Vec<Vec<u8>> {
+        let top = fields(bytes);
+        let reversed: Vec<u8> = top.iter().rev().flat_map(|f| f.2.clone()).collect();
+        let mut unpacked = Vec::new();
+        for (field, wt, raw) in &top {
+            if matches!(field, 7..=9) && *wt == wire::LEN {
+                let mut r = wire::Reader::new(raw);
+                r.key().unwrap();
+                let mut values = wire::Reader::new(r.len_delimited(wire::LEN).unwrap());
+                while !values.is_empty() {
+                    wire::put_key(&mut unpacked, *field, wire::VARINT);
+                    wire::put_varint(&mut unpacked, values.varint().unwrap());
+                }
+            } else {
+                unpacked.extend_from_slice(raw);
+            }
+        }
+        let mut unknown = Vec::new();
+        wire::put_key(&mut unknown, 99, wire::VARINT);
+        wire::put_varint(&mut unknown, u64::MAX);
+        unknown.extend_from_slice(bytes);
+        wire::put_key(&mut unknown, 100, wire::FIXED32);
+        unknown.extend_from_slice(&[1, 2, 3, 4]);
+        wire::put_fixed64(&mut unknown, 101, 7);
+        wire::put_bytes(&mut unknown, 102, b"extra");
+        unknown.extend_from_slice(&[0xAB, 0x06, 0x08, 0x01, 0xAC, 0x06]); // group 101
+        let mut split = Vec::new();
+        for (field, _, raw) in &top {
+            if *field == 6 {
+                let mut r = wire::Reader::new(raw);
+                r.key().unwrap();
+                let hand = r.len_delimited(wire::LEN).unwrap();
+                let inner = fields(hand);
+                let (first, rest) = inner.split_at(inner.len() / 2);
+                for part in [first, rest] {
+                    let content: Vec<u8> = part.iter().flat_map(|f| f.2.clone()).collect();
+                    wire::put_len(&mut split, 6, |b| b.extend_from_slice(&content));
+                }
+            } else {
+                split.extend_from_slice(raw);
+            }
+        }
+        vec![reversed, unpacked, unknown, split]
+    }
+
+    #[test]
+    fn the_decoder_reads_and_refuses_what_prost_did() {
+        let states = many_states();
+        let mut tried = 0;
+        let mut refused = 0;
+        let mut same = |bytes: &[u8]| {
+            let ours = decode(bytes);
+            assert_eq!(ours, reference::decode(bytes), "{bytes:?}");
+            tried += 1;
+            refused += usize::from(ours.is_err());
+        };
+        for (i, record) in states.iter().enumerate() {
+            let bytes = encode(record);
+            for variant in variants(&bytes) {
+                assert_eq!(decode(&variant).as_ref(), Ok(record));
+                same(&variant);
+            }
+            if i % 40 != 0 {
+                continue;
+            }
+            // Every byte changed, cut, dropped, or with a byte inserted before it.
+            for at in 0..bytes.len() {
+                for flip in [0x01, 0x02, 0x07, 0x80, 0xff] {
+                    let mut b = bytes.clone();
+                    b[at] ^= flip;
+                    same(&b);
+                }
+                same(&bytes[..at]);
+                let mut dropped = bytes.clone();
+                dropped.remove(at);
+                same(&dropped);
+                for byte in [0x00, 0x7f, 0x80] {
+                    let mut b = bytes.clone();
+                    b.insert(at, byte);
+                    same(&b);
+                }
+            }
+        }
+        assert!(
+            tried > 100_000 && refused > tried / 2,
+            "{tried} tried, {refused} refused"
+        );
     }
 }

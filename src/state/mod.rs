@@ -9,20 +9,22 @@ pub mod codec;
 pub mod keyring;
 pub mod random;
 pub mod token;
+pub(crate) mod wire;
 
 pub use codec::{MATCH_ID_LEN, Record};
 pub use keyring::{KeyRing, KeyRingError};
 pub use token::TokenError;
 
-/// Encodes and seals a record.
+/// Encodes and seals a record, writing the plaintext straight into the token.
 pub fn seal(ring: &KeyRing, record: &Record) -> Result<Vec<u8>, TokenError> {
-    token::seal(ring, &codec::encode(record))
+    token::seal_with(ring, codec::PLAINTEXT_CAPACITY, |buf| {
+        codec::encode_into(record, buf)
+    })
 }
 
 /// Opens and decodes a token, refusing any game the engine could not have made.
 pub fn open(ring: &KeyRing, token: &[u8]) -> Result<Record, TokenError> {
-    let plaintext = token::open(ring, token)?;
-    codec::decode(&plaintext).map_err(|e| match e {
+    token::open_with(ring, token, codec::decode)?.map_err(|e| match e {
         codec::DecodeError::UnsupportedFormat(v) => {
             TokenError::UnsupportedVersion(u8::try_from(v).unwrap_or(u8::MAX))
         }

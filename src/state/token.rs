@@ -17,6 +17,7 @@
 //! [`TokenError::UnsupportedVersion`].
 
 use aes_gcm_siv::aead::AeadInOut;
+use aes_gcm_siv::aead::inout::InOutBuf;
 use aes_gcm_siv::{Nonce, Tag};
 
 use super::keyring::KeyRing;
@@ -50,13 +51,26 @@ pub enum TokenError {
 
 /// Seals `plaintext` under the ring's active key.
 pub fn seal(ring: &KeyRing, plaintext: &[u8]) -> Result<Vec<u8>, TokenError> {
+    seal_with(ring, plaintext.len(), |buf| {
+        buf.extend_from_slice(plaintext)
+    })
+}
+
+/// Seals the plaintext `write` appends to the buffer it is given, encrypted where it
+/// was written: the token is built in one buffer, with no copy of the plaintext.
+/// `capacity` is a hint of the plaintext's length.
+pub fn seal_with(
+    ring: &KeyRing,
+    capacity: usize,
+    write: impl FnOnce(&mut Vec<u8>),
+) -> Result<Vec<u8>, TokenError> {
     let (id, cipher) = ring.active();
     let mut nonce = [0u8; NONCE_LEN];
     super::random::fill(&mut nonce).map_err(|_| TokenError::Random)?;
-    let mut token = Vec::with_capacity(OVERHEAD + plaintext.len());
+    let mut token = Vec::with_capacity(OVERHEAD + capacity);
     token.extend_from_slice(&[TOKEN_VERSION, id]);
     token.extend_from_slice(&nonce);
-    token.extend_from_slice(plaintext);
+    write(&mut token);
     let (header, body) = token.split_at_mut(HEADER_LEN);
     let tag = cipher
         .encrypt_inout_detached(&Nonce::from(nonce), &header[..2], body.into())
@@ -67,6 +81,17 @@ pub fn seal(ring: &KeyRing, plaintext: &[u8]) -> Result<Vec<u8>, TokenError> {
 
 /// Opens a token sealed by any key of the ring, returning the plaintext.
 pub fn open(ring: &KeyRing, token: &[u8]) -> Result<Vec<u8>, TokenError> {
+    open_with(ring, token, <[u8]>::to_vec)
+}
+
+/// Opens a token sealed by any key of the ring and hands its plaintext to `read`,
+/// decrypted into a buffer on the stack (nothing allocated). `read` sees only a
+/// plaintext that passed authentication.
+pub fn open_with<T>(
+    ring: &KeyRing,
+    token: &[u8],
+    read: impl FnOnce(&[u8]) -> T,
+) -> Result<T, TokenError> {
     if token.len() < OVERHEAD || token.len() > MAX_TOKEN_LEN {
         return Err(TokenError::Malformed);
     }
@@ -80,11 +105,13 @@ pub fn open(ring: &KeyRing, token: &[u8]) -> Result<Vec<u8>, TokenError> {
     let nonce = Nonce::try_from(&header[2..]).map_err(|_| TokenError::Malformed)?;
     let (body, tag) = rest.split_at(rest.len() - TAG_LEN);
     let tag = Tag::try_from(tag).map_err(|_| TokenError::Malformed)?;
-    let mut plaintext = body.to_vec();
+    let mut plaintext = [0u8; MAX_TOKEN_LEN - OVERHEAD];
+    let plaintext = &mut plaintext[..body.len()];
+    let buffer = InOutBuf::new(body, plaintext).map_err(|_| TokenError::Malformed)?;
     cipher
-        .decrypt_inout_detached(&nonce, &header[..2], plaintext.as_mut_slice().into(), &tag)
+        .decrypt_inout_detached(&nonce, &header[..2], buffer, &tag)
         .map_err(|_| TokenError::Invalid)?;
-    Ok(plaintext)
+    Ok(read(plaintext))
 }
 
 #[cfg(test)]

@@ -1,0 +1,535 @@
+//! The gRPC codec of the generated services (`build.rs` names it): prost for every
+//! message, except the API's answers, which are written by hand in one pass.
+//!
+//! prost encodes an embedded message by walking it once for its length and again to
+//! write it, at every level, one byte at a time: for a game view (thirty-odd small
+//! messages three deep) that cost about as much as the whole game call's own work.
+//! [`write_answer`] writes the same bytes (a test compares them over whole games) in
+//! one pass into a reused buffer, putting each length in front of its message once
+//! the message is written. Requests, and every other service's messages, go through
+//! prost unchanged.
+
+use std::any::{Any, TypeId};
+use std::cell::RefCell;
+use std::marker::PhantomData;
+
+use prost::Message;
+use prost::bytes::BufMut;
+use tonic::Status;
+use tonic::codec::{BufferSettings, EncodeBuf, Encoder};
+use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
+
+use crate::proto::v1 as pb;
+use crate::service::convert::recycle_view;
+use crate::state::wire::{
+    put_bool, put_bytes, put_int32, put_len, put_optional_uint32, put_packed_uint32, put_uint32,
+};
+
+/// [`ProstCodec`], except that the API's answers are written by [`write_answer`].
+#[derive(Debug, Clone)]
+pub struct Codec<T, U>(PhantomData<(T, U)>);
+
+impl<T, U> Default for Codec<T, U> {
+    fn default() -> Self {
+        Codec(PhantomData)
+    }
+}
+
+impl<T, U> tonic::codec::Codec for Codec<T, U>
+where
+    T: Message + Send + 'static,
+    U: Message + Default + Send + 'static,
+{
+    type Encode = T;
+    type Decode = U;
+    type Encoder = AnswerEncoder<T>;
+    type Decoder = ProstDecoder<U>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        AnswerEncoder(ProstCodec::<T, U>::default().encoder())
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        ProstCodec::<T, U>::default().decoder()
+    }
+}
+
+/// Encodes the API's answers with [`write_answer`] and anything else with prost.
+#[derive(Debug, Clone)]
+pub struct AnswerEncoder<T>(ProstEncoder<T>);
+
+thread_local! {
+    /// Where answers are written before they are copied into the call's buffer (a
+    /// length is written after its message, so the bytes are not final until then).
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A scratch buffer that grew past this (it never should) is not kept.
+const SCRATCH_KEPT: usize = 64 * 1024;
+
+impl<T: Message + 'static> Encoder for AnswerEncoder<T> {
+    type Item = T;
+    type Error = Status;
+
+    fn encode(&mut self, item: T, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        // Decided per type at compile time: every other message (requests, the other
+        // services' answers) goes to prost as before, with nothing added.
+        if !is_answer::<T>() {
+            return self.0.encode(item, buf);
+        }
+        let other = SCRATCH.with_borrow_mut(|scratch| {
+            scratch.clear();
+            let other = encode_answer(item, scratch);
+            if other.is_ok() {
+                buf.put_slice(scratch);
+            }
+            if scratch.capacity() > SCRATCH_KEPT {
+                *scratch = Vec::new();
+            }
+            other
+        });
+        match other {
+            Ok(()) => Ok(()),
+            Err(item) => self.0.encode(item, buf),
+        }
+    }
+
+    fn buffer_settings(&self) -> BufferSettings {
+        self.0.buffer_settings()
+    }
+}
+
+/// Whether `T` is one of the API's answers, which [`write_answer`] writes.
+fn is_answer<T: 'static>() -> bool {
+    let t = TypeId::of::<T>();
+    t == TypeId::of::<pb::PlayResponse>()
+        || t == TypeId::of::<pb::DrawResponse>()
+        || t == TypeId::of::<pb::DealResponse>()
+        || t == TypeId::of::<pb::NewGameResponse>()
+        || t == TypeId::of::<pb::ScoreResponse>()
+}
+
+/// What the encoder does with a message: if it is one of the API's answers, writes it
+/// to `buf` ([`write_answer`]) and hands its view back for reuse ([`recycle_view`]);
+/// any other message comes back untouched, for prost.
+pub fn encode_answer<T: 'static>(mut message: T, buf: &mut Vec<u8>) -> Result<(), T> {
+    if !write_answer(&message, buf) {
+        return Err(message);
+    }
+    if let Some(view) = take_view(&mut message) {
+        recycle_view(view);
+    }
+    Ok(())
+}
+
+/// The view of an answer, once it is written, for [`recycle_view`].
+fn take_view(message: &mut dyn Any) -> Option<pb::GameView> {
+    if let Some(m) = message.downcast_mut::<pb::PlayResponse>() {
+        m.view.take()
+    } else if let Some(m) = message.downcast_mut::<pb::DrawResponse>() {
+        m.view.take()
+    } else if let Some(m) = message.downcast_mut::<pb::DealResponse>() {
+        m.view.take()
+    } else if let Some(m) = message.downcast_mut::<pb::NewGameResponse>() {
+        m.view.take()
+    } else if let Some(m) = message.downcast_mut::<pb::ScoreResponse>() {
+        m.view.take()
+    } else {
+        None
+    }
+}
+
+/// Appends `message` to `buf` if it is one of the API's answers, and says whether it
+/// was; the bytes are those prost writes for it.
+pub fn write_answer(message: &dyn Any, buf: &mut Vec<u8>) -> bool {
+    if let Some(m) = message.downcast_ref::<pb::PlayResponse>() {
+        let pb::PlayResponse {
+            state,
+            view,
+            events,
+        } = m;
+        put_changed(buf, state, view, events);
+    } else if let Some(m) = message.downcast_ref::<pb::DrawResponse>() {
+        let pb::DrawResponse {
+            state,
+            view,
+            events,
+        } = m;
+        put_changed(buf, state, view, events);
+    } else if let Some(m) = message.downcast_ref::<pb::DealResponse>() {
+        let pb::DealResponse {
+            state,
+            view,
+            events,
+        } = m;
+        put_changed(buf, state, view, events);
+    } else if let Some(m) = message.downcast_ref::<pb::NewGameResponse>() {
+        let pb::NewGameResponse {
+            state,
+            view,
+            events,
+        } = m;
+        put_changed(buf, state, view, events);
+    } else if let Some(m) = message.downcast_ref::<pb::ScoreResponse>() {
+        let pb::ScoreResponse { sheet, view } = m;
+        if let Some(sheet) = sheet {
+            put_len(buf, 1, |b| put_sheet(b, sheet));
+        }
+        if let Some(view) = view {
+            put_len(buf, 2, |b| put_view(b, view));
+        }
+    } else {
+        return false;
+    }
+    true
+}
+
+/// The fields every changing call answers: the token, the view, the events.
+fn put_changed(buf: &mut Vec<u8>, state: &[u8], view: &Option<pb::GameView>, events: &[pb::Event]) {
+    put_bytes(buf, 1, state);
+    if let Some(view) = view {
+        put_len(buf, 2, |b| put_view(b, view));
+    }
+    for event in events {
+        put_len(buf, 3, |b| put_event(b, event));
+    }
+}
+
+fn put_tile(buf: &mut Vec<u8>, field: u32, tile: &Option<pb::Tile>) {
+    if let Some(pb::Tile { a, b }) = tile {
+        put_len(buf, field, |buf| {
+            put_uint32(buf, 1, *a);
+            put_uint32(buf, 2, *b);
+        });
+    }
+}
+
+fn put_tiles(buf: &mut Vec<u8>, field: u32, tiles: &[pb::Tile]) {
+    for &pb::Tile { a, b } in tiles {
+        put_len(buf, field, |buf| {
+            put_uint32(buf, 1, a);
+            put_uint32(buf, 2, b);
+        });
+    }
+}
+
+fn put_view(buf: &mut Vec<u8>, view: &pb::GameView) {
+    let pb::GameView {
+        match_id,
+        moves,
+        rules,
+        phase,
+        hand_number,
+        turn,
+        viewer,
+        layout,
+        open_ends,
+        count,
+        scores,
+        hand_sizes,
+        boneyard_size,
+        hand,
+        legal_moves,
+        must_draw,
+        winner_side,
+        winner_seats,
+        last_hand,
+    } = view;
+    put_bytes(buf, 1, match_id.as_bytes());
+    put_uint32(buf, 2, *moves);
+    if let Some(rules) = rules {
+        put_len(buf, 3, |b| put_rules(b, rules));
+    }
+    put_int32(buf, 4, *phase);
+    put_uint32(buf, 5, *hand_number);
+    put_optional_uint32(buf, 6, *turn);
+    put_optional_uint32(buf, 7, *viewer);
+    for placed in layout {
+        let pb::PlacedTile {
+            tile,
+            arm,
+            index,
+            near,
+            far,
+            crosswise,
+            spinner,
+            order,
+        } = placed;
+        put_len(buf, 8, |b| {
+            put_tile(b, 1, tile);
+            put_int32(b, 2, *arm);
+            put_uint32(b, 3, *index);
+            put_uint32(b, 4, *near);
+            put_uint32(b, 5, *far);
+            put_bool(b, 6, *crosswise);
+            put_bool(b, 7, *spinner);
+            put_uint32(b, 8, *order);
+        });
+    }
+    for &pb::OpenEnd { end, pip, value } in open_ends {
+        put_len(buf, 9, |b| {
+            put_int32(b, 1, end);
+            put_uint32(b, 2, pip);
+            put_uint32(b, 3, value);
+        });
+    }
+    put_uint32(buf, 10, *count);
+    for pb::SideScore { side, seats, score } in scores {
+        put_len(buf, 11, |b| {
+            put_uint32(b, 1, *side);
+            put_packed_uint32(b, 2, seats);
+            put_int32(b, 3, *score);
+        });
+    }
+    put_packed_uint32(buf, 12, hand_sizes);
+    put_uint32(buf, 13, *boneyard_size);
+    put_tiles(buf, 14, hand);
+    for pb::LegalMove { tile, end, points } in legal_moves {
+        put_len(buf, 15, |b| {
+            put_tile(b, 1, tile);
+            put_int32(b, 2, *end);
+            put_uint32(b, 3, *points);
+        });
+    }
+    put_bool(buf, 16, *must_draw);
+    put_optional_uint32(buf, 17, *winner_side);
+    put_packed_uint32(buf, 18, winner_seats);
+    if let Some(result) = last_hand {
+        put_len(buf, 19, |b| put_hand_result(b, result));
+    }
+}
+
+fn put_rules(buf: &mut Vec<u8>, rules: &pb::Rules) {
+    let pb::Rules {
+        players,
+        partnership,
+        hand_size,
+        target,
+        settlement,
+    } = rules;
+    put_uint32(buf, 1, *players);
+    put_bool(buf, 2, *partnership);
+    put_int32(buf, 3, *hand_size);
+    put_uint32(buf, 4, *target);
+    put_int32(buf, 5, *settlement);
+}
+
+fn put_hand_result(buf: &mut Vec<u8>, result: &pb::HandResult) {
+    let pb::HandResult {
+        hand,
+        reason,
+        went_out,
+        hands,
+        settlement,
+        reached_target,
+    } = result;
+    put_uint32(buf, 1, *hand);
+    put_int32(buf, 2, *reason);
+    put_optional_uint32(buf, 3, *went_out);
+    for pb::SeatHand {
+        seat,
+        tiles,
+        pips,
+        rounded,
+    } in hands
+    {
+        put_len(buf, 4, |b| {
+            put_uint32(b, 1, *seat);
+            put_tiles(b, 2, tiles);
+            put_uint32(b, 3, *pips);
+            put_uint32(b, 4, *rounded);
+        });
+    }
+    for &pb::SideAmount { side, points } in settlement {
+        put_len(buf, 5, |b| {
+            put_uint32(b, 1, side);
+            put_int32(b, 2, points);
+        });
+    }
+    put_optional_uint32(buf, 6, *reached_target);
+}
+
+fn put_event(buf: &mut Vec<u8>, event: &pb::Event) {
+    use pb::event::{Dealt, GameEnded, Kind, Passed, TileDrawn, TilePlayed};
+    let pb::Event { kind } = event;
+    match kind {
+        None => {}
+        Some(Kind::Dealt(Dealt { hand, starter })) => put_len(buf, 1, |b| {
+            put_uint32(b, 1, *hand);
+            put_uint32(b, 2, *starter);
+        }),
+        Some(Kind::TilePlayed(TilePlayed {
+            seat,
+            tile,
+            end,
+            count,
+            points,
+        })) => put_len(buf, 2, |b| {
+            put_uint32(b, 1, *seat);
+            put_tile(b, 2, tile);
+            put_int32(b, 3, *end);
+            put_uint32(b, 4, *count);
+            put_uint32(b, 5, *points);
+        }),
+        Some(Kind::TileDrawn(TileDrawn { seat, tile })) => put_len(buf, 3, |b| {
+            put_uint32(b, 1, *seat);
+            put_tile(b, 2, tile);
+        }),
+        Some(Kind::Passed(Passed { seat })) => put_len(buf, 4, |b| put_uint32(b, 1, *seat)),
+        Some(Kind::HandEnded(result)) => put_len(buf, 5, |b| put_hand_result(b, result)),
+        Some(Kind::GameEnded(GameEnded {
+            winner_side,
+            winner_seats,
+        })) => put_len(buf, 6, |b| {
+            put_uint32(b, 1, *winner_side);
+            put_packed_uint32(b, 2, winner_seats);
+        }),
+    }
+}
+
+fn put_sheet(buf: &mut Vec<u8>, sheet: &pb::ScoreSheet) {
+    let pb::ScoreSheet {
+        target,
+        rows,
+        carried,
+        winner_side,
+    } = sheet;
+    put_uint32(buf, 1, *target);
+    for row in rows {
+        put_len(buf, 2, |b| put_sheet_row(b, row));
+    }
+    if let Some(row) = carried {
+        put_len(buf, 3, |b| put_sheet_row(b, row));
+    }
+    put_optional_uint32(buf, 4, *winner_side);
+}
+
+fn put_sheet_row(buf: &mut Vec<u8>, row: &pb::SheetRow) {
+    let pb::SheetRow {
+        first_hand,
+        last_hand,
+        sides,
+    } = row;
+    put_uint32(buf, 1, *first_hand);
+    put_uint32(buf, 2, *last_hand);
+    for &pb::SideLine {
+        side,
+        play,
+        settlement,
+        total,
+    } in sides
+    {
+        put_len(buf, 3, |b| {
+            put_uint32(b, 1, side);
+            put_int32(b, 2, play);
+            put_int32(b, 3, settlement);
+            put_int32(b, 4, total);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::bot::{Strategy, choose};
+    use crate::engine::{Game, HandSizeRule, Rules, SettlementRule};
+    use crate::service::convert::{event_out, sheet_out, view_out};
+    use rand_chacha::ChaCha8Rng;
+    use rand_chacha::rand_core::SeedableRng;
+
+    fn same_as_prost<M: Message + std::fmt::Debug + 'static>(message: &M) -> usize {
+        let mut ours = Vec::new();
+        assert!(write_answer(message, &mut ours), "an answer");
+        assert_eq!(ours, message.encode_to_vec(), "{message:?}");
+        ours.len()
+    }
+
+    #[test]
+    fn answers_are_the_bytes_prost_writes() {
+        let tables = [
+            (2, false, HandSizeRule::Standard, SettlementRule::OwnPipsOff),
+            (
+                3,
+                false,
+                HandSizeRule::FiveEach,
+                SettlementRule::WinnerTakesPips,
+            ),
+            (4, false, HandSizeRule::Standard, SettlementRule::OwnPipsOff),
+            (
+                4,
+                true,
+                HandSizeRule::SevenFive,
+                SettlementRule::WinnerTakesPips,
+            ),
+        ];
+        let mut answers = 0;
+        let mut largest = 0;
+        for (i, &(players, partnership, hand_size, settlement)) in tables.iter().enumerate() {
+            let mut rules = Rules::for_players(players);
+            rules.partnership = partnership;
+            rules.hand_size = hand_size;
+            rules.settlement = settlement;
+            let mut game = Game::new(rules, i as u64).unwrap();
+            let mut rng = ChaCha8Rng::seed_from_u64(i as u64);
+            let mut scratch = Vec::new();
+            let mut events = Vec::new();
+            let state: Vec<u8> = (0..200).map(|b| b as u8).collect();
+            loop {
+                for viewer in std::iter::once(None).chain((0..players).map(Some)) {
+                    let view = Some(view_out(&game.view(viewer).unwrap(), "0123abcd"));
+                    let events: Vec<pb::Event> = events
+                        .iter()
+                        .map(|&e| event_out(&rules, e, viewer))
+                        .collect();
+                    let state = state[..(answers % 3) * 90].to_vec();
+                    largest = largest.max(same_as_prost(&pb::PlayResponse {
+                        state: state.clone(),
+                        view: view.clone(),
+                        events: events.clone(),
+                    }));
+                    same_as_prost(&pb::DrawResponse {
+                        state: state.clone(),
+                        view: view.clone(),
+                        events: events.clone(),
+                    });
+                    same_as_prost(&pb::DealResponse {
+                        state: state.clone(),
+                        view: view.clone(),
+                        events: events.clone(),
+                    });
+                    same_as_prost(&pb::NewGameResponse {
+                        state,
+                        view: None,
+                        events,
+                    });
+                    same_as_prost(&pb::ScoreResponse {
+                        sheet: Some(sheet_out(&rules, game.sheet(), game.winner())),
+                        view,
+                    });
+                    answers += 1;
+                }
+                let Some(action) = choose(&game, Strategy::Random, &mut rng, &mut scratch) else {
+                    break;
+                };
+                events.clear();
+                game.apply(action, &mut events).unwrap();
+            }
+        }
+        assert!(answers > 5_000, "{answers} answers");
+        assert!(largest > 600, "long answers too: {largest} bytes");
+        same_as_prost(&pb::ScoreResponse::default());
+        same_as_prost(&pb::PlayResponse::default());
+    }
+
+    #[test]
+    fn other_messages_are_left_to_prost() {
+        let mut buf = Vec::new();
+        assert!(!write_answer(&pb::PlayRequest::default(), &mut buf));
+        assert!(!write_answer(&pb::GameView::default(), &mut buf));
+        assert!(buf.is_empty());
+        assert!(!is_answer::<pb::PlayRequest>() && !is_answer::<pb::GameView>());
+        assert!(is_answer::<pb::PlayResponse>() && is_answer::<pb::ScoreResponse>());
+        assert!(is_answer::<pb::NewGameResponse>() && is_answer::<pb::DealResponse>());
+        assert!(is_answer::<pb::DrawResponse>());
+    }
+}
