@@ -434,6 +434,8 @@ pub fn suggestion_out(s: &Suggestion, level: Level, worlds: Option<u32>) -> pb::
         moves,
         level: level as i32,
         worlds,
+    }
+}
 
 #[cfg(test)]
 mod tests {
