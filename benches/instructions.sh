@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Instructions per call of one Play's parts, counted by callgrind in the `call` benchmark:
+# figures that do not move with the machine's load, unlike the benchmark's times
+# (docs/PERFORMANCE.md, "One call's parts"). Needs valgrind.
+#
+#   bash benches/instructions.sh            # the typical 2-player Play
+#   bash benches/instructions.sh 4p-long    # the 4-player Play with a full score sheet
+#
+# Each figure is a function's inclusive instruction count over the run divided by the
+# times it was called; the whole call and the allocations are per Play handled with its
+# answer written (the criterion warm-up and set-up are left out). Under valgrind the AES code takes its AES-NI path (valgrind has no AVX-512),
+# so the cipher's figures are those of AES-NI, not of the VAES path a server may take.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+position=${1:-2p}
+bench=$(cargo bench --bench call --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+valgrind --tool=callgrind --callgrind-out-file="$out" "$bench" --bench --profile-time 1 \
+  "call/$position/all-play-answer-written" >/dev/null 2>&1
+callgrind_annotate --tree=caller --inclusive=yes "$out" 2>/dev/null | awk '
+  BEGIN {
+    n = split("criterion::bencher::Bencher<M>::iter|allfives::service::handlers::play|" \
+      "allfives::state::token::open_with|allfives::state::codec::decode|" \
+      "allfives::engine::check::<impl allfives::engine::game::Game>::check|" \
+      "allfives::engine::game::Game::apply|" \
+      "allfives::engine::view::<impl allfives::engine::game::Game>::view|" \
+      "allfives::service::convert::view_out|allfives::state::token::seal_with|" \
+      "allfives::state::codec::encode_into|allfives::service::codec::write_answer|malloc", names, "|")
+  }
+  # A block: the callers ("<" lines, each "(Nx)"), then the function ("*" line).
+  /^$/ { calls = 0; next }
+  / < / { if (match($0, /\(([0-9,]+)x\)/)) { c = substr($0, RSTART + 1, RLENGTH - 3); gsub(",", "", c); calls += c } next }
+  /\*  / {
+    for (i = 1; i <= n; i++) {
+      if (index($0, ":" names[i] " [") && !(names[i] in ir)) {
+        v = $1; gsub(",", "", v); ir[names[i]] = v; count[names[i]] = calls
+      }
+    }
+  }
+  END {
+    # One iteration is one Play handled and its answer written.
+    calls = count["allfives::service::codec::write_answer"]
+    for (i = 1; i <= n; i++) {
+      f = names[i]
+      if (!(f in ir)) continue
+      if (f == "malloc") printf "%8.1f   allocations\n", count[f] / calls
+      else if (i == 1) printf "%8.0f   the whole call (handler, answer written)\n", ir[f] / calls
+      else printf "%8.0f   %s\n", ir[f] / count[f], f
+    }
+  }'
