@@ -218,9 +218,10 @@ impl PhaseResult {
     }
 }
 
-/// A match in progress: its token and the latest view.
+/// A match in progress: its token (a slice of the answer it came in, copied once, into
+/// the next request) and the latest view.
 struct Match {
-    state: Vec<u8>,
+    state: Bytes,
     view: SlimView,
 }
 
@@ -237,8 +238,8 @@ struct Player {
 /// NewGame, Deal, Play and Draw answers.
 #[derive(Clone, PartialEq, Message)]
 struct SlimAnswer {
-    #[prost(bytes = "vec", tag = "1")]
-    state: Vec<u8>,
+    #[prost(bytes = "bytes", tag = "1")]
+    state: Bytes,
     #[prost(message, optional, tag = "2")]
     view: Option<SlimView>,
 }
@@ -1032,7 +1033,7 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
                 .and_then(|h| h.went_out)
                 .unwrap_or(0);
             Ok(Call::Deal(pb::DealRequest {
-                state: m.state.clone(),
+                state: m.state.to_vec(),
                 viewer: predict.then_some(starter),
             }))
         }
@@ -1040,13 +1041,13 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
             let seat = view.turn.ok_or("a hand in play with no seat on turn")?;
             if view.viewer != Some(seat) {
                 return Ok(Call::Score(pb::ScoreRequest {
-                    state: m.state.clone(),
+                    state: m.state.to_vec(),
                     viewer: Some(seat),
                 }));
             }
             if view.must_draw {
                 return Ok(Call::Draw(pb::DrawRequest {
-                    state: m.state.clone(),
+                    state: m.state.to_vec(),
                     seat,
                     viewer: predict.then_some(seat),
                 }));
@@ -1058,7 +1059,7 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
                 .reduce(|best, m| if m.points > best.points { m } else { best })
                 .ok_or_else(|| format!("seat {seat} on turn with no legal move and no draw"))?;
             Ok(Call::Play(pb::PlayRequest {
-                state: m.state.clone(),
+                state: m.state.to_vec(),
                 seat,
                 tile: best.tile,
                 end: best.end,
@@ -1076,7 +1077,7 @@ fn decode_answer(
     mode: DecodeMode,
     score: bool,
     bytes: Bytes,
-) -> Result<(Option<Vec<u8>>, Option<SlimView>), prost::DecodeError> {
+) -> Result<(Option<Bytes>, Option<SlimView>), prost::DecodeError> {
     Ok(match (mode, score) {
         (DecodeMode::Slim, false) => {
             let a = SlimAnswer::decode(bytes)?;
@@ -1086,7 +1087,7 @@ fn decode_answer(
         (DecodeMode::Full, false) => {
             // NewGame, Deal, Play and Draw answers share their layout.
             let a = pb::PlayResponse::decode(bytes)?;
-            (Some(a.state), a.view.map(SlimView::from))
+            (Some(Bytes::from(a.state)), a.view.map(SlimView::from))
         }
         (DecodeMode::Full, true) => (
             None,
