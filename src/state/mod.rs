@@ -4,6 +4,8 @@
 //! - [`keyring`]: keys, key ids, the sealing key, parsing keys from configuration.
 //! - [`token`]: sealing and opening bytes under the ring.
 //! - [`random`]: the random bytes of nonces, match ids and seeds.
+//! - `wire`: the protobuf wire format by hand, for the plaintext (and the service's
+//!   answers, `service::codec`).
 
 pub mod codec;
 pub mod keyring;
