@@ -811,7 +811,9 @@ async fn replaying_an_older_token_gives_the_same_outcome_and_never_another_deal_
                 target: 100,
                 ..Default::default()
             }),
-            seed: None,
+            // Fixed: the test needs a match with several deals and some draws, which
+            // about 0.3% of seeds do not give (a first hand reaching the target).
+            seed: Some(12),
             viewer: None,
         })
         .await
