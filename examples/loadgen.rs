@@ -1111,57 +1111,27 @@ async fn step(ctx: &Ctx, player: &mut Player, tally: &mut Tally) {
     let grpc = &mut player.grpc;
     let deadline = ctx.deadline;
     let t0 = Instant::now();
+    // One arm per method: the request's size and the answer of its unary call.
+    macro_rules! send {
+        ($r:expr, $method:literal) => {
+            (
+                $r.encoded_len(),
+                unary(
+                    grpc,
+                    concat!("/allfives.v1.AllFivesService/", $method),
+                    $r,
+                    deadline,
+                )
+                .await,
+            )
+        };
+    }
     let (request_bytes, answer) = match call {
-        Call::NewGame(r) => (
-            r.encoded_len(),
-            unary(
-                grpc,
-                concat!("/allfives.v1.AllFivesService/", "NewGame"),
-                r,
-                deadline,
-            )
-            .await,
-        ),
-        Call::Deal(r) => (
-            r.encoded_len(),
-            unary(
-                grpc,
-                concat!("/allfives.v1.AllFivesService/", "Deal"),
-                r,
-                deadline,
-            )
-            .await,
-        ),
-        Call::Score(r) => (
-            r.encoded_len(),
-            unary(
-                grpc,
-                concat!("/allfives.v1.AllFivesService/", "Score"),
-                r,
-                deadline,
-            )
-            .await,
-        ),
-        Call::Draw(r) => (
-            r.encoded_len(),
-            unary(
-                grpc,
-                concat!("/allfives.v1.AllFivesService/", "Draw"),
-                r,
-                deadline,
-            )
-            .await,
-        ),
-        Call::Play(r) => (
-            r.encoded_len(),
-            unary(
-                grpc,
-                concat!("/allfives.v1.AllFivesService/", "Play"),
-                r,
-                deadline,
-            )
-            .await,
-        ),
+        Call::NewGame(r) => send!(r, "NewGame"),
+        Call::Deal(r) => send!(r, "Deal"),
+        Call::Score(r) => send!(r, "Score"),
+        Call::Draw(r) => send!(r, "Draw"),
+        Call::Play(r) => send!(r, "Play"),
     };
     let answer = answer.and_then(|bytes| {
         let response_bytes = bytes.len();
