@@ -15,6 +15,14 @@ use std::path::PathBuf;
 const PUBLIC: &str = "allfives/v1/allfives.proto";
 const INTERNAL: &str = "allfives/internal/v1/state.proto";
 const BENCH: &str = "allfives/bench/v1/echo.proto";
+/// The requests' `state` fields, generated as `bytes::Bytes`.
+const REQUEST_TOKENS: [&str; 5] = [
+    ".allfives.v1.DealRequest.state",
+    ".allfives.v1.PlayRequest.state",
+    ".allfives.v1.DrawRequest.state",
+    ".allfives.v1.ScoreRequest.state",
+    ".allfives.v1.SuggestRequest.state",
+];
 
 fn main() -> Result<(), Box<dyn Error>> {
     println!("cargo:rerun-if-changed=proto");
@@ -40,7 +48,14 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     // Answers are written by the service's own codec (prost for everything else):
     // src/service/codec.rs.
-    tonic_prost_build::configure()
+    // A request's token as `Bytes`: prost then takes it as a slice of the buffer tonic
+    // received it in, instead of copying it into a new vector on every call, and a Rust
+    // client can pass an answer's token on without copying it.
+    let mut builder = tonic_prost_build::configure();
+    for path in REQUEST_TOKENS {
+        builder = builder.bytes(path);
+    }
+    builder
         .build_server(true)
         .build_client(true)
         .codec_path("crate::service::codec::Codec")

@@ -65,7 +65,7 @@ fn position(
             let token = token::seal(ring, &codec::encode(&record)).expect("seal");
             let viewer = (seat + 1) % rules.players;
             let request = pb::PlayRequest {
-                state: token.clone(),
+                state: token.clone().into(),
                 seat: seat as u32,
                 tile: Some(pb::Tile {
                     a: u32::from(tile.lo()),
@@ -198,7 +198,7 @@ fn parts(c: &mut Criterion) {
         });
         group.bench_function("all-handler-score", |b| {
             let request = pb::ScoreRequest {
-                state: p.token.clone(),
+                state: p.token.clone().into(),
                 viewer: Some(p.viewer as u32),
             };
             b.iter(|| handlers::score(&ring, black_box(&request)).expect("score"))

@@ -133,7 +133,7 @@ fn requests(game: &Game, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
     let mut out = vec![(
         4,
         pb::ScoreRequest {
-            state: state.clone(),
+            state: state.clone().into(),
             viewer: game.turn().map(|s| s as u32),
         }
         .encode_to_vec(),
@@ -142,7 +142,7 @@ fn requests(game: &Game, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
         out.push((
             5,
             pb::SuggestRequest {
-                state: state.clone(),
+                state: state.clone().into(),
                 seat: seat as u32,
                 level: pb::BotLevel::Hard as i32,
                 worlds: 4,
@@ -155,7 +155,7 @@ fn requests(game: &Game, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
         (Phase::Dealing, _) => out.push((
             1,
             pb::DealRequest {
-                state,
+                state: state.into(),
                 viewer: Some(0),
             }
             .encode_to_vec(),
@@ -164,7 +164,7 @@ fn requests(game: &Game, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
             Some(m) => out.push((
                 2,
                 pb::PlayRequest {
-                    state,
+                    state: state.into(),
                     seat: seat as u32,
                     tile: Some(tile_out(m.tile)),
                     end: end_out(m.end),
@@ -175,7 +175,7 @@ fn requests(game: &Game, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
             None => out.push((
                 3,
                 pb::DrawRequest {
-                    state,
+                    state: state.into(),
                     seat: seat as u32,
                     viewer: Some(seat as u32),
                 }

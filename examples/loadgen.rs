@@ -218,8 +218,8 @@ impl PhaseResult {
     }
 }
 
-/// A match in progress: its token (a slice of the answer it came in, copied once, into
-/// the next request) and the latest view.
+/// A match in progress: its token (a slice of the answer it came in, passed on to the
+/// next request without a copy) and the latest view.
 struct Match {
     state: Bytes,
     view: SlimView,
@@ -1033,7 +1033,7 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
                 .and_then(|h| h.went_out)
                 .unwrap_or(0);
             Ok(Call::Deal(pb::DealRequest {
-                state: m.state.to_vec(),
+                state: m.state.clone(),
                 viewer: predict.then_some(starter),
             }))
         }
@@ -1041,13 +1041,13 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
             let seat = view.turn.ok_or("a hand in play with no seat on turn")?;
             if view.viewer != Some(seat) {
                 return Ok(Call::Score(pb::ScoreRequest {
-                    state: m.state.to_vec(),
+                    state: m.state.clone(),
                     viewer: Some(seat),
                 }));
             }
             if view.must_draw {
                 return Ok(Call::Draw(pb::DrawRequest {
-                    state: m.state.to_vec(),
+                    state: m.state.clone(),
                     seat,
                     viewer: predict.then_some(seat),
                 }));
@@ -1059,7 +1059,7 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
                 .reduce(|best, m| if m.points > best.points { m } else { best })
                 .ok_or_else(|| format!("seat {seat} on turn with no legal move and no draw"))?;
             Ok(Call::Play(pb::PlayRequest {
-                state: m.state.to_vec(),
+                state: m.state.clone(),
                 seat,
                 tile: best.tile,
                 end: best.end,

@@ -277,7 +277,7 @@ async fn suggested(
     totals: &Totals,
 ) -> Result<pb::SuggestResponse, String> {
     let message = pb::SuggestRequest {
-        state: state.to_vec(),
+        state: state.to_vec().into(),
         seat,
         level: level.level() as i32,
         worlds: 0,
@@ -310,7 +310,7 @@ async fn follow(
     let deadline = Duration::from_millis(args.timeout_ms);
     if advice.draw {
         let message = pb::DrawRequest {
-            state: state.to_vec(),
+            state: state.to_vec().into(),
             seat,
             viewer: None,
         };
@@ -326,7 +326,7 @@ async fn follow(
         .play
         .ok_or("Suggest advised neither a play nor a draw")?;
     let message = pb::PlayRequest {
-        state: state.to_vec(),
+        state: state.to_vec().into(),
         seat,
         tile: play.tile,
         end: play.end,
@@ -375,7 +375,7 @@ async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Re
                 calls += 1;
                 totals.hands.fetch_add(1, Ordering::Relaxed);
                 let message = pb::DealRequest {
-                    state: state.clone(),
+                    state: state.clone().into(),
                     viewer: None,
                 };
                 let dealt = call("Deal", totals, || {
@@ -399,7 +399,7 @@ async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Re
                 }
                 // The table as the seat on turn sees it: its legal moves, or must_draw.
                 let message = pb::ScoreRequest {
-                    state: state.clone(),
+                    state: state.clone().into(),
                     viewer: Some(seat),
                 };
                 let seen = call("Score", totals, || {

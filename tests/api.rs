@@ -99,7 +99,7 @@ async fn play_out(clients: &mut [Client], table: &mut Table) {
             pb::Phase::Dealing => {
                 let r = client
                     .deal(pb::DealRequest {
-                        state: table.state.clone(),
+                        state: table.state.clone().into(),
                         viewer: None,
                     })
                     .await
@@ -111,7 +111,7 @@ async fn play_out(clients: &mut [Client], table: &mut Table) {
                 let seat = table.view.turn.expect("a turn while playing");
                 let seen = client
                     .score(pb::ScoreRequest {
-                        state: table.state.clone(),
+                        state: table.state.clone().into(),
                         viewer: Some(seat),
                     })
                     .await
@@ -124,7 +124,7 @@ async fn play_out(clients: &mut [Client], table: &mut Table) {
                 if seen.must_draw {
                     let r = client
                         .draw(pb::DrawRequest {
-                            state: table.state.clone(),
+                            state: table.state.clone().into(),
                             seat,
                             viewer: Some(seat),
                         })
@@ -145,7 +145,7 @@ async fn play_out(clients: &mut [Client], table: &mut Table) {
                         .expect("a move");
                     let r = client
                         .play(pb::PlayRequest {
-                            state: table.state.clone(),
+                            state: table.state.clone().into(),
                             seat,
                             tile: best.tile,
                             end: best.end,
@@ -174,7 +174,7 @@ async fn play_out(clients: &mut [Client], table: &mut Table) {
     }
     let sheet = clients[0]
         .score(pb::ScoreRequest {
-            state: table.state.clone(),
+            state: table.state.clone().into(),
             viewer: None,
         })
         .await
@@ -277,7 +277,7 @@ async fn the_same_seed_and_moves_replay_identically() {
         .await;
         let r = client
             .deal(pb::DealRequest {
-                state: table.state,
+                state: table.state.into(),
                 viewer: Some(0),
             })
             .await
@@ -300,7 +300,7 @@ async fn dealt(client: &mut Client, seed: u64) -> (Vec<u8>, pb::GameView) {
     .await;
     let r = client
         .deal(pb::DealRequest {
-            state: table.state,
+            state: table.state.into(),
             viewer: None,
         })
         .await
@@ -309,7 +309,7 @@ async fn dealt(client: &mut Client, seed: u64) -> (Vec<u8>, pb::GameView) {
     let turn = r.view.expect("view").turn.expect("turn");
     let view = client
         .score(pb::ScoreRequest {
-            state: r.state.clone(),
+            state: r.state.clone().into(),
             viewer: Some(turn),
         })
         .await
@@ -361,7 +361,7 @@ async fn bad_tokens_are_refused_with_their_reason() {
     for (name, token, expected) in cases {
         let status = client
             .deal(pb::DealRequest {
-                state: token,
+                state: token.into(),
                 viewer: None,
             })
             .await
@@ -386,7 +386,7 @@ async fn every_illegal_move_gets_its_reason() {
     .await;
     let status = client
         .play(pb::PlayRequest {
-            state: fresh.state.clone(),
+            state: fresh.state.clone().into(),
             seat: 0,
             tile: Some(tile(0, 0)),
             end: 0,
@@ -406,7 +406,7 @@ async fn every_illegal_move_gets_its_reason() {
         let seat = view.turn.expect("turn");
         let status = client
             .deal(pb::DealRequest {
-                state: state.clone(),
+                state: state.clone().into(),
                 viewer: None,
             })
             .await
@@ -414,7 +414,7 @@ async fn every_illegal_move_gets_its_reason() {
         seen.insert(reason(&status));
         let other = 1 - seat;
         let play = |seat: u32, t: pb::Tile, end: pb::End| pb::PlayRequest {
-            state: state.clone(),
+            state: state.clone().into(),
             seat,
             tile: Some(t),
             end: end as i32,
@@ -445,7 +445,7 @@ async fn every_illegal_move_gets_its_reason() {
         let Some(next) = next else { continue };
         let view = client
             .score(pb::ScoreRequest {
-                state: lead.state.clone(),
+                state: lead.state.clone().into(),
                 viewer: Some(next),
             })
             .await
@@ -454,7 +454,7 @@ async fn every_illegal_move_gets_its_reason() {
             .view
             .expect("view");
         let play2 = |t: pb::Tile, end: pb::End| pb::PlayRequest {
-            state: lead.state.clone(),
+            state: lead.state.clone().into(),
             seat: next,
             tile: Some(t),
             end: end as i32,
@@ -470,7 +470,7 @@ async fn every_illegal_move_gets_its_reason() {
         } else {
             let status = client
                 .draw(pb::DrawRequest {
-                    state: lead.state.clone(),
+                    state: lead.state.clone().into(),
                     seat: next,
                     viewer: None,
                 })
@@ -519,7 +519,7 @@ async fn every_illegal_move_gets_its_reason() {
     play_out(&mut clients, &mut table).await;
     let status = client
         .deal(pb::DealRequest {
-            state: table.state.clone(),
+            state: table.state.clone().into(),
             viewer: None,
         })
         .await
@@ -581,7 +581,7 @@ async fn out_of_range_arguments_name_their_field() {
     let (state, view) = dealt(&mut client, 1).await;
     let seat = view.turn.expect("turn");
     let play = |seat: u32, t: Option<pb::Tile>, end: i32| pb::PlayRequest {
-        state: state.clone(),
+        state: state.clone().into(),
         seat,
         tile: t,
         end,
@@ -600,7 +600,7 @@ async fn out_of_range_arguments_name_their_field() {
     }
     let status = client
         .draw(pb::DrawRequest {
-            state: state.clone(),
+            state: state.clone().into(),
             seat: 9,
             viewer: None,
         })
@@ -617,7 +617,7 @@ async fn hidden_tiles_stay_hidden() {
     let seat = view.turn.expect("turn");
     let spectator = client
         .score(pb::ScoreRequest {
-            state: state.clone(),
+            state: state.clone().into(),
             viewer: None,
         })
         .await
@@ -628,7 +628,7 @@ async fn hidden_tiles_stay_hidden() {
     assert!(spectator.hand.is_empty() && spectator.legal_moves.is_empty());
     let other = client
         .score(pb::ScoreRequest {
-            state: state.clone(),
+            state: state.clone().into(),
             viewer: Some(1 - seat),
         })
         .await

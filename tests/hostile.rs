@@ -80,7 +80,7 @@ fn match_tokens(ring: &KeyRing) -> Vec<Vec<u8>> {
                 pb::Phase::Dealing => handlers::deal(
                     ring,
                     &pb::DealRequest {
-                        state,
+                        state: state.into(),
                         viewer: None,
                     },
                 ),
@@ -89,7 +89,7 @@ fn match_tokens(ring: &KeyRing) -> Vec<Vec<u8>> {
                     let seen = handlers::score(
                         ring,
                         &pb::ScoreRequest {
-                            state: state.clone(),
+                            state: state.clone().into(),
                             viewer: Some(seat),
                         },
                     )
@@ -100,7 +100,7 @@ fn match_tokens(ring: &KeyRing) -> Vec<Vec<u8>> {
                         handlers::draw(
                             ring,
                             &pb::DrawRequest {
-                                state,
+                                state: state.into(),
                                 seat,
                                 viewer: None,
                             },
@@ -110,7 +110,7 @@ fn match_tokens(ring: &KeyRing) -> Vec<Vec<u8>> {
                         handlers::play(
                             ring,
                             &pb::PlayRequest {
-                                state,
+                                state: state.into(),
                                 seat,
                                 tile: m.tile,
                                 end: m.end,
@@ -146,7 +146,7 @@ fn refused(ring: &KeyRing, mutant: Vec<u8>, deal: bool, what: &dyn Fn() -> Strin
         handlers::deal(
             ring,
             &pb::DealRequest {
-                state: mutant,
+                state: mutant.into(),
                 viewer: None,
             },
         )
@@ -155,7 +155,7 @@ fn refused(ring: &KeyRing, mutant: Vec<u8>, deal: bool, what: &dyn Fn() -> Strin
         handlers::score(
             ring,
             &pb::ScoreRequest {
-                state: mutant,
+                state: mutant.into(),
                 viewer: None,
             },
         )
@@ -673,7 +673,10 @@ async fn score(
     viewer: Option<u32>,
 ) -> Result<pb::ScoreResponse, tonic::Status> {
     client
-        .score(pb::ScoreRequest { state, viewer })
+        .score(pb::ScoreRequest {
+            state: state.into(),
+            viewer,
+        })
         .await
         .map(|r| r.into_inner())
 }
@@ -701,7 +704,7 @@ async fn impossible_states_sealed_with_the_key_are_refused_through_the_service()
         );
         let status = client
             .deal(pb::DealRequest {
-                state: token.clone(),
+                state: token.clone().into(),
                 viewer: None,
             })
             .await
@@ -709,7 +712,7 @@ async fn impossible_states_sealed_with_the_key_are_refused_through_the_service()
         assert_eq!(reason(&status), expected, "{name}");
         let status = client
             .draw(pb::DrawRequest {
-                state: token,
+                state: token.into(),
                 seat: 0,
                 viewer: None,
             })
@@ -737,7 +740,7 @@ async fn impossible_states_sealed_with_the_key_are_refused_through_the_service()
         let m = seen.legal_moves.first().expect("the seat on turn can play");
         state = client
             .play(pb::PlayRequest {
-                state,
+                state: state.into(),
                 seat,
                 tile: m.tile,
                 end: m.end,
@@ -766,7 +769,7 @@ async fn impossible_states_sealed_with_the_key_are_refused_through_the_service()
     let (tile, end) = (tile_out(m.tile), end_out(m.end));
     let played = client
         .play(pb::PlayRequest {
-            state: token,
+            state: token.into(),
             seat,
             tile: Some(tile),
             end,
@@ -817,7 +820,7 @@ async fn replaying_an_older_token_gives_the_same_outcome_and_never_another_deal_
         assert!(steps.len() < 5000, "a match that does not end");
         if view.phase == pb::Phase::Dealing as i32 {
             let req = pb::DealRequest {
-                state,
+                state: state.into(),
                 viewer: Some(0),
             };
             let r = client.deal(req.clone()).await.expect("Deal").into_inner();
@@ -833,7 +836,7 @@ async fn replaying_an_older_token_gives_the_same_outcome_and_never_another_deal_
             .expect("view");
         if seen.must_draw {
             let req = pb::DrawRequest {
-                state,
+                state: state.into(),
                 seat,
                 viewer: Some(seat),
             };
@@ -843,7 +846,7 @@ async fn replaying_an_older_token_gives_the_same_outcome_and_never_another_deal_
         } else {
             let m = seen.legal_moves.last().expect("a move");
             let req = pb::PlayRequest {
-                state,
+                state: state.into(),
                 seat,
                 tile: m.tile,
                 end: m.end,

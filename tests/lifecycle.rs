@@ -31,7 +31,7 @@ fn configured_ring(keys: &str) -> KeyRing {
 async fn score(client: &mut Client, state: &[u8]) -> Result<(), tonic::Status> {
     client
         .score(pb::ScoreRequest {
-            state: state.to_vec(),
+            state: state.to_vec().into(),
             viewer: None,
         })
         .await
@@ -134,7 +134,7 @@ async fn load(
             let answer = if phase == pb::Phase::Dealing {
                 client
                     .deal(pb::DealRequest {
-                        state: state.clone(),
+                        state: state.clone().into(),
                         viewer: None,
                     })
                     .await
@@ -147,7 +147,7 @@ async fn load(
                     Err(status) => Err(status),
                     Ok((seat, seen)) if seen.must_draw => client
                         .draw(pb::DrawRequest {
-                            state: state.clone(),
+                            state: state.clone().into(),
                             seat,
                             viewer: None,
                         })
@@ -159,7 +159,7 @@ async fn load(
                     Ok((seat, seen)) => {
                         let m = seen.legal_moves.first().copied().unwrap_or_default();
                         let play = pb::PlayRequest {
-                            state: state.clone(),
+                            state: state.clone().into(),
                             seat,
                             tile: m.tile,
                             end: m.end,
@@ -194,7 +194,7 @@ async fn turn_and_view(
 ) -> Result<(u32, pb::GameView), tonic::Status> {
     let spectator = client
         .score(pb::ScoreRequest {
-            state: state.to_vec(),
+            state: state.to_vec().into(),
             viewer: None,
         })
         .await?;
@@ -205,7 +205,7 @@ async fn turn_and_view(
         .unwrap_or(0);
     let seen = client
         .score(pb::ScoreRequest {
-            state: state.to_vec(),
+            state: state.to_vec().into(),
             viewer: Some(seat),
         })
         .await?;

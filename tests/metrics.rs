@@ -66,7 +66,7 @@ async fn take_turn(
     if view.phase == pb::Phase::Dealing as i32 {
         let r = client
             .deal(pb::DealRequest {
-                state,
+                state: state.into(),
                 viewer: None,
             })
             .await
@@ -79,7 +79,7 @@ async fn take_turn(
     let seat = view.turn.expect("a seat on turn");
     let mine = client
         .score(pb::ScoreRequest {
-            state: state.clone(),
+            state: state.clone().into(),
             viewer: Some(seat),
         })
         .await
@@ -91,7 +91,7 @@ async fn take_turn(
     if mine.must_draw {
         let r = client
             .draw(pb::DrawRequest {
-                state,
+                state: state.into(),
                 seat,
                 viewer: None,
             })
@@ -105,7 +105,7 @@ async fn take_turn(
         let m = mine.legal_moves[0];
         let r = client
             .play(pb::PlayRequest {
-                state,
+                state: state.into(),
                 seat,
                 tile: m.tile,
                 end: m.end,
@@ -160,7 +160,7 @@ async fn metrics_count_what_the_calls_did() {
     tampered[mid] ^= 0x01;
     let error = client
         .score(pb::ScoreRequest {
-            state: tampered,
+            state: tampered.into(),
             viewer: None,
         })
         .await
@@ -169,7 +169,7 @@ async fn metrics_count_what_the_calls_did() {
     seen.call("Score", "INVALID_ARGUMENT");
     let error = client
         .deal(pb::DealRequest {
-            state: Vec::new(),
+            state: Vec::new().into(),
             viewer: None,
         })
         .await
@@ -180,7 +180,7 @@ async fn metrics_count_what_the_calls_did() {
         let other = 1 - view.turn.expect("turn");
         let error = client
             .draw(pb::DrawRequest {
-                state: dealt,
+                state: dealt.into(),
                 seat: other,
                 viewer: None,
             })

@@ -56,7 +56,7 @@ async fn normal_round(addr: SocketAddr) -> Duration {
             .expect("a normal client is served promptly");
         let view = client
             .score(pb::ScoreRequest {
-                state,
+                state: state.into(),
                 viewer: Some(0),
             })
             .await
@@ -95,7 +95,7 @@ async fn far_past_the_concurrency_limit_excess_calls_are_refused_quickly_and_the
                         let started = Instant::now();
                         let result = client
                             .score(pb::ScoreRequest {
-                                state,
+                                state: state.into(),
                                 viewer: Some(0),
                             })
                             .await;
@@ -246,7 +246,7 @@ async fn a_client_that_ignores_the_stream_limit_has_the_excess_refused_at_once()
     let server = TestServer::start_with(ring(1, 3), &["--concurrency-limit", "4"]).await;
     let token = dealt_token(&mut server.client().await).await;
     let message = pb::ScoreRequest {
-        state: token,
+        state: token.into(),
         viewer: Some(0),
     }
     .encode_to_vec();
@@ -336,7 +336,7 @@ async fn oversized_messages_are_refused_with_out_of_range() {
     // Over --max-message-bytes (16384 by default): refused before decoding.
     let status = client
         .score(pb::ScoreRequest {
-            state: vec![1; 20_000],
+            state: vec![1; 20_000].into(),
             viewer: None,
         })
         .await
@@ -345,7 +345,7 @@ async fn oversized_messages_are_refused_with_out_of_range() {
     // Within the message limit, but longer than any token: refused as a token.
     let status = client
         .score(pb::ScoreRequest {
-            state: vec![1; 16_000],
+            state: vec![1; 16_000].into(),
             viewer: None,
         })
         .await
@@ -570,7 +570,7 @@ async fn a_client_that_sends_calls_but_never_reads_does_not_stop_others() {
     let addr = server.addr;
     let token = dealt_token(&mut server.client().await).await;
     let message = pb::ScoreRequest {
-        state: token,
+        state: token.into(),
         viewer: Some(0),
     }
     .encode_to_vec();

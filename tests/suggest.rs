@@ -18,7 +18,7 @@ const WORLDS: u32 = 8;
 
 fn request(state: &[u8], seat: u32, level: pb::BotLevel, seed: u64) -> pb::SuggestRequest {
     pb::SuggestRequest {
-        state: state.to_vec(),
+        state: state.to_vec().into(),
         seat,
         level: level as i32,
         worlds: if level == pb::BotLevel::Hard {
@@ -38,7 +38,7 @@ async fn suggest(client: &mut Client, req: pb::SuggestRequest) -> pb::SuggestRes
 async fn view_of(client: &mut Client, state: &[u8], seat: u32) -> pb::GameView {
     client
         .score(pb::ScoreRequest {
-            state: state.to_vec(),
+            state: state.to_vec().into(),
             viewer: Some(seat),
         })
         .await
@@ -82,7 +82,7 @@ async fn follow(
         assert!(advice.play.is_none());
         let r = client
             .draw(pb::DrawRequest {
-                state: state.to_vec(),
+                state: state.to_vec().into(),
                 seat,
                 viewer: Some(seat),
             })
@@ -98,7 +98,7 @@ async fn follow(
     );
     let r = client
         .play(pb::PlayRequest {
-            state: state.to_vec(),
+            state: state.to_vec().into(),
             seat,
             tile: play.tile,
             end: play.end,

@@ -62,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             if let Some(t) = token.clone() {
-                req.state = t;
+                req.state = t.into();
             }
             (answered(handlers::deal(ring, &req)), false)
         }
@@ -71,7 +71,7 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             if let Some(t) = token.clone() {
-                req.state = t;
+                req.state = t.into();
             }
             (answered(handlers::play(ring, &req)), false)
         }
@@ -80,7 +80,7 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             if let Some(t) = token.clone() {
-                req.state = t;
+                req.state = t.into();
             }
             (answered(handlers::draw(ring, &req)), false)
         }
@@ -89,7 +89,7 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             if let Some(t) = token.clone() {
-                req.state = t;
+                req.state = t.into();
             }
             // A small search: this target looks for crashes, not strength.
             req.worlds %= 9;
@@ -114,7 +114,7 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             if let Some(t) = token.clone() {
-                req.state = t;
+                req.state = t.into();
             }
             let must = in_range(req.viewer);
             let result = handlers::score(ring, &req).map(|r| {

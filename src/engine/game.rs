@@ -1037,7 +1037,7 @@ pub(crate) mod tests {
         let spectator = game.view(None).unwrap();
         assert_eq!(spectator.hand, None);
         assert!(spectator.legal_moves.is_empty());
-        assert_eq!(spectator.hand_sizes, vec![7, 7, 7]);
+        assert_eq!(*spectator.hand_sizes, [7, 7, 7]);
         assert_eq!(spectator.boneyard, 7);
         for seat in 0..3 {
             let view = game.view(Some(seat)).unwrap();

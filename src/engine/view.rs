@@ -31,7 +31,7 @@ pub struct View<'a> {
     /// Score per side (per seat, or per team in a partnership).
     pub scores: &'a [i32],
     /// Tiles in each seat's hand.
-    pub hand_sizes: Vec<usize>,
+    pub hand_sizes: HandSizes,
     /// Tiles in the boneyard.
     pub boneyard: usize,
     /// The viewer's own tiles (`None` for a spectator).
@@ -62,6 +62,33 @@ impl FromIterator<OpenEnd> for OpenEnds {
         let mut out = OpenEnds::default();
         for (slot, end) in out.ends.iter_mut().zip(ends) {
             *slot = Some(end);
+        }
+        out
+    }
+}
+
+/// Tiles in each seat's hand, one per seat (at most four), held without allocating;
+/// derefs to the slice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HandSizes {
+    sizes: [usize; 4],
+    seats: usize,
+}
+
+impl std::ops::Deref for HandSizes {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        &self.sizes[..self.seats]
+    }
+}
+
+impl FromIterator<usize> for HandSizes {
+    /// The first four sizes of `sizes`: a table has at most four seats.
+    fn from_iter<I: IntoIterator<Item = usize>>(sizes: I) -> HandSizes {
+        let mut out = HandSizes::default();
+        for (slot, size) in out.sizes.iter_mut().zip(sizes) {
+            *slot = size;
+            out.seats += 1;
         }
         out
     }

@@ -1,6 +1,8 @@
 //! One handler per RPC, each: parse the request, open the token, apply the engine,
 //! seal the new token, render the view.
 
+use std::cell::RefCell;
+
 use crate::engine::{self, Action, Event, Game, Seat};
 use crate::proto::v1 as pb;
 use crate::state::{self, KeyRing, MATCH_ID_LEN, Record};
@@ -18,15 +20,24 @@ pub struct Answer {
     pub events: Vec<pb::Event>,
 }
 
-/// Lower-case hex, without the formatting machinery (this runs on every call).
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(2 * bytes.len());
-    for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+/// A match id in lower-case hex, written on the stack: no formatting machinery and no
+/// allocation (this runs on every call).
+struct Hex([u8; 2 * MATCH_ID_LEN]);
+
+impl Hex {
+    fn new(bytes: &[u8; MATCH_ID_LEN]) -> Hex {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 2 * MATCH_ID_LEN];
+        for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 0xf)];
+        }
+        Hex(out)
     }
-    out
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("hex digits are ASCII")
+    }
 }
 
 fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
@@ -46,7 +57,7 @@ fn answer(
     let view = record.game.view(viewer)?;
     Ok(Answer {
         state: state::seal(ring, record)?,
-        view: view_out(&view, &hex(&record.match_id)),
+        view: view_out(&view, Hex::new(&record.match_id).as_str()),
         events: events
             .iter()
             .map(|&e| event_out(rules, e, viewer))
@@ -74,9 +85,17 @@ fn act(
 ) -> Result<Answer, ApiError> {
     let (mut record, viewer) = open(ring, token, viewer)?;
     let action = action(&record.game)?;
-    let mut events = Vec::new();
-    record.game.apply(action, &mut events)?;
-    answer(ring, &record, viewer, &events)
+    EVENTS.with_borrow_mut(|events| {
+        events.clear();
+        record.game.apply(action, events)?;
+        answer(ring, &record, viewer, events)
+    })
+}
+
+thread_local! {
+    /// The engine's events of the call in hand on this thread, kept for the room: each
+    /// call empties it before the engine fills it, so nothing passes between calls.
+    static EVENTS: RefCell<Vec<Event>> = const { RefCell::new(Vec::new()) };
 }
 
 pub fn new_game(ring: &KeyRing, req: &pb::NewGameRequest) -> Result<Answer, ApiError> {
@@ -122,7 +141,10 @@ pub fn score(ring: &KeyRing, req: &pb::ScoreRequest) -> Result<pb::ScoreResponse
     let game = &record.game;
     Ok(pb::ScoreResponse {
         sheet: Some(sheet_out(game.rules(), game.sheet(), game.winner())),
-        view: Some(view_out(&game.view(viewer)?, &hex(&record.match_id))),
+        view: Some(view_out(
+            &game.view(viewer)?,
+            Hex::new(&record.match_id).as_str(),
+        )),
     })
 }
 
@@ -145,8 +167,13 @@ mod tests {
 
     #[test]
     fn hex_is_lower_case_two_digits_a_byte() {
-        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
-        assert_eq!(hex(&[]), "");
+        let mut id = [0u8; MATCH_ID_LEN];
+        id[..4].copy_from_slice(&[0x00, 0x0f, 0xa5, 0xff]);
+        id[MATCH_ID_LEN - 1] = 0x10;
+        let hex = Hex::new(&id);
+        assert_eq!(hex.as_str().len(), 2 * MATCH_ID_LEN);
+        assert!(hex.as_str().starts_with("000fa5ff00"));
+        assert!(hex.as_str().ends_with("0010"));
     }
 
     fn ring() -> KeyRing {
@@ -167,7 +194,7 @@ mod tests {
         let dealt = deal(
             &ring,
             &pb::DealRequest {
-                state: new.state,
+                state: new.state.into(),
                 viewer: None,
             },
         )
@@ -177,7 +204,7 @@ mod tests {
         let seen = score(
             &ring,
             &pb::ScoreRequest {
-                state: dealt.state.clone(),
+                state: dealt.state.clone().into(),
                 viewer: Some(turn),
             },
         )
@@ -189,7 +216,7 @@ mod tests {
         let played = play(
             &ring,
             &pb::PlayRequest {
-                state: dealt.state,
+                state: dealt.state.into(),
                 seat: turn,
                 tile: lead.tile,
                 end: lead.end,
@@ -219,7 +246,7 @@ mod tests {
             let mut state = deal(
                 &ring,
                 &pb::DealRequest {
-                    state: new.state,
+                    state: new.state.into(),
                     viewer: None,
                 },
             )
@@ -229,7 +256,7 @@ mod tests {
                 let view = score(
                     &ring,
                     &pb::ScoreRequest {
-                        state: state.clone(),
+                        state: state.clone().into(),
                         viewer: None,
                     },
                 )
@@ -240,7 +267,7 @@ mod tests {
                 let seen = score(
                     &ring,
                     &pb::ScoreRequest {
-                        state: state.clone(),
+                        state: state.clone().into(),
                         viewer: Some(turn),
                     },
                 )
@@ -251,7 +278,7 @@ mod tests {
                     let mine = draw(
                         &ring,
                         &pb::DrawRequest {
-                            state: state.clone(),
+                            state: state.clone().into(),
                             seat: turn,
                             viewer: Some(turn),
                         },
@@ -260,7 +287,7 @@ mod tests {
                     let theirs = draw(
                         &ring,
                         &pb::DrawRequest {
-                            state,
+                            state: state.into(),
                             seat: turn,
                             viewer: Some(1 - turn),
                         },
@@ -278,7 +305,7 @@ mod tests {
                 state = play(
                     &ring,
                     &pb::PlayRequest {
-                        state,
+                        state: state.into(),
                         seat: turn,
                         tile: m.tile,
                         end: m.end,
@@ -318,7 +345,7 @@ mod tests {
         let sheet = score(
             &ring,
             &pb::ScoreRequest {
-                state: token,
+                state: token.into(),
                 viewer: None,
             },
         )

@@ -208,7 +208,7 @@ pub async fn new_match(
 pub async fn deal(client: &mut Client, state: Vec<u8>) -> (Vec<u8>, pb::GameView) {
     let r = client
         .deal(pb::DealRequest {
-            state,
+            state: state.into(),
             viewer: None,
         })
         .await
