@@ -153,6 +153,43 @@ mod tests {
     }
 
     #[test]
+    fn tokens_are_those_the_aes_gcm_siv_crate_sealed_and_opened() {
+        // Format 2 was sealed with the `aes-gcm-siv` crate before `super::siv`: a token
+        // it seals opens here, and one sealed here opens with it.
+        use aes_gcm_siv::aead::{AeadInOut, KeyInit};
+        let key = [0x42; 32];
+        let r = KeyRing::new(vec![(3, key)], None).unwrap();
+        let crate_cipher = aes_gcm_siv::Aes256GcmSiv::new(&key.into());
+        let plaintext = b"a game sealed by the crate".to_vec();
+        let nonce = [0x17; NONCE_LEN];
+        let mut token = vec![TOKEN_VERSION, 3];
+        token.extend_from_slice(&nonce);
+        let mut body = plaintext.clone();
+        let tag = crate_cipher
+            .encrypt_inout_detached(&nonce.into(), &token[..2], body.as_mut_slice().into())
+            .unwrap();
+        token.extend_from_slice(&body);
+        token.extend_from_slice(&tag);
+        assert_eq!(open(&r, &token).unwrap(), plaintext);
+
+        let ours = seal(&r, &plaintext).unwrap();
+        let (header, rest) = ours.split_at(HEADER_LEN);
+        let (body, tag) = rest.split_at(rest.len() - TAG_LEN);
+        let nonce: [u8; NONCE_LEN] = header[2..].try_into().unwrap();
+        let tag: [u8; TAG_LEN] = tag.try_into().unwrap();
+        let mut opened = body.to_vec();
+        crate_cipher
+            .decrypt_inout_detached(
+                &nonce.into(),
+                &header[..2],
+                opened.as_mut_slice().into(),
+                &tag.into(),
+            )
+            .unwrap();
+        assert_eq!(opened, plaintext);
+    }
+
+    #[test]
     fn a_version_1_token_is_refused_as_unsupported() {
         let r = ring(&[1], None);
         // The shape of a version 1 token: 2 + 24-byte nonce + ciphertext + 16-byte tag.
