@@ -1,8 +1,9 @@
 //! Sealing and opening the bytes of a state token.
 //!
 //! A token is `version (1 byte) | key id (1 byte) | nonce (12 bytes) | ciphertext | tag
-//! (16 bytes)`, sealed with AES-256-GCM-SIV (RFC 8452, [`super::siv`]). The version and key id are bound
-//! to the ciphertext as associated data, so no byte of a token can change unnoticed.
+//! (16 bytes)`, sealed with AES-256-GCM-SIV (RFC 8452; `src/state/siv.rs`). The version
+//! and key id are bound to the ciphertext as associated data, so no byte of a token can
+//! change unnoticed.
 //!
 //! Nonces are random, 96 bits, from a per-thread ChaCha20 generator seeded by the
 //! operating system ([`super::random`]). That is safe for any number of tokens a key
