@@ -9,7 +9,8 @@
 //! fixed cost was about half of sealing or opening one (a profile: seal + open of 16
 //! bytes, 630 ns, 46 % of it single-block AES). Built this way, with the same crates,
 //! opening a typical token (`cargo bench --bench call`, 2p) went from 0.63 to 0.37 µs
-//! and sealing it from 0.67 to 0.45 µs (docs/PERFORMANCE.md, "The token's cipher").
+//! and sealing it from 0.67 to 0.45 µs with the machine loaded, from 0.47 to 0.26 µs and
+//! 0.47 to 0.33 µs quieter (docs/PERFORMANCE.md, "The token's cipher").
 //!
 //! What it is built from, all already in the dependency tree: `aes`'s `Aes256Enc`
 //! (encrypt-only: the key-generating key, and the per-nonce message key), `polyval`'s
