@@ -8,8 +8,7 @@
 
 use std::fmt;
 
-use aes_gcm_siv::Aes256GcmSiv;
-use aes_gcm_siv::aead::KeyInit;
+use super::siv::Aes256GcmSiv;
 
 /// A key ring problem found while reading configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,7 +64,7 @@ impl KeyRing {
         };
         let keys = keys
             .into_iter()
-            .map(|(id, key)| (id, Aes256GcmSiv::new(&key.into())))
+            .map(|(id, key)| (id, Aes256GcmSiv::new(&key)))
             .collect();
         Ok(KeyRing {
             keys,

@@ -10,6 +10,7 @@
 pub mod codec;
 pub mod keyring;
 pub mod random;
+mod siv;
 pub mod token;
 pub(crate) mod wire;
 
