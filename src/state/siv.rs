@@ -338,67 +338,6 @@ mod tests {
         }
     }
 
-    /// Not a check: times sealing and opening, ours against the crate's, side by side in
-    /// one process, alternating, the median of 15 rounds. Run it in release:
-    /// `cargo test --release --lib state::siv -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn timing_against_the_crate() {
-        use aes_gcm_siv::aead::inout::InOutBuf;
-        use std::hint::black_box;
-        use std::time::Instant;
-        const ROUNDS: usize = 15;
-        const CALLS: u32 = 20_000;
-        let key = [0x5A; 32];
-        let ours = Aes256GcmSiv::new(&key);
-        let theirs = Oracle::new(&key.into());
-        let aad = [2u8, 1];
-        let median = |times: &mut Vec<f64>| {
-            times.sort_by(f64::total_cmp);
-            times[times.len() / 2]
-        };
-        let time = |f: &mut dyn FnMut(u32)| {
-            let start = Instant::now();
-            for i in 0..CALLS {
-                f(i);
-            }
-            start.elapsed().as_nanos() as f64 / f64::from(CALLS)
-        };
-        println!("bytes | seal: crate, ours | open: crate, ours (ns)");
-        for len in [16, 100, 350, 900] {
-            let mut buf = vec![0x33; len];
-            let mut out = vec![0; len];
-            let nonce = [9u8; 12];
-            let mut sealed = buf.clone();
-            let tag = ours.seal_in_place(&nonce, &aad, &mut sealed);
-            let mut t: [Vec<f64>; 4] = Default::default();
-            for _ in 0..ROUNDS {
-                t[0].push(time(&mut |i| {
-                    let nonce = [i as u8; 12];
-                    let tag = theirs
-                        .encrypt_inout_detached(&nonce.into(), &aad, black_box(&mut buf[..]).into())
-                        .unwrap();
-                    black_box(tag);
-                }));
-                t[1].push(time(&mut |i| {
-                    let nonce = [i as u8; 12];
-                    black_box(ours.seal_in_place(&nonce, &aad, black_box(&mut buf)));
-                }));
-                t[2].push(time(&mut |_| {
-                    let inout = InOutBuf::new(black_box(&sealed[..]), &mut out[..]).unwrap();
-                    theirs
-                        .decrypt_inout_detached(&nonce.into(), &aad, inout, &tag.into())
-                        .unwrap();
-                }));
-                t[3].push(time(&mut |_| {
-                    ours.open(&nonce, &aad, black_box(&sealed), &mut out, &tag)
-                        .unwrap();
-                }));
-            }
-            let [a, b, c, d] = t.each_mut().map(median);
-            println!("{len:5} | {a:5.0} {b:5.0} | {c:5.0} {d:5.0}");
-        }
-    }
     /// RFC 8452 Appendix C.2, AEAD_AES_256_GCM_SIV: every vector (the ciphertext ends
     /// with the tag).
     const RFC8452_C2: &[Vector] = &[
