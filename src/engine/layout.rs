@@ -112,7 +112,7 @@ impl Ends {
     }
 
     /// Places `tile` (already checked to fit) and says how it lies.
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, tile: Tile, end: Option<End>) -> (Option<End>, u8, u8, u8, bool) {
         if self.empty {
             self.empty = false;
@@ -318,7 +318,7 @@ impl Layout {
         legal
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, tile: Tile, end: Option<End>) {
         let (end, index, near, far, spinner) = self.ends.place(tile, end);
         if let Some(slot) = self.placements.get_mut(usize::from(self.len)) {

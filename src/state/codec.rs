@@ -494,31 +494,61 @@ struct Sums {
     magnitude: u64,
 }
 
+impl Sums {
+    fn add(&mut self, row: &SheetRow) {
+        // Entries past the sides are 0.
+        for s in 0..4 {
+            let (play, settlement) = (row.play[s], row.settlement[s]);
+            self.magnitude += u64::from(play.unsigned_abs()) + u64::from(settlement.unsigned_abs());
+            self.totals[s] = self.totals[s].wrapping_add(play).wrapping_add(settlement);
+        }
+    }
+}
+
 /// A sheet row from its `2 * sides` values in fives (play per side, then settlement
-/// per side), added to `sums`.
+/// per side), which `fives` hands out one by one.
+#[inline]
 fn decode_row(
-    fives: impl Iterator<Item = i32>,
+    mut fives: impl FnMut() -> i32,
     sides: usize,
     hands: (u32, u32),
-    sums: &mut Sums,
 ) -> Result<SheetRow, DecodeError> {
-    let mut entries = [0i32; 8];
-    for (slot, fives) in entries[..2 * sides].iter_mut().zip(fives) {
-        *slot = points(fives)?;
-    }
     let mut row = SheetRow {
         first_hand: hands.0,
         last_hand: hands.1,
         ..SheetRow::default()
     };
-    for s in 0..sides {
-        let (play, settlement) = (entries[s], entries[sides + s]);
-        row.play[s] = play;
-        row.settlement[s] = settlement;
-        sums.magnitude += u64::from(play.unsigned_abs()) + u64::from(settlement.unsigned_abs());
-        sums.totals[s] = sums.totals[s].wrapping_add(play).wrapping_add(settlement);
+    for play in &mut row.play[..sides] {
+        *play = points(fives())?;
+    }
+    for settlement in &mut row.settlement[..sides] {
+        *settlement = points(fives())?;
     }
     Ok(row)
+}
+
+/// The sheet's rows from values of one byte each, `2 * SIDES` a row, the first for
+/// hand `folded + 1`.
+fn small_rows<const SIDES: usize>(
+    values: &[u8],
+    folded: u32,
+    rows: &mut Vec<SheetRow>,
+    sums: &mut Sums,
+) {
+    let points = |byte: u8| wire::sint32(u64::from(byte)) * 5;
+    for (entries, hand) in values.chunks_exact(2 * SIDES).zip(folded + 1..) {
+        let mut row = SheetRow {
+            first_hand: hand,
+            last_hand: hand,
+            ..SheetRow::default()
+        };
+        for s in 0..SIDES {
+            row.play[s] = points(entries[s]);
+            row.settlement[s] = points(entries[SIDES + s]);
+        }
+        sums.add(&row);
+        rows.push(row);
+    }
 }
 
 /// The sheet; its totals per side go to `totals`.
@@ -539,21 +569,32 @@ fn decode_sheet(
     let mut sums = Sums::default();
     let carried = match (folded, state.carried.get()) {
         (0, Some([])) => None,
-        (n, Some(values)) if n > 0 && values.len() == width => Some(decode_row(
-            values.iter().copied(),
-            sides,
-            (1, n),
-            &mut sums,
-        )?),
+        (n, Some(values)) if n > 0 && values.len() == width => {
+            let mut values = values.iter();
+            let row = decode_row(|| values.next().map_or(0, |&v| v), sides, (1, n))?;
+            sums.add(&row);
+            Some(row)
+        }
         _ => return Err(corrupt("carried row")),
     };
     let mut joined = Vec::new();
     // Well-formed varints, exactly `kept * width` of them: checked as they were read.
-    let mut values = wire::Reader::new(state.sheet.bytes(state.message, 8, &mut joined));
+    let values = state.sheet.bytes(state.message, 8, &mut joined);
     let mut rows = Vec::with_capacity(kept as usize);
-    for hand in folded + 1..=dealt {
-        let row = (0..width).map(|_| values.varint().map_or(0, wire::sint32));
-        rows.push(decode_row(row, sides, (hand, hand), &mut sums)?);
+    if values.len() == state.sheet.len {
+        // A byte a value (the usual sheet): each within ±64 fives, so in range.
+        match sides {
+            2 => small_rows::<2>(values, folded, &mut rows, &mut sums),
+            3 => small_rows::<3>(values, folded, &mut rows, &mut sums),
+            _ => small_rows::<4>(values, folded, &mut rows, &mut sums),
+        }
+    } else {
+        let mut r = wire::Reader::new(values);
+        for hand in folded + 1..=dealt {
+            let row = decode_row(|| r.varint().map_or(0, wire::sint32), sides, (hand, hand))?;
+            sums.add(&row);
+            rows.push(row);
+        }
     }
     if sums.magnitude > MAX_POINTS as u64 {
         return Err(corrupt("sheet out of range"));

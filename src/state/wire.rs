@@ -186,6 +186,7 @@ impl<'a> Reader<'a> {
         self.buf.len()
     }
 
+    #[inline]
     pub fn varint(&mut self) -> Result<u64, Malformed> {
         if let Some((&byte, rest)) = self.buf.split_first()
             && byte < 0x80
@@ -193,6 +194,11 @@ impl<'a> Reader<'a> {
             self.buf = rest;
             return Ok(u64::from(byte));
         }
+        self.long_varint()
+    }
+
+    /// A varint of more than one byte (or none: refused).
+    fn long_varint(&mut self) -> Result<u64, Malformed> {
         let mut value = 0u64;
         for (i, &byte) in self.buf.iter().enumerate().take(10) {
             value |= u64::from(byte & 0x7f) << (7 * i);
