@@ -14,6 +14,16 @@ pub struct Inconsistency(pub &'static str);
 impl Game {
     /// Checks everything a game made by the engine guarantees.
     pub fn check(&self) -> Result<(), Inconsistency> {
+        self.check_given_totals(self.sheet.totals())
+    }
+
+    /// [`Game::check`], given the sheet's totals ([`ScoreSheet::totals`]) as summed by
+    /// a caller that has just built the sheet row by row (the token decoder), so that
+    /// the rows are not walked a second time. The same checks, in the same order.
+    ///
+    /// [`ScoreSheet::totals`]: super::sheet::ScoreSheet::totals
+    pub(crate) fn check_given_totals(&self, totals: [i32; 4]) -> Result<(), Inconsistency> {
+        debug_assert_eq!(totals, self.sheet.totals());
         let fail = |what| Err(Inconsistency(what));
         if self.rules.validate().is_err() {
             return fail("rule options");
@@ -23,7 +33,7 @@ impl Game {
         if self.scores[sides..].iter().any(|&s| s != 0) {
             return fail("score of a side that does not exist");
         }
-        if self.sheet.totals() != self.scores {
+        if totals != self.scores {
             return fail("scores differ from the sheet");
         }
         if self.next_starter.is_some_and(|s| s >= players) {
@@ -50,16 +60,30 @@ impl Game {
         if hand.turn >= players {
             return fail("turn out of range");
         }
-        let mut seen = TileSet::EMPTY;
-        let mut count = 0;
-        let tiles = hand.hands.iter().flat_map(|h| h.iter());
-        let tiles = tiles.chain(hand.boneyard().iter().copied());
-        for tile in tiles.chain(hand.layout.placements().iter().map(|p| p.tile)) {
-            if seen.contains(tile) {
-                return fail("a tile in two places");
-            }
-            seen.insert(tile);
+        // Every tile in one place: the hands, the boneyard and the table as bitmasks,
+        // `twice` collecting every tile met a second time.
+        let mut seen = 0u32;
+        let mut twice = 0u32;
+        let mut count = 0u32;
+        for h in hand.hands {
+            twice |= seen & h.bits();
+            seen |= h.bits();
+            count += h.bits().count_ones();
+        }
+        for &tile in hand.boneyard() {
+            let bit = 1u32 << tile.index();
+            twice |= seen & bit;
+            seen |= bit;
             count += 1;
+        }
+        // The table's tiles as a set (`Layout::tiles`): one of them placed twice would
+        // leave the set smaller than the placements.
+        let table = hand.layout.tiles().bits();
+        let placed = hand.layout.placements().len() as u32;
+        twice |= (seen & table) | u32::from(table.count_ones() != placed);
+        count += placed;
+        if twice != 0 {
+            return fail("a tile in two places");
         }
         if count != 28 {
             return fail("tiles missing");
@@ -74,9 +98,15 @@ impl Game {
         // What the table saw a seat show out of is true of every tile it holds, except
         // for the seat on turn right after drawing a playable tile (it must play it).
         let playing = self.phase() == Phase::Playing;
-        for seat in (0..players).filter(|&s| !(playing && s == hand.turn)) {
-            let shown = TileSet::with_any_pip(hand.voids[seat]);
-            if !hand.hands[seat].intersection(shown).is_empty() {
+        for seat in 0..players {
+            let voids = hand.voids[seat];
+            if voids == 0 || (playing && seat == hand.turn) {
+                continue;
+            }
+            if !hand.hands[seat]
+                .intersection(TileSet::with_any_pip(voids))
+                .is_empty()
+            {
                 return fail("a seat holds a number it showed out of");
             }
         }
@@ -85,10 +115,10 @@ impl Game {
         {
             return fail("hand result differs from the hand");
         }
-        if self.phase() == Phase::Playing {
+        if playing {
             // A hand in play: nobody has gone out, and the seat on turn can act (it was
             // not owed an automatic pass).
-            if (0..players).any(|s| hand.hands[s].is_empty()) {
+            if hand.hands[..players].iter().any(|h| h.is_empty()) {
                 return fail("a seat went out but the hand goes on");
             }
             if hand.boneyard().is_empty() && hand.playable(hand.turn).is_empty() {

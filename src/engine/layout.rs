@@ -112,6 +112,7 @@ impl Ends {
     }
 
     /// Places `tile` (already checked to fit) and says how it lies.
+    #[inline(always)]
     fn place(&mut self, tile: Tile, end: Option<End>) -> (Option<End>, u8, u8, u8, bool) {
         if self.empty {
             self.empty = false;
@@ -171,6 +172,8 @@ pub struct Layout {
     ends: Ends,
     placements: [Placement; 28],
     len: u8,
+    /// The tiles of `placements`.
+    tiles: TileSet,
 }
 
 impl Default for Layout {
@@ -197,6 +200,7 @@ impl Layout {
             },
             placements: [blank; 28],
             len: 0,
+            tiles: TileSet::EMPTY,
         }
     }
 
@@ -212,7 +216,7 @@ impl Layout {
 
     /// The tiles on the table.
     pub fn tiles(&self) -> TileSet {
-        self.placements().iter().map(|p| p.tile).collect()
+        self.tiles
     }
 
     /// The spinner's pip value, once a double is down.
@@ -293,6 +297,29 @@ impl Layout {
     /// Places `tile` on `end` (ignored for the lead) and returns the new count. The
     /// caller has checked that the tile fits.
     pub fn place(&mut self, tile: Tile, end: Option<End>) -> u32 {
+        self.push(tile, end);
+        self.ends.count()
+    }
+
+    /// Places `tile` as [`Layout::place`] does if that is legal: a tile not on the
+    /// table yet, and `end` `None` for the lead, on an empty table only, or else an
+    /// open end the tile fits. Says whether it was (nothing changes when not). For
+    /// rebuilding a layout from the placements a state token lists, where the count
+    /// is not needed.
+    pub(crate) fn replay(&mut self, tile: Tile, end: Option<End>) -> bool {
+        let legal = !self.tiles.contains(tile)
+            && match end {
+                None => self.ends.empty,
+                Some(end) => !self.ends.empty && self.fits(tile, end),
+            };
+        if legal {
+            self.push(tile, end);
+        }
+        legal
+    }
+
+    #[inline(always)]
+    fn push(&mut self, tile: Tile, end: Option<End>) {
         let (end, index, near, far, spinner) = self.ends.place(tile, end);
         if let Some(slot) = self.placements.get_mut(usize::from(self.len)) {
             *slot = Placement {
@@ -304,8 +331,8 @@ impl Layout {
                 spinner,
             };
             self.len += 1;
+            self.tiles.insert(tile);
         }
-        self.ends.count()
     }
 }
 

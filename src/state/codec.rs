@@ -193,9 +193,57 @@ fn read_sint32s<const N: usize>(
     r.repeated_varint(wire_type, |v| into.push(wire::sint32(v)))
 }
 
+/// A repeated varint field whose values are decoded only once the rules say how to
+/// read them (the sheet: up to 256 values, which a copy would have to make room for).
+#[derive(Default, Clone, Copy)]
+struct Varints<'a> {
+    /// The values' bytes when the field came once (packed, or a single unpacked value).
+    bytes: &'a [u8],
+    /// Times the field came; past one, the values are gathered again from the message.
+    seen: u32,
+    /// Values in all of them.
+    len: usize,
+}
+
+impl<'a> Varints<'a> {
+    fn read(&mut self, r: &mut wire::Reader<'a>, wire_type: u8) -> Result<(), wire::Malformed> {
+        let (bytes, len) = r.repeated_varint_bytes(wire_type)?;
+        self.bytes = bytes;
+        self.seen = self.seen.saturating_add(1);
+        self.len += len;
+        Ok(())
+    }
+
+    /// The bytes of every value, in order: those of the one occurrence, or of all of
+    /// them gathered from `message` (already read whole) into `joined`.
+    fn bytes<'b>(&self, message: &'b [u8], field: u32, joined: &'b mut Vec<u8>) -> &'b [u8]
+    where
+        'a: 'b,
+    {
+        if self.seen <= 1 {
+            return self.bytes;
+        }
+        let mut r = wire::Reader::new(message);
+        while let Ok((f, wt)) = r.key() {
+            let next = if f == field {
+                r.repeated_varint_bytes(wt)
+                    .map(|(bytes, _)| joined.extend_from_slice(bytes))
+            } else {
+                r.skip(f, wt)
+            };
+            if next.is_err() {
+                break;
+            }
+        }
+        joined
+    }
+}
+
 /// The fields of a `State` message as read, before any check.
 #[derive(Default)]
 struct StateFields<'a> {
+    /// The whole message.
+    message: &'a [u8],
     format: u32,
     match_id: &'a [u8],
     rules: Option<RulesFields>,
@@ -203,7 +251,7 @@ struct StateFields<'a> {
     hands_dealt: u32,
     hand: Option<HandFields<'a>>,
     scores: Repeated<i32, 4>,
-    sheet: Repeated<i32, { crate::engine::sheet::SHEET_ROWS * 8 }>,
+    sheet: Varints<'a>,
     carried: Repeated<i32, 8>,
     next_starter: Option<u32>,
     winner: Option<u32>,
@@ -241,8 +289,9 @@ impl<'a> StateFields<'a> {
     /// Reads a whole `State` into `self` (in place: it is large); a field seen twice
     /// keeps the last value, and an embedded message seen twice is merged, as in prost.
     fn read(&mut self, bytes: &'a [u8]) -> Result<(), wire::Malformed> {
-        use wire::{sint32, uint32};
+        use wire::uint32;
         let s = self;
+        s.message = bytes;
         let mut r = wire::Reader::new(bytes);
         while !r.is_empty() {
             let (field, wt) = r.key()?;
@@ -260,7 +309,7 @@ impl<'a> StateFields<'a> {
                     .get_or_insert_with(Default::default)
                     .read(r.len_delimited(wt)?)?,
                 7 => read_sint32s(&mut r, wt, &mut s.scores)?,
-                8 => r.repeated_varint(wt, |v| s.sheet.push(sint32(v)))?,
+                8 => s.sheet.read(&mut r, wt)?,
                 9 => read_sint32s(&mut r, wt, &mut s.carried)?,
                 10 => s.next_starter = Some(uint32(r.varint_field(wt)?)),
                 11 => s.winner = Some(uint32(r.varint_field(wt)?)),
@@ -346,9 +395,35 @@ fn build(state: &StateFields<'_>) -> Result<Record, DecodeError> {
     let match_id: [u8; MATCH_ID_LEN] =
         state.match_id.try_into().map_err(|_| corrupt("match id"))?;
     let rules = decode_rules(state.rules.as_ref().ok_or(corrupt("rules missing"))?)?;
+    // Built where it is returned and filled in there: a record is a few hundred bytes,
+    // and each move of it a copy. (The rules are valid: `decode_rules` checked them as
+    // `Game::new` would.)
+    let mut out = Ok(Record {
+        match_id,
+        game: Game {
+            rules,
+            seed: state.seed,
+            hands_dealt: 0,
+            hand: None,
+            scores: [0; 4],
+            sheet: ScoreSheet::default(),
+            next_starter: None,
+            winner: None,
+            moves: 0,
+        },
+    });
+    if let Ok(record) = &mut out
+        && let Err(e) = fill(state, &mut record.game)
+    {
+        out = Err(e);
+    }
+    out
+}
+
+/// Fills in a game that has its rules and seed from the rest of a state's fields.
+fn fill(state: &StateFields<'_>, game: &mut Game) -> Result<(), DecodeError> {
+    let rules = game.rules;
     let sides = rules.sides();
-    // Built where it stays: a game is a few hundred bytes, and moving it costs.
-    let mut game = Game::new(rules, state.seed).map_err(|_| corrupt("rules"))?;
     if let Some(h) = &state.hand {
         decode_hand(h, &rules, game.hand.insert(blank_hand()))?;
     }
@@ -359,12 +434,12 @@ fn build(state: &StateFields<'_>) -> Result<Record, DecodeError> {
     }
     game.hands_dealt = state.hands_dealt;
     game.scores = per_side(state.scores.get(), sides)?;
-    game.sheet = decode_sheet(state, sides)?;
+    let mut totals = [0; 4];
+    game.sheet = decode_sheet(state, sides, &mut totals)?;
     game.next_starter = state.next_starter.map(|s| s as usize);
     game.winner = state.winner.map(|s| s as usize);
     game.moves = state.moves;
-    game.check().map_err(|e| corrupt(e.0))?;
-    Ok(Record { match_id, game })
+    game.check_given_totals(totals).map_err(|e| corrupt(e.0))
 }
 
 fn decode_rules(r: &RulesFields) -> Result<Rules, DecodeError> {
@@ -390,11 +465,11 @@ fn decode_rules(r: &RulesFields) -> Result<Rules, DecodeError> {
 
 /// Points from a value in fives, refused beyond [`MAX_POINTS`].
 fn points(fives: i32) -> Result<i32, DecodeError> {
-    let points = i64::from(fives) * 5;
-    if points.abs() > MAX_POINTS {
+    // |fives × 5| ≤ MAX_POINTS, without the product.
+    if i64::from(fives.unsigned_abs()) > MAX_POINTS / 5 {
         return Err(corrupt("points out of range"));
     }
-    Ok(points as i32)
+    Ok(fives * 5)
 }
 
 /// Points per side from values in fives; exactly `sides` values (`None`: too many).
@@ -409,55 +484,122 @@ fn per_side(values: Option<&[i32]>, sides: usize) -> Result<[i32; 4], DecodeErro
     Ok(out)
 }
 
-/// A sheet row from its `2 * sides` values; adds the size of its entries to
-/// `magnitude`.
+/// What the sheet's rows add up to, summed as they are decoded.
+#[derive(Default)]
+struct Sums {
+    /// Each side's total, as `ScoreSheet::totals` sums it; exact once `magnitude` is
+    /// within bounds (until then it may wrap).
+    totals: [i32; 4],
+    /// The size of every entry, added up.
+    magnitude: u64,
+}
+
+impl Sums {
+    fn add(&mut self, row: &SheetRow) {
+        // Entries past the sides are 0.
+        for s in 0..4 {
+            let (play, settlement) = (row.play[s], row.settlement[s]);
+            self.magnitude += u64::from(play.unsigned_abs()) + u64::from(settlement.unsigned_abs());
+            self.totals[s] = self.totals[s].wrapping_add(play).wrapping_add(settlement);
+        }
+    }
+}
+
+/// A sheet row from its `2 * sides` values in fives (play per side, then settlement
+/// per side), which `fives` hands out one by one.
+#[inline]
 fn decode_row(
-    values: &[i32],
+    mut fives: impl FnMut() -> i32,
     sides: usize,
     hands: (u32, u32),
-    magnitude: &mut i64,
 ) -> Result<SheetRow, DecodeError> {
     let mut row = SheetRow {
         first_hand: hands.0,
         last_hand: hands.1,
         ..SheetRow::default()
     };
-    let (play, settlement) = values.split_at(sides);
-    for s in 0..sides {
-        row.play[s] = points(play[s])?;
-        row.settlement[s] = points(settlement[s])?;
-        *magnitude += i64::from(row.play[s]).abs() + i64::from(row.settlement[s]).abs();
+    for play in &mut row.play[..sides] {
+        *play = points(fives())?;
+    }
+    for settlement in &mut row.settlement[..sides] {
+        *settlement = points(fives())?;
     }
     Ok(row)
 }
 
-fn decode_sheet(state: &StateFields<'_>, sides: usize) -> Result<ScoreSheet, DecodeError> {
+/// The sheet's rows from values of one byte each, `2 * SIDES` a row, the first for
+/// hand `folded + 1`.
+fn small_rows<const SIDES: usize>(
+    values: &[u8],
+    folded: u32,
+    rows: &mut Vec<SheetRow>,
+    sums: &mut Sums,
+) {
+    let points = |byte: u8| wire::sint32(u64::from(byte)) * 5;
+    for (entries, hand) in values.chunks_exact(2 * SIDES).zip(folded + 1..) {
+        let mut row = SheetRow {
+            first_hand: hand,
+            last_hand: hand,
+            ..SheetRow::default()
+        };
+        for s in 0..SIDES {
+            row.play[s] = points(entries[s]);
+            row.settlement[s] = points(entries[SIDES + s]);
+        }
+        sums.add(&row);
+        rows.push(row);
+    }
+}
+
+/// The sheet; its totals per side go to `totals`.
+fn decode_sheet(
+    state: &StateFields<'_>,
+    sides: usize,
+    totals: &mut [i32; 4],
+) -> Result<ScoreSheet, DecodeError> {
     let width = 2 * sides;
     let dealt = state.hands_dealt;
     let kept = dealt.min(crate::engine::sheet::SHEET_ROWS as u32);
-    let sheet = state
-        .sheet
-        .get()
-        .filter(|v| v.len() == kept as usize * width)
-        .ok_or(corrupt("sheet rows"))?;
+    if state.sheet.len != kept as usize * width {
+        return Err(corrupt("sheet rows"));
+    }
     let folded = dealt - kept;
     // Every entry is within MAX_POINTS, but 33 rows of them can overflow the sheet's
     // running sums (`ScoreSheet::totals`, the rendered sheet): bound their sum too.
-    let mut magnitude = 0i64;
+    let mut sums = Sums::default();
     let carried = match (folded, state.carried.get()) {
         (0, Some([])) => None,
         (n, Some(values)) if n > 0 && values.len() == width => {
-            Some(decode_row(values, sides, (1, n), &mut magnitude)?)
+            let mut values = values.iter();
+            let row = decode_row(|| values.next().map_or(0, |&v| v), sides, (1, n))?;
+            sums.add(&row);
+            Some(row)
         }
         _ => return Err(corrupt("carried row")),
     };
+    let mut joined = Vec::new();
+    // Well-formed varints, exactly `kept * width` of them: checked as they were read.
+    let values = state.sheet.bytes(state.message, 8, &mut joined);
     let mut rows = Vec::with_capacity(kept as usize);
-    for (values, hand) in sheet.chunks_exact(width).zip(folded + 1..) {
-        rows.push(decode_row(values, sides, (hand, hand), &mut magnitude)?);
+    if values.len() == state.sheet.len {
+        // A byte a value (the usual sheet): each within ±64 fives, so in range.
+        match sides {
+            2 => small_rows::<2>(values, folded, &mut rows, &mut sums),
+            3 => small_rows::<3>(values, folded, &mut rows, &mut sums),
+            _ => small_rows::<4>(values, folded, &mut rows, &mut sums),
+        }
+    } else {
+        let mut r = wire::Reader::new(values);
+        for hand in folded + 1..=dealt {
+            let row = decode_row(|| r.varint().map_or(0, wire::sint32), sides, (hand, hand))?;
+            sums.add(&row);
+            rows.push(row);
+        }
     }
-    if magnitude > MAX_POINTS {
+    if sums.magnitude > MAX_POINTS as u64 {
         return Err(corrupt("sheet out of range"));
     }
+    *totals = sums.totals;
     ScoreSheet::from_parts(carried, rows).ok_or(corrupt("sheet rows"))
 }
 
@@ -498,22 +640,15 @@ fn decode_hand(h: &HandFields<'_>, rules: &Rules, out: &mut Hand) -> Result<(), 
     }
     out.boneyard_len = h.boneyard.len() as u8;
     let layout = &mut out.layout;
-    let mut placed = TileSet::EMPTY;
     for &byte in h.placements {
         let t = tile(byte / 5)?;
         let end = match byte % 5 {
             0 => None,
             arm => Some(End::ALL[usize::from(arm - 1)]),
         };
-        let legal = match end {
-            None => layout.is_empty(),
-            Some(e) => !layout.is_empty() && layout.fits(t, e),
-        };
-        if !legal || placed.contains(t) {
+        if !layout.replay(t, end) {
             return Err(corrupt("layout"));
         }
-        placed.insert(t);
-        layout.place(t, end);
     }
     let turn = h.turn as usize;
     if turn >= players {
@@ -665,7 +800,15 @@ pub(crate) mod reference {
             ..StateFields::default()
         };
         s.scores.iter().for_each(|&v| fields.scores.push(v));
-        s.sheet.iter().for_each(|&v| fields.sheet.push(v));
+        let mut sheet = Vec::new();
+        s.sheet
+            .iter()
+            .for_each(|&v| wire::put_varint(&mut sheet, wire::zigzag(v)));
+        fields.sheet = Varints {
+            bytes: &sheet,
+            seen: 1,
+            len: s.sheet.len(),
+        };
         s.carried.iter().for_each(|&v| fields.carried.push(v));
         if let Some(h) = &s.hand {
             let mut hand = HandFields {

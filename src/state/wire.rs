@@ -186,6 +186,7 @@ impl<'a> Reader<'a> {
         self.buf.len()
     }
 
+    #[inline]
     pub fn varint(&mut self) -> Result<u64, Malformed> {
         if let Some((&byte, rest)) = self.buf.split_first()
             && byte < 0x80
@@ -193,6 +194,11 @@ impl<'a> Reader<'a> {
             self.buf = rest;
             return Ok(u64::from(byte));
         }
+        self.long_varint()
+    }
+
+    /// A varint of more than one byte (or none: refused).
+    fn long_varint(&mut self) -> Result<u64, Malformed> {
         let mut value = 0u64;
         for (i, &byte) in self.buf.iter().enumerate().take(10) {
             value |= u64::from(byte & 0x7f) << (7 * i);
@@ -275,6 +281,20 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A repeated varint field's values left undecoded, packed (one `LEN` field's
+    /// content) or not (one value's bytes), each checked to be a varint as
+    /// [`Reader::repeated_varint`] checks it: the bytes, and how many values they hold.
+    pub fn repeated_varint_bytes(&mut self, wire_type: u8) -> Result<(&'a [u8], usize), Malformed> {
+        if wire_type == LEN {
+            let bytes = self.len_delimited(LEN)?;
+            Ok((bytes, count_varints(bytes)?))
+        } else {
+            let start = self.buf;
+            self.varint_field(wire_type)?;
+            Ok((&start[..start.len() - self.buf.len()], 1))
+        }
+    }
+
     /// Skips a field this reader does not know.
     pub fn skip(&mut self, field: u32, wire_type: u8) -> Result<(), Malformed> {
         self.skip_nested(field, wire_type, RECURSION_LIMIT)
@@ -301,6 +321,21 @@ impl<'a> Reader<'a> {
             _ => Err(Malformed),
         }
     }
+}
+
+/// How many varints `bytes` holds back to back, if it is nothing but well-formed ones.
+pub fn count_varints(bytes: &[u8]) -> Result<usize, Malformed> {
+    // Usually every value takes one byte: one pass over the bytes, no branch per byte.
+    if bytes.iter().fold(0, |high, &b| high | b) < 0x80 {
+        return Ok(bytes.len());
+    }
+    let mut r = Reader::new(bytes);
+    let mut n = 0;
+    while !r.is_empty() {
+        r.varint()?;
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// The `uint32` a varint holds, truncated as prost truncates it.
