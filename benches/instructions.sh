@@ -21,11 +21,11 @@ valgrind --tool=callgrind --callgrind-out-file="$out" "$bench" --bench --profile
 callgrind_annotate --tree=caller --inclusive=yes "$out" 2>/dev/null | awk '
   BEGIN {
     n = split("criterion::bencher::Bencher<M>::iter|allfives::service::handlers::play|" \
-      "allfives::state::token::open_with|allfives::state::codec::decode|" \
-      "allfives::engine::check::<impl allfives::engine::game::Game>::check|" \
+      "allfives::state::open|allfives::state::codec::decode|" \
+      "allfives::engine::check::<impl allfives::engine::game::Game>::check_given_totals|" \
       "allfives::engine::game::Game::apply|" \
       "allfives::engine::view::<impl allfives::engine::game::Game>::view|" \
-      "allfives::service::convert::view_out|allfives::state::token::seal_with|" \
+      "allfives::service::convert::view_out|allfives::state::seal|" \
       "allfives::state::codec::encode_into|allfives::service::codec::write_answer|malloc", names, "|")
   }
   # A block: the callers ("<" lines, each "(Nx)"), then the function ("*" line).

@@ -76,8 +76,9 @@ struct Args {
     /// Process id of the server at --addr, for its CPU time and memory.
     #[arg(long, requires = "addr")]
     server_pid: Option<u32>,
-    /// Tokio worker threads of the server this starts (`--worker-threads`).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    /// Tokio worker threads of the server this starts (`--worker-threads`); 0 starts it
+    /// on its current-thread runtime instead (`--current-thread`).
+    #[arg(long, default_value_t = 1)]
     server_threads: u16,
     /// An extra flag for the server this starts (repeat for more), e.g.
     /// `--server-arg=--log-filter=warn`. By default it runs with its defaults
@@ -434,7 +435,10 @@ async fn start_server(args: &Args) -> Result<(ServerProcess, String, Duration), 
     let started = Instant::now();
     let child = Command::new(&binary)
         .args(["--addr", &addr, "--metrics-addr", "off"])
-        .args(["--worker-threads", &args.server_threads.to_string()])
+        .args(match args.server_threads {
+            0 => vec!["--current-thread".to_owned()],
+            n => vec!["--worker-threads".to_owned(), n.to_string()],
+        })
         .args(["--shutdown-delay-ms", "0", "--drain-seconds", "1"])
         .args(&args.server_arg)
         .stdin(Stdio::null())
@@ -571,6 +575,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         if args.games == 1 { "match" } else { "matches" },
         args.connections,
         match (&server, args.server_threads) {
+            (Some(_), 0) => "started here, current-thread runtime".to_owned(),
             (Some(_), n) => format!("started here, {n} worker thread(s)"),
             (None, _) => "already running".to_owned(),
         },

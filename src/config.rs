@@ -142,6 +142,18 @@ pub struct Config {
         value_parser = clap::value_parser!(u16).range(1..)
     )]
     pub worker_threads: Option<u16>,
+
+    /// Run on tokio's current-thread scheduler: one thread serves every connection (HARD
+    /// searches still go to the blocking pool). On one CPU a call then costs the server
+    /// about a fifth less CPU than on the default multi-thread runtime with one worker
+    /// (docs/PERFORMANCE.md, "Runtimes"). Not with --worker-threads.
+    #[arg(
+        long,
+        env = "ALLFIVES_CURRENT_THREAD",
+        value_parser = clap::builder::FalseyValueParser::new(),
+        conflicts_with = "worker_threads"
+    )]
+    pub current_thread: bool,
 }
 
 /// How log lines are written.
@@ -338,6 +350,7 @@ mod tests {
         assert_eq!(c.http2_keepalive_secs, 30);
         assert_eq!(c.cors_origins, CorsOrigins::Any);
         assert_eq!(c.worker_threads, None);
+        assert!(!c.current_thread);
     }
 
     #[test]
@@ -430,11 +443,17 @@ mod tests {
             &["--cors-origins", "*,https://a.example"],
             &["--cors-origins", ","],
             &["--worker-threads", "0"],
+            &["--current-thread", "--worker-threads", "2"],
             &["--keys", KEY_A, "--keys-file", "/keys"],
             &["--no-such-flag"],
         ] {
             assert!(parse(args).is_err(), "accepted {args:?}");
         }
+    }
+
+    #[test]
+    fn current_thread_runtime_on_request() {
+        assert!(parse(&["--current-thread"]).expect("parse").current_thread);
     }
 
     #[test]

@@ -27,16 +27,21 @@ fn main() -> ExitCode {
 
     // Sized on purpose: the CPUs this process may use (cgroup quota included), unless
     // told otherwise.
-    let workers = config.worker_threads.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        usize::from,
-    );
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .thread_name("allfives-worker")
-        .enable_all()
-        .build()
-    {
+    let workers = match (config.current_thread, config.worker_threads) {
+        (true, _) => 1,
+        (false, Some(n)) => usize::from(n),
+        (false, None) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    // Multi-thread by default, with the workers above; current-thread on request
+    // (`--current-thread`: docs/PERFORMANCE.md, "Runtimes").
+    let mut builder = if config.current_thread {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(workers);
+        builder
+    };
+    let runtime = match builder.thread_name("allfives-worker").enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             tracing::error!(%error, "cannot start the tokio runtime");
@@ -74,6 +79,7 @@ fn main() -> ExitCode {
             key_ids = ?ring.ids().collect::<Vec<_>>(),
             ephemeral_key = ring.is_ephemeral(),
             workers,
+            current_thread = config.current_thread,
             max_connections = config.max_connections,
             version = env!("CARGO_PKG_VERSION"),
             "serving"

@@ -214,6 +214,19 @@ async fn turn_and_view(
 
 #[tokio::test]
 async fn sigterm_drains_health_turns_not_serving_calls_finish_and_the_process_exits() {
+    sigterm_drains(&["--worker-threads", "2"]).await;
+}
+
+/// The same on the current-thread runtime (`--current-thread`).
+#[tokio::test]
+async fn sigterm_drains_on_the_current_thread_runtime() {
+    sigterm_drains(&["--current-thread"]).await;
+}
+
+/// Starts the binary with `runtime`'s flags under load, sends SIGTERM, and checks the
+/// drain: NOT_SERVING, calls served through the delay, accepted calls finished, a clean
+/// exit in time.
+async fn sigterm_drains(runtime: &[&str]) {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     // Logs go to a file: a pipe nobody reads until the end would fill and stall it.
@@ -222,6 +235,7 @@ async fn sigterm_drains_health_turns_not_serving_calls_finish_and_the_process_ex
     let child = Command::new(env!("CARGO_BIN_EXE_allfives"))
         .args(["--addr", &addr, "--metrics-addr", "off", "--keys", KEY_OLD])
         .args(["--shutdown-delay-ms", "1000", "--drain-seconds", "5"])
+        .args(runtime)
         .env("ALLFIVES_LOG", "warn,allfives::server=debug")
         .stdout(Stdio::from(log.try_clone().expect("log file")))
         .stderr(Stdio::from(log))
