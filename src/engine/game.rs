@@ -62,7 +62,13 @@ impl Game {
     /// A new game under `rules` whose every random choice comes from `seed`.
     pub fn new(rules: Rules, seed: u64) -> Result<Game, Error> {
         rules.validate()?;
-        Ok(Game {
+        Ok(Game::before_the_first_deal(rules, seed))
+    }
+
+    /// [`Game::new`] without checking the rules: for a caller that has (the token's
+    /// decoder, which checks them as it reads them).
+    pub(crate) fn before_the_first_deal(rules: Rules, seed: u64) -> Game {
+        Game {
             rules,
             seed,
             hands_dealt: 0,
@@ -72,7 +78,7 @@ impl Game {
             next_starter: None,
             winner: None,
             moves: 0,
-        })
+        }
     }
 
     pub fn rules(&self) -> &Rules {

@@ -400,17 +400,7 @@ fn build(state: &StateFields<'_>) -> Result<Record, DecodeError> {
     // `Game::new` would.)
     let mut out = Ok(Record {
         match_id,
-        game: Game {
-            rules,
-            seed: state.seed,
-            hands_dealt: 0,
-            hand: None,
-            scores: [0; 4],
-            sheet: ScoreSheet::default(),
-            next_starter: None,
-            winner: None,
-            moves: 0,
-        },
+        game: Game::before_the_first_deal(rules, state.seed),
     });
     if let Ok(record) = &mut out
         && let Err(e) = fill(state, &mut record.game)
