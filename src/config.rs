@@ -145,7 +145,7 @@ pub struct Config {
 
     /// Run on tokio's current-thread scheduler: one thread serves every connection (HARD
     /// searches still go to the blocking pool). On one CPU a call then costs the server
-    /// about a fifth less CPU than on the default multi-thread runtime with one worker
+    /// about a quarter less CPU than on the default multi-thread runtime with one worker
     /// (docs/PERFORMANCE.md, "Runtimes"). Not with --worker-threads.
     #[arg(
         long,
