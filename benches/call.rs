@@ -14,6 +14,7 @@
 //!   (random players, whose matches run long: the largest tokens there are).
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::Duration;
 
 use allfives::engine::bot::{self, Strategy};
@@ -22,7 +23,7 @@ use allfives::proto::v1 as pb;
 use allfives::service::codec::{encode_answer, write_answer};
 use allfives::service::convert::{event_out, view_out};
 use allfives::service::handlers;
-use allfives::state::{KeyRing, Record, codec, token};
+use allfives::state::{KeyRing, Opened, Record, Tokens, codec, token};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
@@ -108,8 +109,26 @@ fn positions(ring: &KeyRing) -> Vec<Position> {
     ]
 }
 
+/// A Play handled and its answer written into `buf`, as the server does; its length.
+fn play_written(tokens: &Tokens, request: &pb::PlayRequest, buf: &mut Vec<u8>) -> usize {
+    let a = handlers::play(tokens, request).expect("play");
+    let response = pb::PlayResponse {
+        state: a.state,
+        view: Some(a.view),
+        events: a.events,
+    };
+    buf.clear();
+    encode_answer(response, buf).expect("an answer");
+    buf.len()
+}
+
 fn parts(c: &mut Criterion) {
-    let ring = KeyRing::new(vec![(1, [7; 32])], None).expect("ring");
+    let ring = Arc::new(KeyRing::new(vec![(1, [7; 32])], None).expect("ring"));
+    // The handler benchmarks open every token by the cipher (a token that comes back to
+    // another replica, or a second time), except `-cached`: the token the server sealed
+    // last, its game kept (`state::tokens`).
+    let uncached = Tokens::uncached(Arc::clone(&ring));
+    let cached = Tokens::new(Arc::clone(&ring), 64);
     for p in positions(&ring) {
         let mut group = c.benchmark_group(format!("call/{}", p.name));
         let plaintext = codec::encode(&p.record);
@@ -118,7 +137,7 @@ fn parts(c: &mut Criterion) {
         after.game.apply(p.action, &mut events).expect("legal");
         let view = after.game.view(Some(p.viewer)).expect("view");
         let match_id = "5a".repeat(allfives::state::MATCH_ID_LEN);
-        let answer = handlers::play(&ring, &p.request).expect("play");
+        let answer = handlers::play(&uncached, &p.request).expect("play");
         let response = pb::PlayResponse {
             state: answer.state,
             view: Some(answer.view),
@@ -180,28 +199,30 @@ fn parts(c: &mut Criterion) {
             b.iter(|| black_box(&response).encode_to_vec())
         });
         group.bench_function("all-handler-play", |b| {
-            b.iter(|| handlers::play(&ring, black_box(&p.request)).expect("play"))
+            b.iter(|| handlers::play(&uncached, black_box(&p.request)).expect("play"))
         });
         group.bench_function("all-play-answer-written", |b| {
             let mut buf = Vec::with_capacity(4096);
-            b.iter(|| {
-                let a = handlers::play(&ring, black_box(&p.request)).expect("play");
-                let response = pb::PlayResponse {
-                    state: a.state,
-                    view: Some(a.view),
-                    events: a.events,
-                };
-                buf.clear();
-                encode_answer(response, &mut buf).expect("an answer");
-                buf.len()
-            })
+            b.iter(|| play_written(&uncached, black_box(&p.request), &mut buf))
+        });
+        group.bench_function("all-play-answer-written-cached", |b| {
+            let mut buf = Vec::with_capacity(4096);
+            b.iter_batched(
+                || cached.keep(Opened::new(p.record.clone()), &p.token),
+                |()| play_written(&cached, black_box(&p.request), &mut buf),
+                BatchSize::PerIteration,
+            );
+            assert!(
+                cached.cache_counts().0 > 0,
+                "the cached benchmark hit the cache"
+            );
         });
         group.bench_function("all-handler-score", |b| {
             let request = pb::ScoreRequest {
                 state: p.token.clone().into(),
                 viewer: Some(p.viewer as u32),
             };
-            b.iter(|| handlers::score(&ring, black_box(&request)).expect("score"))
+            b.iter(|| handlers::score(&uncached, black_box(&request)).expect("score"))
         });
         println!(
             "{}: token {} B (plaintext {} B), request {} B, response {} B ({} events)",

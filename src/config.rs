@@ -154,6 +154,19 @@ pub struct Config {
         conflicts_with = "worker_threads"
     )]
     pub current_thread: bool,
+
+    /// Games kept in memory by the token they were last sealed in, so that the next call
+    /// of a match that comes back to this replica skips decrypting and decoding its
+    /// token (rounded up to a power of two; 0 turns the cache off). Each holds about
+    /// 1 KiB once used. Answers are the same either way (docs/PERFORMANCE.md, "The
+    /// token cache").
+    #[arg(
+        long,
+        env = "ALLFIVES_TOKEN_CACHE",
+        default_value_t = 4096,
+        value_parser = clap::value_parser!(u32).range(0..=1 << 20)
+    )]
+    pub token_cache: u32,
 }
 
 /// How log lines are written.
@@ -351,6 +364,7 @@ mod tests {
         assert_eq!(c.cors_origins, CorsOrigins::Any);
         assert_eq!(c.worker_threads, None);
         assert!(!c.current_thread);
+        assert_eq!(c.token_cache, 4096);
     }
 
     #[test]
@@ -444,6 +458,8 @@ mod tests {
             &["--cors-origins", ","],
             &["--worker-threads", "0"],
             &["--current-thread", "--worker-threads", "2"],
+            &["--token-cache", "-1"],
+            &["--token-cache", "1048577"],
             &["--keys", KEY_A, "--keys-file", "/keys"],
             &["--no-such-flag"],
         ] {
@@ -454,6 +470,16 @@ mod tests {
     #[test]
     fn current_thread_runtime_on_request() {
         assert!(parse(&["--current-thread"]).expect("parse").current_thread);
+    }
+
+    #[test]
+    fn the_token_cache_can_be_sized_or_turned_off() {
+        assert_eq!(
+            parse(&["--token-cache", "0"]).expect("parse").token_cache,
+            0
+        );
+        let c = parse(&["--token-cache", "1048576"]).expect("parse");
+        assert_eq!(c.token_cache, 1 << 20);
     }
 
     #[test]

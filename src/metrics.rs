@@ -12,8 +12,8 @@
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -33,6 +33,7 @@ use tokio::task::JoinSet;
 use tonic::Code;
 
 use crate::proto::v1 as pb;
+use crate::state::Tokens;
 
 /// The content type of the exposition `GET /metrics` answers.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -218,6 +219,8 @@ struct Counts {
     hands_dealt: AtomicU64,
     moves: [AtomicU64; MOVE_KINDS.len()],
     rejected_tokens: [AtomicU64; TOKEN_REASONS.len()],
+    /// The token cache whose lookups are shown, once the server has made it.
+    token_cache: OnceLock<Arc<Tokens>>,
 }
 
 /// The server's metrics: shared (in an `Arc`) by the gRPC server, the API and the
@@ -279,6 +282,12 @@ impl Metrics {
             };
             counter.fetch_add(1, Relaxed);
         }
+    }
+
+    /// Shows the lookups of this token cache (the first one given; the server gives
+    /// the one its API opens tokens with).
+    pub fn watch_token_cache(&self, tokens: Arc<Tokens>) {
+        let _ = self.counts.token_cache.set(tokens);
     }
 
     /// A call was refused with this `ErrorInfo` reason; token refusals are counted.
@@ -402,6 +411,16 @@ impl Collector for Counts {
                 .zip(&self.rejected_tokens)
                 .map(|(&reason, n)| ([("reason", reason)], n.load(Relaxed))),
         )?;
+        if let Some(tokens) = self.token_cache.get() {
+            let (hits, misses) = tokens.cache_counts();
+            labelled_counter(
+                e,
+                "token_cache_lookups",
+                "State tokens looked up in the token cache: hit (the game this replica \
+                 sealed in that token, kept), miss (decrypted and decoded instead).",
+                [([("result", "hit")], hits), ([("result", "miss")], misses)],
+            )?;
+        }
         Ok(())
     }
 }

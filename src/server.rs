@@ -31,7 +31,7 @@ use crate::metrics::{Metrics, Route};
 use crate::proto::v1::FILE_DESCRIPTOR_SET;
 use crate::proto::v1::all_fives_service_server::AllFivesServiceServer;
 use crate::service::Api;
-use crate::state::KeyRing;
+use crate::state::{KeyRing, Tokens};
 
 mod incoming;
 
@@ -91,7 +91,9 @@ where
     let handshake_timeout = Duration::from_millis(config.handshake_timeout_ms);
     warn_if_descriptors_run_out_first(config.max_connections);
 
-    let api = AllFivesServiceServer::new(Api::new(ring, Arc::clone(&metrics)))
+    let tokens = Arc::new(Tokens::new(ring, config.token_cache as usize));
+    metrics.watch_token_cache(Arc::clone(&tokens));
+    let api = AllFivesServiceServer::new(Api::new(tokens, Arc::clone(&metrics)))
         .max_decoding_message_size(max_request)
         .max_encoding_message_size(MAX_RESPONSE_BYTES);
 

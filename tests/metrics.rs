@@ -278,6 +278,19 @@ async fn metrics_count_what_the_calls_did() {
         assert_eq!(value(&text, &series), n, "{series}");
     }
 
+    // The token cache: every call after NewGame brought the token of the answer before
+    // it, kept by the cache, except the tampered one (a miss) and the empty one (too
+    // short to look up).
+    let calls: u64 = seen.calls.values().sum();
+    let lookups = |result: &str| {
+        value(
+            &text,
+            &format!(r#"allfives_token_cache_lookups_total{{result="{result}"}}"#),
+        )
+    };
+    assert_eq!(lookups("hit"), (calls - 3) as f64, "{text}");
+    assert_eq!(lookups("miss"), 1.0, "{text}");
+
     // The same numbers are in the shared registry the test holds.
     let direct = server.metrics.encode().expect("encode");
     assert_eq!(

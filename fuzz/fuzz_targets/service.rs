@@ -11,7 +11,7 @@ use allfives::proto::v1 as pb;
 use allfives::service::handlers::{self, Answer};
 use allfives::service::status::ApiError;
 use allfives::state;
-use allfives_fuzz::{assert_sound, byte, real_tokens, ring, take};
+use allfives_fuzz::{assert_sound, byte, real_tokens, ring, take, tokens};
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 use tonic::Code;
@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
             let Ok(req) = pb::NewGameRequest::decode(input) else {
                 return;
             };
-            (answered(handlers::new_game(ring, &req)), false)
+            (answered(handlers::new_game(tokens(), &req)), false)
         }
         1 => {
             let Ok(mut req) = pb::DealRequest::decode(input) else {
@@ -64,7 +64,7 @@ fuzz_target!(|data: &[u8]| {
             if let Some(t) = token.clone() {
                 req.state = t.into();
             }
-            (answered(handlers::deal(ring, &req)), false)
+            (answered(handlers::deal(tokens(), &req)), false)
         }
         2 => {
             let Ok(mut req) = pb::PlayRequest::decode(input) else {
@@ -73,7 +73,7 @@ fuzz_target!(|data: &[u8]| {
             if let Some(t) = token.clone() {
                 req.state = t.into();
             }
-            (answered(handlers::play(ring, &req)), false)
+            (answered(handlers::play(tokens(), &req)), false)
         }
         3 => {
             let Ok(mut req) = pb::DrawRequest::decode(input) else {
@@ -82,7 +82,7 @@ fuzz_target!(|data: &[u8]| {
             if let Some(t) = token.clone() {
                 req.state = t.into();
             }
-            (answered(handlers::draw(ring, &req)), false)
+            (answered(handlers::draw(tokens(), &req)), false)
         }
         5 => {
             let Ok(mut req) = pb::SuggestRequest::decode(input) else {
@@ -93,7 +93,7 @@ fuzz_target!(|data: &[u8]| {
             }
             // A small search: this target looks for crashes, not strength.
             req.worlds %= 9;
-            let result = handlers::suggest(ring, &req).map(|advice| {
+            let result = handlers::suggest(tokens(), &req).map(|advice| {
                 let Some(play) = advice.play else {
                     assert!(advice.draw && advice.moves.is_empty());
                     return;
@@ -105,7 +105,7 @@ fuzz_target!(|data: &[u8]| {
                     end: play.end,
                     viewer: None,
                 };
-                answered(handlers::play(ring, &follow)).expect("the advised move is accepted");
+                answered(handlers::play(tokens(), &follow)).expect("the advised move is accepted");
             });
             (result, false)
         }
@@ -117,7 +117,7 @@ fuzz_target!(|data: &[u8]| {
                 req.state = t.into();
             }
             let must = in_range(req.viewer);
-            let result = handlers::score(ring, &req).map(|r| {
+            let result = handlers::score(tokens(), &req).map(|r| {
                 assert!(r.sheet.is_some() && r.view.is_some());
             });
             (result, must)

@@ -19,7 +19,7 @@ use allfives::engine::bot::{Strategy, choose};
 use allfives::engine::{Action, End, Game, HandSizeRule, Phase, Rules, SettlementRule, Tile};
 use allfives::proto::internal as ipb;
 use allfives::service::convert::{sheet_out, view_out};
-use allfives::state::{KeyRing, Record, codec};
+use allfives::state::{KeyRing, Record, Tokens, codec};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -28,9 +28,17 @@ use rand_chacha::rand_core::SeedableRng;
 pub const KEYS: [(u8, [u8; 32]); 2] = [(1, [0x5a; 32]), (2, [0xa5; 32])];
 
 pub fn ring() -> &'static KeyRing {
-    static RING: LazyLock<KeyRing> =
-        LazyLock::new(|| KeyRing::new(KEYS.to_vec(), None).expect("ring"));
-    &RING
+    tokens().ring()
+}
+
+/// The fuzz key ring with a token cache, as the service runs: the answers' games are
+/// kept, so an input that brings one of their tokens back finds it.
+pub fn tokens() -> &'static Tokens {
+    static TOKENS: LazyLock<Tokens> = LazyLock::new(|| {
+        let ring = KeyRing::new(KEYS.to_vec(), None).expect("ring");
+        Tokens::new(std::sync::Arc::new(ring), 256)
+    });
+    &TOKENS
 }
 
 /// Every state of a few whole matches (2, 3 and 4 players, partnership, both

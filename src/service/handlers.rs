@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use crate::engine::{self, Action, Event, Game, Seat};
 use crate::proto::v1 as pb;
-use crate::state::{self, KeyRing, MATCH_ID_LEN, Record};
+use crate::state::{self, MATCH_ID_LEN, Opened, Record, Tokens};
 
 use super::convert::{
     end_in, event_out, level_in, rules_in, seat_in, sheet_out, suggestion_out, tile_in, view_out,
@@ -46,49 +46,53 @@ fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
     Ok(bytes)
 }
 
-/// Seals `record` and renders it for `viewer`, with `events` redacted for that viewer.
+/// Seals the game and renders it for `viewer`, with `events` redacted for that viewer;
+/// the game is then kept under its new token for the call that brings it back.
 fn answer(
-    ring: &KeyRing,
-    record: &Record,
+    tokens: &Tokens,
+    opened: Opened,
     viewer: Option<Seat>,
     events: &[Event],
 ) -> Result<Answer, ApiError> {
-    let rules = record.game.rules();
-    let view = record.game.view(viewer)?;
-    Ok(Answer {
-        state: state::seal(ring, record)?,
-        view: view_out(&view, Hex::new(&record.match_id).as_str()),
+    let rules = opened.game.rules();
+    let view = opened.game.view(viewer)?;
+    let answer = Answer {
+        state: tokens.seal(&opened)?,
+        view: view_out(&view, Hex::new(&opened.match_id).as_str()),
         events: events
             .iter()
             .map(|&e| event_out(rules, e, viewer))
             .collect(),
-    })
+    };
+    tokens.keep(opened, &answer.state);
+    Ok(answer)
 }
 
 /// Opens the token and reads the viewer against its rules.
 fn open(
-    ring: &KeyRing,
+    tokens: &Tokens,
     token: &[u8],
     viewer: Option<u32>,
-) -> Result<(Record, Option<Seat>), ApiError> {
-    let record = state::open(ring, token)?;
-    let viewer = viewer_in(viewer, record.game.rules())?;
-    Ok((record, viewer))
+) -> Result<(Opened, Option<Seat>), ApiError> {
+    let opened = tokens.open(token)?;
+    let viewer = viewer_in(viewer, opened.game.rules())?;
+    Ok((opened, viewer))
 }
 
-/// Applies one action to the game in `token`.
+/// Applies one action to the game in `token`. A refused call keeps nothing: its token,
+/// if it comes again, is opened by the cipher.
 fn act(
-    ring: &KeyRing,
+    tokens: &Tokens,
     token: &[u8],
     viewer: Option<u32>,
     action: impl FnOnce(&Game) -> Result<Action, ApiError>,
 ) -> Result<Answer, ApiError> {
-    let (mut record, viewer) = open(ring, token, viewer)?;
-    let action = action(&record.game)?;
+    let (mut opened, viewer) = open(tokens, token, viewer)?;
+    let action = action(&opened.game)?;
     EVENTS.with_borrow_mut(|events| {
         events.clear();
-        record.game.apply(action, events)?;
-        answer(ring, &record, viewer, events)
+        opened.game.apply(action, events)?;
+        answer(tokens, opened, viewer, events)
     })
 }
 
@@ -98,28 +102,28 @@ thread_local! {
     static EVENTS: RefCell<Vec<Event>> = const { RefCell::new(Vec::new()) };
 }
 
-pub fn new_game(ring: &KeyRing, req: &pb::NewGameRequest) -> Result<Answer, ApiError> {
+pub fn new_game(tokens: &Tokens, req: &pb::NewGameRequest) -> Result<Answer, ApiError> {
     let rules = rules_in(req.rules.as_ref())?;
     let viewer = viewer_in(req.viewer, &rules)?;
     let seed = match req.seed {
         Some(seed) => seed,
         None => u64::from_le_bytes(random_bytes()?),
     };
-    let record = Record {
+    let opened = Opened::new(Record {
         match_id: random_bytes::<MATCH_ID_LEN>()?,
         game: Game::new(rules, seed)?,
-    };
-    answer(ring, &record, viewer, &[])
+    });
+    answer(tokens, opened, viewer, &[])
 }
 
-pub fn deal(ring: &KeyRing, req: &pb::DealRequest) -> Result<Answer, ApiError> {
-    act(ring, &req.state, req.viewer, |_| Ok(Action::Deal))
+pub fn deal(tokens: &Tokens, req: &pb::DealRequest) -> Result<Answer, ApiError> {
+    act(tokens, &req.state, req.viewer, |_| Ok(Action::Deal))
 }
 
-pub fn play(ring: &KeyRing, req: &pb::PlayRequest) -> Result<Answer, ApiError> {
+pub fn play(tokens: &Tokens, req: &pb::PlayRequest) -> Result<Answer, ApiError> {
     let tile = tile_in(req.tile.as_ref())?;
     let end = end_in(req.end)?;
-    act(ring, &req.state, req.viewer, |game| {
+    act(tokens, &req.state, req.viewer, |game| {
         Ok(Action::Play {
             seat: seat_in(req.seat, game.rules(), "seat")?,
             tile,
@@ -128,35 +132,37 @@ pub fn play(ring: &KeyRing, req: &pb::PlayRequest) -> Result<Answer, ApiError> {
     })
 }
 
-pub fn draw(ring: &KeyRing, req: &pb::DrawRequest) -> Result<Answer, ApiError> {
-    act(ring, &req.state, req.viewer, |game| {
+pub fn draw(tokens: &Tokens, req: &pb::DrawRequest) -> Result<Answer, ApiError> {
+    act(tokens, &req.state, req.viewer, |game| {
         Ok(Action::Draw {
             seat: seat_in(req.seat, game.rules(), "seat")?,
         })
     })
 }
 
-pub fn score(ring: &KeyRing, req: &pb::ScoreRequest) -> Result<pb::ScoreResponse, ApiError> {
-    let (record, viewer) = open(ring, &req.state, req.viewer)?;
-    let game = &record.game;
-    Ok(pb::ScoreResponse {
+pub fn score(tokens: &Tokens, req: &pb::ScoreRequest) -> Result<pb::ScoreResponse, ApiError> {
+    let (opened, viewer) = open(tokens, &req.state, req.viewer)?;
+    let game = &opened.game;
+    let response = pb::ScoreResponse {
         sheet: Some(sheet_out(game.rules(), game.sheet(), game.winner())),
         view: Some(view_out(
             &game.view(viewer)?,
-            Hex::new(&record.match_id).as_str(),
+            Hex::new(&opened.match_id).as_str(),
         )),
-    })
+    };
+    tokens.keep(opened, &req.state);
+    Ok(response)
 }
 
 /// A bot's advice to the seat on turn, from that seat's knowledge only (the engine's
 /// `suggest` never sees the game). Changes nothing.
-pub fn suggest(ring: &KeyRing, req: &pb::SuggestRequest) -> Result<pb::SuggestResponse, ApiError> {
+pub fn suggest(tokens: &Tokens, req: &pb::SuggestRequest) -> Result<pb::SuggestResponse, ApiError> {
     let level = level_in(req.level)?;
     let worlds = worlds_in(req.worlds)?;
-    let record = state::open(ring, &req.state)?;
-    let game = &record.game;
-    let seat = seat_in(req.seat, game.rules(), "seat")?;
-    let knowledge = game.knowledge(seat)?;
+    let opened = tokens.open(&req.state)?;
+    let seat = seat_in(req.seat, opened.game.rules(), "seat")?;
+    let knowledge = opened.game.knowledge(seat)?;
+    tokens.keep(opened, &req.state);
     let suggestion = engine::suggest::suggest(&knowledge, level, worlds, req.seed.unwrap_or(0))?;
     Ok(suggestion_out(&suggestion, level, worlds))
 }
@@ -176,23 +182,24 @@ mod tests {
         assert!(hex.as_str().ends_with("0010"));
     }
 
-    fn ring() -> KeyRing {
-        KeyRing::new(vec![(1, [3; 32])], None).unwrap()
+    fn tokens() -> Tokens {
+        let ring = crate::state::KeyRing::new(vec![(1, [3; 32])], None).unwrap();
+        Tokens::new(std::sync::Arc::new(ring), 64)
     }
 
     #[test]
     fn a_game_goes_new_deal_play_through_the_handlers() {
-        let ring = ring();
+        let tokens = tokens();
         let req = pb::NewGameRequest {
             rules: None,
             seed: Some(1),
             viewer: Some(0),
         };
-        let new = new_game(&ring, &req).unwrap();
+        let new = new_game(&tokens, &req).unwrap();
         assert!(new.events.is_empty());
         assert_eq!(new.view.viewer, Some(0));
         let dealt = deal(
-            &ring,
+            &tokens,
             &pb::DealRequest {
                 state: new.state.into(),
                 viewer: None,
@@ -202,7 +209,7 @@ mod tests {
         let turn = dealt.view.turn.unwrap();
         assert!(dealt.view.hand.is_empty(), "a spectator sees no hand");
         let seen = score(
-            &ring,
+            &tokens,
             &pb::ScoreRequest {
                 state: dealt.state.clone().into(),
                 viewer: Some(turn),
@@ -214,7 +221,7 @@ mod tests {
         assert_eq!(seen.hand.len(), 9);
         let lead = seen.legal_moves[0];
         let played = play(
-            &ring,
+            &tokens,
             &pb::PlayRequest {
                 state: dealt.state.into(),
                 seat: turn,
@@ -231,11 +238,11 @@ mod tests {
 
     #[test]
     fn a_drawn_tile_is_shown_only_to_its_drawer() {
-        let ring = ring();
+        let tokens = tokens();
         // Play seeded games until someone must draw; compare the drawer's and others' events.
         for seed in 0..50 {
             let new = new_game(
-                &ring,
+                &tokens,
                 &pb::NewGameRequest {
                     rules: None,
                     seed: Some(seed),
@@ -244,7 +251,7 @@ mod tests {
             )
             .unwrap();
             let mut state = deal(
-                &ring,
+                &tokens,
                 &pb::DealRequest {
                     state: new.state.into(),
                     viewer: None,
@@ -254,7 +261,7 @@ mod tests {
             .state;
             for _ in 0..40 {
                 let view = score(
-                    &ring,
+                    &tokens,
                     &pb::ScoreRequest {
                         state: state.clone().into(),
                         viewer: None,
@@ -265,7 +272,7 @@ mod tests {
                 .unwrap();
                 let Some(turn) = view.turn else { break };
                 let seen = score(
-                    &ring,
+                    &tokens,
                     &pb::ScoreRequest {
                         state: state.clone().into(),
                         viewer: Some(turn),
@@ -276,7 +283,7 @@ mod tests {
                 .unwrap();
                 if seen.must_draw {
                     let mine = draw(
-                        &ring,
+                        &tokens,
                         &pb::DrawRequest {
                             state: state.clone().into(),
                             seat: turn,
@@ -285,7 +292,7 @@ mod tests {
                     )
                     .unwrap();
                     let theirs = draw(
-                        &ring,
+                        &tokens,
                         &pb::DrawRequest {
                             state: state.into(),
                             seat: turn,
@@ -303,7 +310,7 @@ mod tests {
                 }
                 let m = seen.legal_moves[0];
                 state = play(
-                    &ring,
+                    &tokens,
                     &pb::PlayRequest {
                         state: state.into(),
                         seat: turn,
@@ -326,7 +333,7 @@ mod tests {
         use rand_chacha::ChaCha8Rng;
         use rand_chacha::rand_core::SeedableRng;
 
-        let ring = ring();
+        let tokens = tokens();
         // Random players at a four-seat table under "own pips off" play long games.
         let mut game = Game::new(Rules::for_players(4), 2).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(2);
@@ -340,10 +347,10 @@ mod tests {
             match_id: [1; MATCH_ID_LEN],
             game: game.clone(),
         };
-        let token = state::seal(&ring, &record).unwrap();
+        let token = tokens.seal(&record).unwrap();
         assert!(token.len() <= 512, "{} bytes", token.len());
         let sheet = score(
-            &ring,
+            &tokens,
             &pb::ScoreRequest {
                 state: token.into(),
                 viewer: None,

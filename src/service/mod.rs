@@ -23,14 +23,15 @@ use tonic::{Request, Response, Status};
 use crate::metrics::Metrics;
 use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
-use crate::state::KeyRing;
+use crate::state::Tokens;
 use status::ApiError;
 
-/// The service: holds the key ring and the metrics, nothing else (no game state
-/// between calls).
+/// The service: holds the key ring with its cache of lately sealed games, and the
+/// metrics. No call depends on another: a game lives in its token, and the cache only
+/// saves reopening a token this process sealed (`state::tokens`).
 #[derive(Clone, Debug)]
 pub struct Api {
-    ring: Arc<KeyRing>,
+    tokens: Arc<Tokens>,
     metrics: Arc<Metrics>,
     /// One permit per HARD search allowed to run at once (one per core): searches take
     /// milliseconds, so they run off the async workers, and a flood of them queues here
@@ -39,10 +40,10 @@ pub struct Api {
 }
 
 impl Api {
-    pub fn new(ring: Arc<KeyRing>, metrics: Arc<Metrics>) -> Api {
+    pub fn new(tokens: Arc<Tokens>, metrics: Arc<Metrics>) -> Api {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Api {
-            ring,
+            tokens,
             metrics,
             searches: Arc::new(Semaphore::new(cores)),
         }
@@ -102,7 +103,7 @@ impl AllFivesService for Api {
             let answer = changing!(
                 self.metrics,
                 NewGameResponse,
-                handlers::new_game(&self.ring, req.get_ref())
+                handlers::new_game(&self.tokens, req.get_ref())
             );
             if answer.is_ok() {
                 self.metrics.game_created();
@@ -119,7 +120,7 @@ impl AllFivesService for Api {
             changing!(
                 self.metrics,
                 DealResponse,
-                handlers::deal(&self.ring, req.get_ref())
+                handlers::deal(&self.tokens, req.get_ref())
             )
         })
     }
@@ -132,7 +133,7 @@ impl AllFivesService for Api {
             changing!(
                 self.metrics,
                 PlayResponse,
-                handlers::play(&self.ring, req.get_ref())
+                handlers::play(&self.tokens, req.get_ref())
             )
         })
     }
@@ -145,7 +146,7 @@ impl AllFivesService for Api {
             changing!(
                 self.metrics,
                 DrawResponse,
-                handlers::draw(&self.ring, req.get_ref())
+                handlers::draw(&self.tokens, req.get_ref())
             )
         })
     }
@@ -155,7 +156,7 @@ impl AllFivesService for Api {
         req: Request<pb::ScoreRequest>,
     ) -> Result<Response<pb::ScoreResponse>, Status> {
         traced(&self.metrics, "Score", None, || {
-            handlers::score(&self.ring, req.get_ref())
+            handlers::score(&self.tokens, req.get_ref())
         })
     }
 
@@ -166,7 +167,7 @@ impl AllFivesService for Api {
         let seat = Some(req.get_ref().seat);
         if req.get_ref().level != pb::BotLevel::Hard as i32 {
             return traced(&self.metrics, "Suggest", seat, || {
-                handlers::suggest(&self.ring, req.get_ref())
+                handlers::suggest(&self.tokens, req.get_ref())
             });
         }
         // A closed semaphore cannot happen (it is never closed); answer UNAVAILABLE
@@ -179,7 +180,7 @@ impl AllFivesService for Api {
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
             traced(&api.metrics, "Suggest", seat, || {
-                handlers::suggest(&api.ring, req.get_ref())
+                handlers::suggest(&api.tokens, req.get_ref())
             })
         })
         .await

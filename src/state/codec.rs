@@ -410,6 +410,28 @@ fn build(state: &StateFields<'_>) -> Result<Record, DecodeError> {
     out
 }
 
+/// Whether [`decode`] takes this game back: the engine's games always pass its checks,
+/// but not always its limits (a counter at `u32::MAX`, points beyond [`MAX_POINTS`]),
+/// which it holds a token to so that nothing overflows. The token cache keeps only
+/// games that pass, so a game at a limit is refused from the cache as from its token.
+pub fn reopens(record: &Record) -> bool {
+    let game = &record.game;
+    let mut sums = Sums::default();
+    if let Some(row) = game.sheet.carried() {
+        sums.add(row);
+    }
+    for row in game.sheet.rows() {
+        sums.add(row);
+    }
+    game.moves != u32::MAX
+        && game.hands_dealt != u32::MAX
+        && game
+            .scores()
+            .iter()
+            .all(|s| i64::from(s.unsigned_abs()) <= MAX_POINTS)
+        && sums.magnitude <= MAX_POINTS as u64
+}
+
 /// Fills in a game that has its rules and seed from the rest of a state's fields.
 fn fill(state: &StateFields<'_>, game: &mut Game) -> Result<(), DecodeError> {
     let rules = game.rules;

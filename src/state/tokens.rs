@@ -1,0 +1,324 @@
+//! [`Tokens`]: what the service opens and seals state tokens with: the key ring, and a
+//! cache of the games this process sealed lately, so that the call which brings one of
+//! those tokens back skips the cipher and the decoder.
+//!
+//! The service stays stateless. Every token still carries its whole game, any replica
+//! opens any token, and a call answers exactly what it would without the cache: the
+//! cache only remembers, for a token this process sealed (or opened), the game that
+//! token holds. A token is found only by its exact bytes, all of them compared, so a
+//! token altered in any byte, sealed elsewhere, or under a key the ring does not hold
+//! misses and goes through [`super::open`], which refuses it as before.
+//!
+//! The cache is direct-mapped: a fixed number of slots (a power of two, chosen at start,
+//! `--token-cache`), a token's slot picked by its nonce, which this process drew at
+//! random for the tokens it sealed. One entry per slot, each under its own lock (held
+//! for a compare and a pointer swap, never across the engine's work). An entry is taken
+//! out when its token is opened and put back under the answer's token once the call has
+//! sealed it, so a match's next call finds it; a token used a second time (a retry, a
+//! replay) misses and is opened by the cipher, as any token on another replica would
+//! be. A slot that two live matches share keeps the later one; the other misses once.
+//! Memory: the slots, 16 bytes each, and at most one game of about 600 bytes plus its
+//! token per slot, allocated as slots fill.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::{KeyRing, Record, TokenError, codec};
+
+/// The most slots a cache may have (about 16 MiB of slots, up to a gigabyte of games).
+pub const MAX_SLOTS: usize = 1 << 20;
+
+/// The key ring and the cache of lately sealed games.
+pub struct Tokens {
+    ring: Arc<KeyRing>,
+    slots: Box<[Slot]>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+type Slot = Mutex<Option<Box<Entry>>>;
+
+/// A game and the token it was last sealed in (or opened from).
+struct Entry {
+    token: Vec<u8>,
+    record: Record,
+}
+
+/// A game opened from a token, by the cache or the cipher. Hand it back with
+/// [`Tokens::keep`] once its new token is sealed (or, for a call that changes nothing,
+/// under the token it came in), so the next call with that token finds it.
+pub struct Opened(Box<Entry>);
+
+impl Opened {
+    /// A game that came in no token (a new match).
+    pub fn new(record: Record) -> Opened {
+        Opened(Box::new(Entry {
+            token: Vec::new(),
+            record,
+        }))
+    }
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Opened").field(&self.0.record).finish()
+    }
+}
+
+impl Deref for Opened {
+    type Target = Record;
+    fn deref(&self) -> &Record {
+        &self.0.record
+    }
+}
+
+impl DerefMut for Opened {
+    fn deref_mut(&mut self) -> &mut Record {
+        &mut self.0.record
+    }
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokens")
+            .field("ring", &self.ring)
+            .field("cache_slots", &self.slots.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tokens {
+    /// Tokens under `ring`, with a cache of `slots` games rounded up to a power of two
+    /// (at most [`MAX_SLOTS`]); 0 turns the cache off.
+    pub fn new(ring: Arc<KeyRing>, slots: usize) -> Tokens {
+        let slots = match slots {
+            0 => 0,
+            n => n.min(MAX_SLOTS).next_power_of_two(),
+        };
+        Tokens {
+            ring,
+            slots: (0..slots).map(|_| Mutex::new(None)).collect(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// Tokens under `ring` with no cache: every token is opened by the cipher.
+    pub fn uncached(ring: Arc<KeyRing>) -> Tokens {
+        Tokens::new(ring, 0)
+    }
+
+    pub fn ring(&self) -> &KeyRing {
+        &self.ring
+    }
+
+    /// The cache's slots (0 when it is off).
+    pub fn cache_slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Tokens opened from the cache and by the cipher so far.
+    pub fn cache_counts(&self) -> (u64, u64) {
+        (self.hits.load(Relaxed), self.misses.load(Relaxed))
+    }
+
+    /// The slot of a token: its nonce's first eight bytes, which are random for every
+    /// token this process sealed. Anything too short to hold them has none (and will
+    /// not open).
+    fn slot(&self, token: &[u8]) -> Option<&Slot> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let nonce: [u8; 8] = token.get(2..10)?.try_into().ok()?;
+        let index = u64::from_le_bytes(nonce) as usize & (self.slots.len() - 1);
+        self.slots.get(index)
+    }
+
+    /// Opens a token: the game from the cache if this process sealed that very token
+    /// lately, else decrypted, decoded and checked by [`super::open`].
+    pub fn open(&self, token: &[u8]) -> Result<Opened, TokenError> {
+        if let Some(slot) = self.slot(token) {
+            let mut held = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            if held.as_ref().is_some_and(|entry| entry.token == token)
+                && let Some(entry) = held.take()
+            {
+                drop(held);
+                self.hits.fetch_add(1, Relaxed);
+                return Ok(Opened(entry));
+            }
+            drop(held);
+            self.misses.fetch_add(1, Relaxed);
+        }
+        super::open(&self.ring, token).map(Opened::new)
+    }
+
+    /// Encodes and seals a game under the ring's active key.
+    pub fn seal(&self, record: &Record) -> Result<Vec<u8>, TokenError> {
+        super::seal(&self.ring, record)
+    }
+
+    /// Keeps an opened game under `token`, the token that now carries it: the one just
+    /// sealed for it, or the one it came in if the call changed nothing. The slot's
+    /// previous game, if any, is dropped. A game its token would not open again (one at
+    /// a limit of the decoder, [`codec::reopens`]) is not kept.
+    pub fn keep(&self, opened: Opened, token: &[u8]) {
+        let Some(slot) = self.slot(token) else {
+            return;
+        };
+        if !codec::reopens(&opened) {
+            return;
+        }
+        let mut entry = opened.0;
+        entry.token.clear();
+        entry.token.extend_from_slice(token);
+        let previous = slot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(entry);
+        drop(previous);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Action, Game, Rules};
+    use crate::state::MATCH_ID_LEN;
+
+    fn ring() -> Arc<KeyRing> {
+        Arc::new(KeyRing::new(vec![(1, [9; 32])], None).unwrap())
+    }
+
+    fn dealt() -> Record {
+        let mut game = Game::new(Rules::for_players(2), 7).unwrap();
+        game.apply(Action::Deal, &mut Vec::new()).unwrap();
+        Record {
+            match_id: [5; MATCH_ID_LEN],
+            game,
+        }
+    }
+
+    /// Seals `record` and keeps it, as a handler does.
+    fn sealed(tokens: &Tokens, record: Record) -> Vec<u8> {
+        let token = tokens.seal(&record).unwrap();
+        tokens.keep(Opened::new(record), &token);
+        token
+    }
+
+    #[test]
+    fn a_kept_token_opens_from_the_cache_to_the_same_game() {
+        let tokens = Tokens::new(ring(), 64);
+        let token = sealed(&tokens, dealt());
+        let opened = tokens.open(&token).unwrap();
+        assert_eq!(tokens.cache_counts(), (1, 0));
+        assert_eq!(*opened, dealt());
+        assert_eq!(*opened, crate::state::open(tokens.ring(), &token).unwrap());
+    }
+
+    #[test]
+    fn an_opened_game_is_taken_out_so_the_same_token_again_goes_to_the_cipher() {
+        let tokens = Tokens::new(ring(), 64);
+        let token = sealed(&tokens, dealt());
+        let first = tokens.open(&token).unwrap();
+        let again = tokens.open(&token).unwrap();
+        assert_eq!(tokens.cache_counts(), (1, 1));
+        assert_eq!(*first, *again);
+        tokens.keep(again, &token);
+        assert_eq!(*tokens.open(&token).unwrap(), *first);
+        assert_eq!(tokens.cache_counts(), (2, 1));
+    }
+
+    #[test]
+    fn a_token_altered_in_any_byte_misses_and_is_refused() {
+        let tokens = Tokens::new(ring(), 1);
+        let token = sealed(&tokens, dealt());
+        for i in 0..token.len() {
+            let mut bad = token.clone();
+            bad[i] ^= 0x01;
+            assert!(tokens.open(&bad).is_err(), "byte {i}");
+            assert!(tokens.open(&bad[..i]).is_err(), "cut at {i}");
+        }
+        let mut longer = token.clone();
+        longer.push(0);
+        assert!(tokens.open(&longer).is_err());
+        assert_eq!(tokens.cache_counts().0, 0, "no altered token was served");
+        assert_eq!(*tokens.open(&token).unwrap(), dealt(), "still kept");
+    }
+
+    #[test]
+    fn a_token_of_another_ring_is_refused_though_its_slot_is_full() {
+        let tokens = Tokens::new(ring(), 1);
+        sealed(&tokens, dealt());
+        let other = Tokens::new(Arc::new(KeyRing::new(vec![(1, [8; 32])], None).unwrap()), 1);
+        let foreign = sealed(&other, dealt());
+        assert_eq!(tokens.open(&foreign).unwrap_err(), TokenError::Invalid);
+    }
+
+    #[test]
+    fn matches_sharing_a_slot_keep_the_later_and_the_earlier_opens_by_the_cipher() {
+        let tokens = Tokens::new(ring(), 1);
+        let a = sealed(&tokens, dealt());
+        let mut later = dealt();
+        later.match_id = [6; MATCH_ID_LEN];
+        let b = sealed(&tokens, later.clone());
+        assert_eq!(*tokens.open(&a).unwrap(), dealt());
+        assert_eq!(*tokens.open(&b).unwrap(), later);
+        assert_eq!(tokens.cache_counts(), (1, 1));
+    }
+
+    #[test]
+    fn a_game_its_token_would_not_open_is_not_kept() {
+        let tokens = Tokens::new(ring(), 64);
+        let mut record = dealt();
+        record.game.moves = u32::MAX;
+        let token = tokens.seal(&record).unwrap();
+        tokens.keep(Opened::new(record), &token);
+        assert_eq!(tokens.open(&token).unwrap_err(), TokenError::Corrupt);
+        assert_eq!(tokens.cache_counts(), (0, 1));
+    }
+
+    #[test]
+    fn reopens_says_what_the_decoder_takes_back() {
+        let tokens = Tokens::uncached(ring());
+        // Points go in fives; the largest the decoder takes is 5 * 53,687,091 (such a
+        // score with no winner is refused anyway, so only the points past it are tried).
+        fn add_points(r: &mut Record, fives: i32) {
+            let mut rows: Vec<_> = r.game.sheet.rows().cloned().collect();
+            rows[0].play[0] += 5 * fives;
+            r.game.scores[0] += 5 * fives;
+            r.game.sheet = crate::engine::ScoreSheet::from_parts(None, rows).unwrap();
+        }
+        let at_limits: [fn(&mut Record); 6] = [
+            |_| {},
+            |r| r.game.moves = u32::MAX,
+            |r| r.game.moves = u32::MAX - 1,
+            |r| r.game.hands_dealt = u32::MAX,
+            |r| add_points(r, 53_687_092 - r.game.scores[0] / 5),
+            |r| add_points(r, 1 << 27),
+        ];
+        for (i, change) in at_limits.into_iter().enumerate() {
+            let mut record = dealt();
+            change(&mut record);
+            let token = tokens.seal(&record).unwrap();
+            let decoded = crate::state::open(tokens.ring(), &token);
+            assert_eq!(codec::reopens(&record), decoded.is_ok(), "{i}: {decoded:?}");
+        }
+    }
+
+    #[test]
+    fn without_a_cache_every_token_goes_to_the_cipher() {
+        let tokens = Tokens::uncached(ring());
+        assert_eq!(tokens.cache_slots(), 0);
+        let token = sealed(&tokens, dealt());
+        assert_eq!(*tokens.open(&token).unwrap(), dealt());
+        assert_eq!(tokens.cache_counts(), (0, 0));
+    }
+
+    #[test]
+    fn slots_are_a_power_of_two_and_bounded() {
+        assert_eq!(Tokens::new(ring(), 1000).cache_slots(), 1024);
+        assert_eq!(Tokens::new(ring(), 4096).cache_slots(), 4096);
+        assert_eq!(Tokens::new(ring(), usize::MAX).cache_slots(), MAX_SLOTS);
+    }
+}
