@@ -5,6 +5,8 @@
 #
 #   bash benches/instructions.sh            # the typical 2-player Play
 #   bash benches/instructions.sh 4p-long    # the 4-player Play with a full score sheet
+#   bash benches/instructions.sh 2p cached  # the same Play, its token's game kept by
+#                                           # the token cache (src/state/tokens.rs)
 #
 # Each figure is a function's inclusive instruction count over the run divided by the
 # times it was called; the whole call and the allocations are per Play handled with its
@@ -13,20 +15,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 position=${1:-2p}
+case "${2:-}" in
+  "") bench_name=all-play-answer-written ;;
+  cached) bench_name=all-play-answer-written-cached ;;
+  *) echo "usage: $0 [2p|4p-long] [cached]" >&2; exit 2 ;;
+esac
 bench=$(cargo bench --bench call --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-valgrind --tool=callgrind --callgrind-out-file="$out" "$bench" --bench --profile-time 1 \
-  "call/$position/all-play-answer-written" >/dev/null 2>&1
+valgrind --tool=callgrind --callgrind-out-file="$out" "$bench" --bench --exact --profile-time 1 \
+  "call/$position/$bench_name" >/dev/null 2>&1
 callgrind_annotate --tree=caller --inclusive=yes "$out" 2>/dev/null | awk '
   BEGIN {
     n = split("criterion::bencher::Bencher<M>::iter|allfives::service::handlers::play|" \
-      "allfives::state::open|allfives::state::codec::decode|" \
+      "allfives::state::tokens::Tokens::open|allfives::state::open|allfives::state::codec::decode|" \
       "allfives::engine::check::<impl allfives::engine::game::Game>::check_given_totals|" \
       "allfives::engine::game::Game::apply|" \
       "allfives::engine::view::<impl allfives::engine::game::Game>::view|" \
       "allfives::service::convert::view_out|allfives::state::seal|" \
-      "allfives::state::codec::encode_into|allfives::service::codec::write_answer|malloc", names, "|")
+      "allfives::state::codec::encode_into|allfives::state::tokens::Tokens::keep|" \
+      "allfives::service::codec::encode_answer|allfives::service::codec::write_answer|malloc", names, "|")
   }
   # A block: the callers ("<" lines, each "(Nx)"), then the function ("*" line).
   /^$/ { calls = 0; next }
@@ -41,10 +49,15 @@ callgrind_annotate --tree=caller --inclusive=yes "$out" 2>/dev/null | awk '
   END {
     # One iteration is one Play handled and its answer written.
     calls = count["allfives::service::codec::write_answer"]
+    play = "allfives::service::handlers::play"; written = "allfives::service::codec::write_answer"
+    if (!(names[1] in ir) && (play in ir) && (written in ir))
+      printf "%8.0f   the handler and its answer written (handlers::play + write_answer)\n", \
+        ir[play] / count[play] + ir[written] / count[written]
     for (i = 1; i <= n; i++) {
       f = names[i]
       if (!(f in ir)) continue
-      if (f == "malloc") printf "%8.1f   allocations\n", count[f] / calls
+      if (f == "malloc" && !(names[1] in ir)) printf "%8.1f   allocations (with the set-up'"'"'s copy of the game)\n", count[f] / calls
+      else if (f == "malloc") printf "%8.1f   allocations\n", count[f] / calls
       else if (i == 1) printf "%8.0f   the whole call (handler, answer written)\n", ir[f] / calls
       else printf "%8.0f   %s\n", ir[f] / count[f], f
     }

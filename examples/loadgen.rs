@@ -76,9 +76,12 @@ struct Args {
     /// Process id of the server at --addr, for its CPU time and memory.
     #[arg(long, requires = "addr")]
     server_pid: Option<u32>,
-    /// Tokio worker threads of the server this starts (`--worker-threads`); 0 starts it
-    /// on its current-thread runtime instead (`--current-thread`).
-    #[arg(long, default_value_t = 1)]
+    /// Tokio worker threads of the server this starts (`--worker-threads`); 0, the
+    /// default, starts it on its current-thread runtime instead (`--current-thread`):
+    /// on these two shared cores, one for the server and one for this process, that
+    /// is the sizing measured to cost the server least per call, bare or game
+    /// (docs/PERFORMANCE.md, "Runtimes").
+    #[arg(long, default_value_t = 0)]
     server_threads: u16,
     /// An extra flag for the server this starts (repeat for more), e.g.
     /// `--server-arg=--log-filter=warn`. By default it runs with its defaults
