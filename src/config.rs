@@ -157,9 +157,10 @@ pub struct Config {
 
     /// Games kept in memory by the token they were last sealed in, so that the next call
     /// of a match that comes back to this replica skips decrypting and decoding its
-    /// token (rounded up to a power of two; 0 turns the cache off). Each holds about
-    /// 1 KiB once used. Answers are the same either way (docs/PERFORMANCE.md, "The
-    /// token cache").
+    /// token (rounded up to a power of two; 0 turns the cache off). Nearly every such
+    /// call hits while the matches in play here are under about half of it; a game
+    /// kept takes 0.5 to 2.5 KiB. Answers are the same either way (docs/PERFORMANCE.md,
+    /// "The token cache").
     #[arg(
         long,
         env = "ALLFIVES_TOKEN_CACHE",

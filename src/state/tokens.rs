@@ -9,35 +9,59 @@
 //! token altered in any byte, sealed elsewhere, or under a key the ring does not hold
 //! misses and goes through [`super::open`], which refuses it as before.
 //!
-//! The cache is direct-mapped: a fixed number of slots (a power of two, chosen at start,
-//! `--token-cache`), a token's slot picked by its nonce, which this process drew at
-//! random for the tokens it sealed. One entry per slot, each under its own lock (held
-//! for a compare and a pointer swap, never across the engine's work). An entry is taken
-//! out when its token is opened and put back under the answer's token once the call has
+//! The cache holds a fixed number of games (`--token-cache`, a power of two chosen at
+//! start) in sets of eight: a token's set is picked by its nonce, which this process drew
+//! at random for the tokens it sealed, and each set has its own lock, held for a few
+//! compares and a pointer swap, never across the engine's work. An entry is taken out
+//! when its token is opened and put back under the answer's token once the call has
 //! sealed it, so a match's next call finds it; a token used a second time (a retry, a
 //! replay) misses and is opened by the cipher, as any token on another replica would
-//! be. A slot that two live matches share keeps the later one; the other misses once.
-//! Memory: the slots, 16 bytes each, and at most one game of about 600 bytes plus its
-//! token per slot, allocated as slots fill.
+//! be. A set that is full gives up the game put in longest ago: a match whose game is
+//! put back at every call keeps it while the games of ended or abandoned matches age
+//! out, so nearly every call hits while the matches in play on a replica are fewer than
+//! the cache holds (a set-associative cache, near enough to least recently used). A
+//! match that is over is not kept at all.
+//! Memory: about 25 bytes a slot, and a game of 0.5 to 2.5 KiB (its score sheet and
+//! token included) in each slot that has been filled.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{KeyRing, Record, TokenError, codec};
+use crate::engine::Phase;
 
-/// The most slots a cache may have (about 16 MiB of slots, up to a gigabyte of games).
+/// The most games a cache may hold (about 25 MiB of sets, up to 2.5 GiB of games).
 pub const MAX_SLOTS: usize = 1 << 20;
+
+/// Games a set holds.
+const WAYS: usize = 8;
 
 /// The key ring and the cache of lately sealed games.
 pub struct Tokens {
     ring: Arc<KeyRing>,
-    slots: Box<[Slot]>,
+    sets: Box<[Mutex<Set>]>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
 
-type Slot = Mutex<Option<Box<Entry>>>;
+/// Eight games, each with its token's key (below) and the time it was put in (the
+/// set's own count of puts), kept beside them so a lookup reads one set, not eight
+/// games.
+#[derive(Default)]
+struct Set {
+    keys: [u64; WAYS],
+    put_at: [u64; WAYS],
+    ways: [Option<Box<Entry>>; WAYS],
+    puts: u64,
+}
+
+/// A token's key: its nonce's first eight bytes, random for every token this process
+/// sealed. Its low bits pick the set; all of it tells the ways apart before any token
+/// is compared. Anything too short to hold it has none (and will not open).
+fn key(token: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(token.get(2..10)?.try_into().ok()?))
+}
 
 /// A game and the token it was last sealed in (or opened from).
 struct Entry {
@@ -83,22 +107,22 @@ impl std::fmt::Debug for Tokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tokens")
             .field("ring", &self.ring)
-            .field("cache_slots", &self.slots.len())
+            .field("cache_slots", &self.cache_slots())
             .finish_non_exhaustive()
     }
 }
 
 impl Tokens {
     /// Tokens under `ring`, with a cache of `slots` games rounded up to a power of two
-    /// (at most [`MAX_SLOTS`]); 0 turns the cache off.
+    /// (at least eight, at most [`MAX_SLOTS`]); 0 turns the cache off.
     pub fn new(ring: Arc<KeyRing>, slots: usize) -> Tokens {
-        let slots = match slots {
+        let sets = match slots {
             0 => 0,
-            n => n.min(MAX_SLOTS).next_power_of_two(),
+            n => n.clamp(WAYS, MAX_SLOTS).next_power_of_two() / WAYS,
         };
         Tokens {
             ring,
-            slots: (0..slots).map(|_| Mutex::new(None)).collect(),
+            sets: (0..sets).map(|_| Mutex::default()).collect(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
@@ -113,9 +137,9 @@ impl Tokens {
         &self.ring
     }
 
-    /// The cache's slots (0 when it is off).
+    /// The games the cache holds at most (0 when it is off).
     pub fn cache_slots(&self) -> usize {
-        self.slots.len()
+        self.sets.len() * WAYS
     }
 
     /// Tokens opened from the cache and by the cipher so far.
@@ -123,31 +147,29 @@ impl Tokens {
         (self.hits.load(Relaxed), self.misses.load(Relaxed))
     }
 
-    /// The slot of a token: its nonce's first eight bytes, which are random for every
-    /// token this process sealed. Anything too short to hold them has none (and will
-    /// not open).
-    fn slot(&self, token: &[u8]) -> Option<&Slot> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        let nonce: [u8; 8] = token.get(2..10)?.try_into().ok()?;
-        let index = u64::from_le_bytes(nonce) as usize & (self.slots.len() - 1);
-        self.slots.get(index)
+    /// The set of a token's key.
+    fn set(&self, key: u64) -> Option<&Mutex<Set>> {
+        let mask = self.sets.len().checked_sub(1)?;
+        self.sets.get(key as usize & mask)
     }
 
     /// Opens a token: the game from the cache if this process sealed that very token
     /// lately, else decrypted, decoded and checked by [`super::open`].
     pub fn open(&self, token: &[u8]) -> Result<Opened, TokenError> {
-        if let Some(slot) = self.slot(token) {
-            let mut held = slot.lock().unwrap_or_else(PoisonError::into_inner);
-            if held.as_ref().is_some_and(|entry| entry.token == token)
-                && let Some(entry) = held.take()
-            {
-                drop(held);
+        if let Some(key) = key(token)
+            && let Some(set) = self.set(key)
+        {
+            let mut set = set.lock().unwrap_or_else(PoisonError::into_inner);
+            let Set { keys, ways, .. } = &mut *set;
+            let found = (0..WAYS)
+                .filter(|&w| keys[w] == key)
+                .find(|&w| ways[w].as_ref().is_some_and(|entry| entry.token == token))
+                .and_then(|w| ways[w].take());
+            drop(set);
+            if let Some(entry) = found {
                 self.hits.fetch_add(1, Relaxed);
                 return Ok(Opened(entry));
             }
-            drop(held);
             self.misses.fetch_add(1, Relaxed);
         }
         super::open(&self.ring, token).map(Opened::new)
@@ -159,23 +181,36 @@ impl Tokens {
     }
 
     /// Keeps an opened game under `token`, the token that now carries it: the one just
-    /// sealed for it, or the one it came in if the call changed nothing. The slot's
-    /// previous game, if any, is dropped. A game its token would not open again (one at
-    /// a limit of the decoder, [`codec::reopens`]) is not kept.
+    /// sealed for it, or the one it came in if the call changed nothing. In a full set
+    /// it takes the place of the game put in longest ago. Not kept: a game that is over
+    /// (no move can follow; a last Score opens it by the cipher), and a game its token
+    /// would not open again (one at a limit of the decoder, [`codec::reopens`]).
     pub fn keep(&self, opened: Opened, token: &[u8]) {
-        let Some(slot) = self.slot(token) else {
+        let Some((key, set)) = key(token).and_then(|key| Some((key, self.set(key)?))) else {
             return;
         };
-        if !codec::reopens(&opened) {
+        if opened.game.phase() == Phase::Over || !codec::reopens(&opened) {
             return;
         }
         let mut entry = opened.0;
         entry.token.clear();
         entry.token.extend_from_slice(token);
-        let previous = slot
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .replace(entry);
+        let mut set = set.lock().unwrap_or_else(PoisonError::into_inner);
+        let Set {
+            keys,
+            put_at,
+            ways,
+            puts,
+        } = &mut *set;
+        let way = match ways.iter().position(Option::is_none) {
+            Some(empty) => empty,
+            None => (0..WAYS).min_by_key(|&w| put_at[w]).unwrap_or(0),
+        };
+        *puts += 1;
+        put_at[way] = *puts;
+        keys[way] = key;
+        let previous = ways[way].replace(entry);
+        drop(set);
         drop(previous);
     }
 }
@@ -255,16 +290,75 @@ mod tests {
         assert_eq!(tokens.open(&foreign).unwrap_err(), TokenError::Invalid);
     }
 
+    fn numbered(n: u8) -> Record {
+        let mut record = dealt();
+        record.match_id = [n; MATCH_ID_LEN];
+        record
+    }
+
     #[test]
-    fn matches_sharing_a_slot_keep_the_later_and_the_earlier_opens_by_the_cipher() {
-        let tokens = Tokens::new(ring(), 1);
-        let a = sealed(&tokens, dealt());
-        let mut later = dealt();
-        later.match_id = [6; MATCH_ID_LEN];
-        let b = sealed(&tokens, later.clone());
-        assert_eq!(*tokens.open(&a).unwrap(), dealt());
-        assert_eq!(*tokens.open(&b).unwrap(), later);
+    fn a_full_set_gives_up_the_game_put_in_longest_ago() {
+        // Eight slots: one set.
+        let tokens = Tokens::new(ring(), 8);
+        let t: Vec<Vec<u8>> = (0..8).map(|n| sealed(&tokens, numbered(n))).collect();
+        // Game 0 is opened and put back (a Score call): now the newest.
+        let score = tokens.open(&t[0]).unwrap();
+        tokens.keep(score, &t[0]);
+        let t8 = sealed(&tokens, numbered(8));
+        assert_eq!(tokens.cache_counts(), (1, 0));
+        // Game 1, the oldest, made room; it still opens, by the cipher.
+        assert_eq!(*tokens.open(&t[1]).unwrap(), numbered(1));
         assert_eq!(tokens.cache_counts(), (1, 1));
+        for n in [0, 2, 3, 4, 5, 6, 7] {
+            assert_eq!(*tokens.open(&t[n]).unwrap(), numbered(n as u8));
+        }
+        assert_eq!(*tokens.open(&t8).unwrap(), numbered(8));
+        assert_eq!(tokens.cache_counts(), (9, 1));
+    }
+
+    #[test]
+    fn matches_in_play_fewer_than_the_slots_keep_hitting_while_ended_ones_age_out() {
+        // 400 matches in play on 1024 slots, each call sealing a new token, and 50
+        // ended matches' games put in every round and never asked for again. (Direct
+        // mapped, one game a slot, about 64 % would hit.)
+        let tokens = Tokens::new(ring(), 1024);
+        let mut live: Vec<Vec<u8>> = (0..400)
+            .map(|n| sealed(&tokens, numbered(n as u8)))
+            .collect();
+        for round in 0..6 {
+            for token in &mut live {
+                let opened = tokens.open(token).unwrap();
+                *token = sealed(&tokens, (*opened).clone());
+            }
+            for n in 0..50 {
+                sealed(&tokens, numbered((round * 50 + n) as u8));
+            }
+        }
+        let (hits, misses) = tokens.cache_counts();
+        assert_eq!(hits + misses, 2400);
+        assert!(hits >= 2200, "{hits} hits, {misses} misses");
+    }
+
+    #[test]
+    fn a_game_that_is_over_is_not_kept() {
+        use crate::engine::bot::{Strategy, choose};
+        use rand_chacha::ChaCha8Rng;
+        use rand_chacha::rand_core::SeedableRng;
+        let mut record = dealt();
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut scratch = Vec::new();
+        while let Some(action) = choose(&record.game, Strategy::Greedy, &mut rng, &mut scratch) {
+            record.game.apply(action, &mut Vec::new()).unwrap();
+        }
+        assert_eq!(record.game.phase(), Phase::Over);
+        let tokens = Tokens::new(ring(), 64);
+        let token = sealed(&tokens, record.clone());
+        assert_eq!(
+            *tokens.open(&token).unwrap(),
+            record,
+            "opened by the cipher"
+        );
+        assert_eq!(tokens.cache_counts(), (0, 1));
     }
 
     #[test]
@@ -317,6 +411,7 @@ mod tests {
 
     #[test]
     fn slots_are_a_power_of_two_and_bounded() {
+        assert_eq!(Tokens::new(ring(), 1).cache_slots(), 8);
         assert_eq!(Tokens::new(ring(), 1000).cache_slots(), 1024);
         assert_eq!(Tokens::new(ring(), 4096).cache_slots(), 4096);
         assert_eq!(Tokens::new(ring(), usize::MAX).cache_slots(), MAX_SLOTS);
