@@ -23,7 +23,7 @@ use allfives::proto::v1 as pb;
 use allfives::service::codec::{encode_answer, write_answer};
 use allfives::service::convert::{event_out, view_out};
 use allfives::service::handlers;
-use allfives::state::{KeyRing, Opened, Record, Tokens, codec, token};
+use allfives::state::{KeyRing, Record, Tokens, codec, token};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
@@ -208,7 +208,7 @@ fn parts(c: &mut Criterion) {
         group.bench_function("all-play-answer-written-cached", |b| {
             let mut buf = Vec::with_capacity(4096);
             b.iter_batched(
-                || cached.keep(Opened::new(p.record.clone()), &p.token),
+                || cached.keep(cached.open(&p.token).expect("open")),
                 |()| play_written(&cached, black_box(&p.request), &mut buf),
                 BatchSize::PerIteration,
             );

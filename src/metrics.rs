@@ -33,7 +33,7 @@ use tokio::task::JoinSet;
 use tonic::Code;
 
 use crate::proto::v1 as pb;
-use crate::state::Tokens;
+use crate::state::tokens::CacheCounts;
 
 /// The content type of the exposition `GET /metrics` answers.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -219,8 +219,8 @@ struct Counts {
     hands_dealt: AtomicU64,
     moves: [AtomicU64; MOVE_KINDS.len()],
     rejected_tokens: [AtomicU64; TOKEN_REASONS.len()],
-    /// The token cache whose lookups are shown, once the server has made it.
-    token_cache: OnceLock<Arc<Tokens>>,
+    /// The lookups of the token cache, once the server has made it.
+    token_cache: OnceLock<Arc<CacheCounts>>,
 }
 
 /// The server's metrics: shared (in an `Arc`) by the gRPC server, the API and the
@@ -284,10 +284,10 @@ impl Metrics {
         }
     }
 
-    /// Shows the lookups of this token cache (the first one given; the server gives
-    /// the one its API opens tokens with).
-    pub fn watch_token_cache(&self, tokens: Arc<Tokens>) {
-        let _ = self.counts.token_cache.set(tokens);
+    /// Shows these token cache lookups (the first ones given; the server gives those of
+    /// the cache its API opens tokens with).
+    pub fn watch_token_cache(&self, counts: Arc<CacheCounts>) {
+        let _ = self.counts.token_cache.set(counts);
     }
 
     /// A call was refused with this `ErrorInfo` reason; token refusals are counted.
@@ -411,13 +411,13 @@ impl Collector for Counts {
                 .zip(&self.rejected_tokens)
                 .map(|(&reason, n)| ([("reason", reason)], n.load(Relaxed))),
         )?;
-        if let Some(tokens) = self.token_cache.get() {
-            let (hits, misses) = tokens.cache_counts();
+        if let Some(counts) = self.token_cache.get() {
+            let (hits, misses) = counts.get();
             labelled_counter(
                 e,
                 "token_cache_lookups",
                 "State tokens looked up in the token cache: hit (the game this replica \
-                 sealed in that token, kept), miss (decrypted and decoded instead).",
+                 sealed in that token, kept), miss (opened or refused by the cipher).",
                 [([("result", "hit")], hits), ([("result", "miss")], misses)],
             )?;
         }

@@ -92,7 +92,7 @@ where
     warn_if_descriptors_run_out_first(config.max_connections);
 
     let tokens = Arc::new(Tokens::new(ring, config.token_cache as usize));
-    metrics.watch_token_cache(Arc::clone(&tokens));
+    metrics.watch_token_cache(tokens.shared_counts());
     let api = AllFivesServiceServer::new(Api::new(tokens, Arc::clone(&metrics)))
         .max_decoding_message_size(max_request)
         .max_encoding_message_size(MAX_RESPONSE_BYTES);

@@ -50,21 +50,22 @@ fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
 /// the game is then kept under its new token for the call that brings it back.
 fn answer(
     tokens: &Tokens,
-    opened: Opened,
+    mut opened: Opened,
     viewer: Option<Seat>,
     events: &[Event],
 ) -> Result<Answer, ApiError> {
+    let state = tokens.seal(&mut opened)?;
     let rules = opened.game.rules();
     let view = opened.game.view(viewer)?;
     let answer = Answer {
-        state: tokens.seal(&opened)?,
+        state,
         view: view_out(&view, Hex::new(&opened.match_id).as_str()),
         events: events
             .iter()
             .map(|&e| event_out(rules, e, viewer))
             .collect(),
     };
-    tokens.keep(opened, &answer.state);
+    tokens.keep(opened);
     Ok(answer)
 }
 
@@ -150,7 +151,7 @@ pub fn score(tokens: &Tokens, req: &pb::ScoreRequest) -> Result<pb::ScoreRespons
             Hex::new(&opened.match_id).as_str(),
         )),
     };
-    tokens.keep(opened, &req.state);
+    tokens.keep(opened);
     Ok(response)
 }
 
@@ -162,7 +163,7 @@ pub fn suggest(tokens: &Tokens, req: &pb::SuggestRequest) -> Result<pb::SuggestR
     let opened = tokens.open(&req.state)?;
     let seat = seat_in(req.seat, opened.game.rules(), "seat")?;
     let knowledge = opened.game.knowledge(seat)?;
-    tokens.keep(opened, &req.state);
+    tokens.keep(opened);
     let suggestion = engine::suggest::suggest(&knowledge, level, worlds, req.seed.unwrap_or(0))?;
     Ok(suggestion_out(&suggestion, level, worlds))
 }
@@ -234,6 +235,144 @@ mod tests {
         assert_eq!(played.view.layout.len(), 1);
         assert_eq!(played.view.moves, 2);
         assert!(played.state.len() <= 512);
+    }
+
+    /// What an answer shows, without its token and match id (random in each).
+    fn shown(answer: Result<Answer, ApiError>) -> Result<(pb::GameView, Vec<pb::Event>), String> {
+        let Answer { view, events, .. } = answer.map_err(|e| format!("{e:?}"))?;
+        Ok((
+            pb::GameView {
+                match_id: String::new(),
+                ..view
+            },
+            events,
+        ))
+    }
+
+    #[test]
+    fn answers_are_the_same_with_the_cache_and_without() {
+        let ring =
+            std::sync::Arc::new(crate::state::KeyRing::new(vec![(1, [3; 32])], None).unwrap());
+        let (cached, uncached) = (
+            Tokens::new(std::sync::Arc::clone(&ring), 64),
+            Tokens::uncached(ring),
+        );
+        for players in 2..=4 {
+            let new = pb::NewGameRequest {
+                rules: Some(pb::Rules {
+                    players,
+                    ..Default::default()
+                }),
+                seed: Some(u64::from(players)),
+                viewer: None,
+            };
+            let (mut a, mut b) = (
+                new_game(&cached, &new).unwrap(),
+                new_game(&uncached, &new).unwrap(),
+            );
+            for step in 0..2000 {
+                let (sa, sb) = (a.state.clone(), b.state.clone());
+                assert_eq!(shown(Ok(a)), shown(Ok(b)), "{players} players, step {step}");
+                let view = score(
+                    &uncached,
+                    &pb::ScoreRequest {
+                        state: sb.clone().into(),
+                        viewer: None,
+                    },
+                )
+                .unwrap()
+                .view
+                .unwrap();
+                let Some(turn) = view.turn else {
+                    if view.phase == pb::Phase::Over as i32 {
+                        break;
+                    }
+                    (a, b) = (
+                        deal(
+                            &cached,
+                            &pb::DealRequest {
+                                state: sa.into(),
+                                viewer: None,
+                            },
+                        )
+                        .unwrap(),
+                        deal(
+                            &uncached,
+                            &pb::DealRequest {
+                                state: sb.into(),
+                                viewer: None,
+                            },
+                        )
+                        .unwrap(),
+                    );
+                    continue;
+                };
+                // The seat on turn looks (Score keeps the game under the same token),
+                // and every fifth step a seat out of turn tries a draw first.
+                let look = |tokens: &Tokens, state: &[u8]| {
+                    score(
+                        tokens,
+                        &pb::ScoreRequest {
+                            state: state.to_vec().into(),
+                            viewer: Some(turn),
+                        },
+                    )
+                    .map(|mut r| {
+                        if let Some(v) = r.view.as_mut() {
+                            v.match_id.clear();
+                        }
+                        r
+                    })
+                    .map_err(|e| format!("{e:?}"))
+                };
+                let seen = look(&cached, &sa);
+                assert_eq!(seen, look(&uncached, &sb));
+                let seen = seen.unwrap().view.unwrap();
+                if step % 5 == 0 {
+                    let wrong = |tokens: &Tokens, state: &[u8]| {
+                        draw(
+                            tokens,
+                            &pb::DrawRequest {
+                                state: state.to_vec().into(),
+                                seat: (turn + 1) % players,
+                                viewer: None,
+                            },
+                        )
+                        .map(|_| ())
+                        .map_err(|e| format!("{e:?}"))
+                    };
+                    assert_eq!(wrong(&cached, &sa), wrong(&uncached, &sb));
+                }
+                let viewer = Some((turn + 1) % players);
+                (a, b) = if seen.must_draw {
+                    let req = |state: Vec<u8>| pb::DrawRequest {
+                        state: state.into(),
+                        seat: turn,
+                        viewer,
+                    };
+                    (
+                        draw(&cached, &req(sa)).unwrap(),
+                        draw(&uncached, &req(sb)).unwrap(),
+                    )
+                } else {
+                    let m = seen.legal_moves[step % seen.legal_moves.len()];
+                    let req = |state: Vec<u8>| pb::PlayRequest {
+                        state: state.into(),
+                        seat: turn,
+                        tile: m.tile,
+                        end: m.end,
+                        viewer,
+                    };
+                    (
+                        play(&cached, &req(sa)).unwrap(),
+                        play(&uncached, &req(sb)).unwrap(),
+                    )
+                };
+            }
+        }
+        // Misses: the tokens of refused draws (a refused call keeps nothing).
+        let (hits, misses) = cached.cache_counts();
+        assert!(hits > 5 * misses, "{hits} hits, {misses} misses");
     }
 
     #[test]
@@ -347,7 +486,7 @@ mod tests {
             match_id: [1; MATCH_ID_LEN],
             game: game.clone(),
         };
-        let token = tokens.seal(&record).unwrap();
+        let token = tokens.seal(&mut Opened::new(record)).unwrap();
         assert!(token.len() <= 512, "{} bytes", token.len());
         let sheet = score(
             &tokens,

@@ -28,6 +28,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::token::MAX_TOKEN_LEN;
 use super::{KeyRing, Record, TokenError, codec};
 use crate::engine::Phase;
 
@@ -41,8 +42,22 @@ const WAYS: usize = 8;
 pub struct Tokens {
     ring: Arc<KeyRing>,
     sets: Box<[Mutex<Set>]>,
+    counts: Arc<CacheCounts>,
+}
+
+/// Lookups in a token cache so far: shared with the metrics, which show them.
+#[derive(Debug, Default)]
+pub struct CacheCounts {
     hits: AtomicU64,
     misses: AtomicU64,
+}
+
+impl CacheCounts {
+    /// Tokens opened from the cache, and tokens looked up but opened (or refused) by
+    /// the cipher.
+    pub fn get(&self) -> (u64, u64) {
+        (self.hits.load(Relaxed), self.misses.load(Relaxed))
+    }
 }
 
 /// Eight games, each with its token's key (below) and the time it was put in (the
@@ -63,15 +78,17 @@ fn key(token: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(token.get(2..10)?.try_into().ok()?))
 }
 
-/// A game and the token it was last sealed in (or opened from).
+/// A game and the token that carries it: the one it was opened from or last sealed
+/// in; empty once the game may have changed since (then it is not kept).
 struct Entry {
     token: Vec<u8>,
     record: Record,
 }
 
-/// A game opened from a token, by the cache or the cipher. Hand it back with
-/// [`Tokens::keep`] once its new token is sealed (or, for a call that changes nothing,
-/// under the token it came in), so the next call with that token finds it.
+/// A game opened from a token, by the cache or the cipher, and the token that carries
+/// it. Changing the game (any `&mut` access) forgets the token; [`Tokens::seal`] gives
+/// it its new one. Hand it back with [`Tokens::keep`], so that the next call with that
+/// token finds it.
 pub struct Opened(Box<Entry>);
 
 impl Opened {
@@ -79,6 +96,14 @@ impl Opened {
     pub fn new(record: Record) -> Opened {
         Opened(Box::new(Entry {
             token: Vec::new(),
+            record,
+        }))
+    }
+
+    /// A game the cipher opened from `token`.
+    fn opened_from(record: Record, token: &[u8]) -> Opened {
+        Opened(Box::new(Entry {
+            token: token.to_vec(),
             record,
         }))
     }
@@ -97,8 +122,10 @@ impl Deref for Opened {
     }
 }
 
+/// Any `&mut` access may change the game, so no token carries it any more.
 impl DerefMut for Opened {
     fn deref_mut(&mut self) -> &mut Record {
+        self.0.token.clear();
         &mut self.0.record
     }
 }
@@ -123,8 +150,7 @@ impl Tokens {
         Tokens {
             ring,
             sets: (0..sets).map(|_| Mutex::default()).collect(),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
+            counts: Arc::default(),
         }
     }
 
@@ -142,9 +168,15 @@ impl Tokens {
         self.sets.len() * WAYS
     }
 
-    /// Tokens opened from the cache and by the cipher so far.
+    /// Tokens opened from the cache, and tokens looked up but opened (or refused) by
+    /// the cipher, so far.
     pub fn cache_counts(&self) -> (u64, u64) {
-        (self.hits.load(Relaxed), self.misses.load(Relaxed))
+        self.counts.get()
+    }
+
+    /// The lookup counts, shared (for the metrics).
+    pub fn shared_counts(&self) -> Arc<CacheCounts> {
+        Arc::clone(&self.counts)
     }
 
     /// The set of a token's key.
@@ -167,34 +199,49 @@ impl Tokens {
                 .and_then(|w| ways[w].take());
             drop(set);
             if let Some(entry) = found {
-                self.hits.fetch_add(1, Relaxed);
+                self.counts.hits.fetch_add(1, Relaxed);
                 return Ok(Opened(entry));
             }
-            self.misses.fetch_add(1, Relaxed);
+            self.counts.misses.fetch_add(1, Relaxed);
+            let record = super::open(&self.ring, token)?;
+            return Ok(Opened::opened_from(record, token));
         }
         super::open(&self.ring, token).map(Opened::new)
     }
 
-    /// Encodes and seals a game under the ring's active key.
-    pub fn seal(&self, record: &Record) -> Result<Vec<u8>, TokenError> {
-        super::seal(&self.ring, record)
+    /// Encodes and seals a game under the ring's active key; the new token is then the
+    /// one that carries it.
+    pub fn seal(&self, opened: &mut Opened) -> Result<Vec<u8>, TokenError> {
+        let token = super::seal(&self.ring, &opened.0.record)?;
+        let carried = &mut opened.0.token;
+        carried.clear();
+        if !self.sets.is_empty() {
+            carried.extend_from_slice(&token);
+        }
+        Ok(token)
     }
 
-    /// Keeps an opened game under `token`, the token that now carries it: the one just
-    /// sealed for it, or the one it came in if the call changed nothing. In a full set
-    /// it takes the place of the game put in longest ago. Not kept: a game that is over
-    /// (no move can follow; a last Score opens it by the cipher), and a game its token
-    /// would not open again (one at a limit of the decoder, [`codec::reopens`]).
-    pub fn keep(&self, opened: Opened, token: &[u8]) {
-        let Some((key, set)) = key(token).and_then(|key| Some((key, self.set(key)?))) else {
+    /// Keeps an opened game under the token that carries it (the one it was opened from
+    /// if the call changed nothing, else the one [`Tokens::seal`] gave it), for the next
+    /// call that brings that token. In a full set it takes the place of the game put in
+    /// longest ago. Not kept: a game no token carries (changed since), a game that is
+    /// over (no move can follow; a last Score opens it by the cipher), and a game its
+    /// token would not open again (beyond a limit of the decoder, [`codec::reopens`]).
+    pub fn keep(&self, opened: Opened) {
+        let entry = opened.0;
+        let Some((key, set)) = key(&entry.token).and_then(|key| Some((key, self.set(key)?))) else {
             return;
         };
-        if opened.game.phase() == Phase::Over || !codec::reopens(&opened) {
+        if entry.token.len() > MAX_TOKEN_LEN
+            || entry.record.game.phase() == Phase::Over
+            || !codec::reopens(&entry.record)
+        {
             return;
         }
-        let mut entry = opened.0;
-        entry.token.clear();
-        entry.token.extend_from_slice(token);
+        debug_assert!(
+            codec::decode(&codec::encode(&entry.record)).as_ref() == Ok(&entry.record),
+            "a game kept is one its token gives back"
+        );
         let mut set = set.lock().unwrap_or_else(PoisonError::into_inner);
         let Set {
             keys,
@@ -236,8 +283,9 @@ mod tests {
 
     /// Seals `record` and keeps it, as a handler does.
     fn sealed(tokens: &Tokens, record: Record) -> Vec<u8> {
-        let token = tokens.seal(&record).unwrap();
-        tokens.keep(Opened::new(record), &token);
+        let mut opened = Opened::new(record);
+        let token = tokens.seal(&mut opened).unwrap();
+        tokens.keep(opened);
         token
     }
 
@@ -259,7 +307,7 @@ mod tests {
         let again = tokens.open(&token).unwrap();
         assert_eq!(tokens.cache_counts(), (1, 1));
         assert_eq!(*first, *again);
-        tokens.keep(again, &token);
+        tokens.keep(again);
         assert_eq!(*tokens.open(&token).unwrap(), *first);
         assert_eq!(tokens.cache_counts(), (2, 1));
     }
@@ -303,7 +351,7 @@ mod tests {
         let t: Vec<Vec<u8>> = (0..8).map(|n| sealed(&tokens, numbered(n))).collect();
         // Game 0 is opened and put back (a Score call): now the newest.
         let score = tokens.open(&t[0]).unwrap();
-        tokens.keep(score, &t[0]);
+        tokens.keep(score);
         let t8 = sealed(&tokens, numbered(8));
         assert_eq!(tokens.cache_counts(), (1, 0));
         // Game 1, the oldest, made room; it still opens, by the cipher.
@@ -340,6 +388,21 @@ mod tests {
     }
 
     #[test]
+    fn a_game_changed_after_it_was_opened_is_not_kept_under_its_old_token() {
+        let tokens = Tokens::new(ring(), 64);
+        let token = sealed(&tokens, dealt());
+        let mut opened = tokens.open(&token).unwrap();
+        opened.match_id = [7; MATCH_ID_LEN];
+        tokens.keep(opened);
+        assert_eq!(
+            *tokens.open(&token).unwrap(),
+            dealt(),
+            "opened by the cipher"
+        );
+        assert_eq!(tokens.cache_counts(), (1, 1));
+    }
+
+    #[test]
     fn a_game_that_is_over_is_not_kept() {
         use crate::engine::bot::{Strategy, choose};
         use rand_chacha::ChaCha8Rng;
@@ -366,8 +429,7 @@ mod tests {
         let tokens = Tokens::new(ring(), 64);
         let mut record = dealt();
         record.game.moves = u32::MAX;
-        let token = tokens.seal(&record).unwrap();
-        tokens.keep(Opened::new(record), &token);
+        let token = sealed(&tokens, record);
         assert_eq!(tokens.open(&token).unwrap_err(), TokenError::Corrupt);
         assert_eq!(tokens.cache_counts(), (0, 1));
     }
@@ -394,7 +456,7 @@ mod tests {
         for (i, change) in at_limits.into_iter().enumerate() {
             let mut record = dealt();
             change(&mut record);
-            let token = tokens.seal(&record).unwrap();
+            let token = tokens.seal(&mut Opened::new(record.clone())).unwrap();
             let decoded = crate::state::open(tokens.ring(), &token);
             assert_eq!(codec::reopens(&record), decoded.is_ok(), "{i}: {decoded:?}");
         }
