@@ -96,17 +96,25 @@ impl Game {
             return fail("voids out of range");
         }
         // What the table saw a seat show out of is true of every tile it holds, except
-        // for the seat on turn right after drawing a playable tile (it must play it).
+        // for the seat on turn right after drawing a playable tile: then that tile is
+        // the one it holds with such a number, every open end is one it showed out of
+        // (it had to draw), so the drawn tile is its only move, and once it is played
+        // the rule holds again. (Exempting the seat on turn outright let a forged
+        // state through whose seat then kept such a tile past its turn: found by the
+        // `engine` fuzz target.)
         let playing = self.phase() == Phase::Playing;
         for seat in 0..players {
             let voids = hand.voids[seat];
-            if voids == 0 || (playing && seat == hand.turn) {
+            let showing = hand.hands[seat].intersection(TileSet::with_any_pip(voids));
+            if showing.is_empty() {
                 continue;
             }
-            if !hand.hands[seat]
-                .intersection(TileSet::with_any_pip(voids))
-                .is_empty()
-            {
+            let just_drew = playing
+                && seat == hand.turn
+                && showing.len() == 1
+                && hand.end_pips() & !voids == 0
+                && hand.playable(seat) == showing;
+            if !just_drew {
                 return fail("a seat holds a number it showed out of");
             }
         }
@@ -168,6 +176,17 @@ mod tests {
 
         let mut g = game.clone();
         let seat = (g.turn().unwrap() + 1) % 3;
+        let pip = g.hand(seat).iter().next().unwrap().lo();
+        g.hand.as_mut().unwrap().voids[seat] = 1 << pip;
+        assert_eq!(
+            g.check(),
+            Err(Inconsistency("a seat holds a number it showed out of"))
+        );
+
+        // The seat on turn may hold one such tile only right after drawing it, playable,
+        // with nothing else to play.
+        let mut g = game.clone();
+        let seat = g.turn().unwrap();
         let pip = g.hand(seat).iter().next().unwrap().lo();
         g.hand.as_mut().unwrap().voids[seat] = 1 << pip;
         assert_eq!(
