@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     )?;
 
     // Answers are written by the service's own codec (prost for everything else):
-    // src/service/codec.rs.
+    // src/service/answer_writer.rs.
     // A request's token as `Bytes`: prost then takes it as a slice of the buffer tonic
     // received it in, instead of copying it into a new vector on every call, and a Rust
     // client can pass an answer's token on without copying it.
@@ -58,7 +58,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     builder
         .build_server(true)
         .build_client(true)
-        .codec_path("crate::service::codec::Codec")
+        .codec_path("crate::service::answer_writer::Codec")
         .compile_fds(fds)?;
     Ok(())
 }

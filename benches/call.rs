@@ -1,5 +1,5 @@
-//! One Play call's parts, without the network: open the token, decode the game, apply
-//! the move, build the view, render it as protobuf, encode the game, seal the token,
+//! One Play call's parts, without the network: open the token, decode and replay the
+//! game, apply the move, build the view, render it as protobuf, encode the game, seal the token,
 //! encode the response (as the service's codec does, and as prost did), the whole
 //! handler (`service::handlers::play`) end to end, and the handler with its answer
 //! written as the server's codec writes it (its view then reused by the next call's):
@@ -12,6 +12,10 @@
 //! - `2p`: a two-player match in its third hand, eight tiles down (a typical call);
 //! - `4p-long`: four players scoring alone, past 33 hands, so the score sheet is full
 //!   (random players, whose matches run long: the largest tokens there are).
+//!
+//! And `replay/<n>-actions`: decoding a plaintext whose hand has had `n` plays and
+//! draws, which replays them through the engine (the cost of opening a token the
+//! cache does not hold, by hand length).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -20,10 +24,10 @@ use std::time::Duration;
 use allfives::engine::bot::{self, Strategy};
 use allfives::engine::{Action, Game, Move, Rules};
 use allfives::proto::v1 as pb;
-use allfives::service::codec::{encode_answer, write_answer};
+use allfives::service::answer_writer::{encode_answer, write_answer};
 use allfives::service::convert::{event_out, view_out};
 use allfives::service::handlers;
-use allfives::state::{KeyRing, Record, Tokens, codec, token};
+use allfives::state::{KeyRing, Record, Tokens, plaintext, token};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
@@ -63,7 +67,7 @@ fn position(
                 match_id: [0x5A; allfives::state::MATCH_ID_LEN],
                 game,
             };
-            let token = token::seal(ring, &codec::encode(&record)).expect("seal");
+            let token = token::seal(ring, &plaintext::encode(&record)).expect("seal");
             let viewer = (seat + 1) % rules.players;
             let request = pb::PlayRequest {
                 state: token.clone().into(),
@@ -126,12 +130,12 @@ fn parts(c: &mut Criterion) {
     let ring = Arc::new(KeyRing::new(vec![(1, [7; 32])], None).expect("ring"));
     // The handler benchmarks open every token by the cipher (a token that comes back to
     // another replica, or a second time), except `-cached`: the token the server sealed
-    // last, its game kept (`state::tokens`).
+    // last, its game kept (`state::cache`).
     let uncached = Tokens::uncached(Arc::clone(&ring));
     let cached = Tokens::new(Arc::clone(&ring), 64);
     for p in positions(&ring) {
         let mut group = c.benchmark_group(format!("call/{}", p.name));
-        let plaintext = codec::encode(&p.record);
+        let plaintext = plaintext::encode(&p.record);
         let mut after = p.record.clone();
         let mut events = Vec::new();
         after.game.apply(p.action, &mut events).expect("legal");
@@ -152,8 +156,8 @@ fn parts(c: &mut Criterion) {
         group.bench_function("2-open", |b| {
             b.iter(|| token::open_with(&ring, black_box(&p.token), |p| p.len()).expect("open"))
         });
-        group.bench_function("3-decode", |b| {
-            b.iter(|| codec::decode(black_box(&plaintext)).expect("decode"))
+        group.bench_function("3-decode-replay", |b| {
+            b.iter(|| plaintext::decode(black_box(&plaintext)).expect("decode"))
         });
         group.bench_function("4-apply", |b| {
             b.iter_batched_ref(
@@ -177,10 +181,10 @@ fn parts(c: &mut Criterion) {
             })
         });
         group.bench_function("8-encode", |b| {
-            let mut buf = Vec::with_capacity(codec::PLAINTEXT_CAPACITY);
+            let mut buf = Vec::with_capacity(plaintext::PLAINTEXT_CAPACITY);
             b.iter(|| {
                 buf.clear();
-                codec::encode_into(black_box(&after), &mut buf);
+                plaintext::encode_into(black_box(&after), &mut buf);
                 buf.len()
             })
         });
@@ -237,6 +241,52 @@ fn parts(c: &mut Criterion) {
     }
 }
 
+/// Decoding (and so replaying) plaintexts of one two-player match, five tiles each so
+/// that hands run long with draws, at every hand length its hands reach.
+fn replay(c: &mut Criterion) {
+    use allfives::engine::{HandSizeRule, Phase};
+    let rules = Rules {
+        hand_size: HandSizeRule::FiveEach,
+        ..Rules::for_players(2)
+    };
+    // The plaintext of the first state seen at each hand length (plays and draws so
+    // far), over a few matches.
+    let mut by_length: std::collections::BTreeMap<usize, Vec<u8>> = Default::default();
+    let mut moves: Vec<Move> = Vec::new();
+    for seed in 0..40 {
+        let mut game = Game::new(rules, seed).expect("rules");
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        while let Some(action) = bot::choose(&game, Strategy::Random, &mut rng, &mut moves) {
+            game.apply(action, &mut Vec::new()).expect("legal");
+            if game.phase() == Phase::Playing {
+                let record = Record {
+                    match_id: [1; allfives::state::MATCH_ID_LEN],
+                    game: game.clone(),
+                };
+                by_length
+                    .entry(game.scorecard().actions.len())
+                    .or_insert_with(|| plaintext::encode(&record));
+            }
+        }
+    }
+    let mut group = c.benchmark_group("replay");
+    for n in [0, 10, 20, 30, 40] {
+        let Some(bytes) = by_length.range(n..).next().map(|(_, b)| b.clone()) else {
+            continue;
+        };
+        let actions = plaintext::decode(&bytes)
+            .expect("decode")
+            .game
+            .scorecard()
+            .actions
+            .len();
+        group.bench_function(format!("{actions}-actions"), |b| {
+            b.iter(|| plaintext::decode(black_box(&bytes)).expect("decode"))
+        });
+    }
+    group.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -246,6 +296,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = parts
+    targets = parts, replay
 }
 criterion_main!(benches);

@@ -6,7 +6,7 @@
 #   bash benches/instructions.sh            # the typical 2-player Play
 #   bash benches/instructions.sh 4p-long    # the 4-player Play with a full score sheet
 #   bash benches/instructions.sh 2p cached  # the same Play, its token's game kept by
-#                                           # the token cache (src/state/tokens.rs)
+#                                           # the token cache (src/state/cache.rs)
 #
 # Each figure is a function's inclusive instruction count over the run divided by the
 # times it was called; the whole call and the allocations are per Play handled with its
@@ -28,13 +28,13 @@ valgrind --tool=callgrind --callgrind-out-file="$out" "$bench" --bench --exact -
 callgrind_annotate --tree=caller --inclusive=yes "$out" 2>/dev/null | awk '
   BEGIN {
     n = split("criterion::bencher::Bencher<M>::iter|allfives::service::handlers::play|" \
-      "allfives::state::tokens::Tokens::open|allfives::state::open|allfives::state::codec::decode|" \
-      "allfives::engine::check::<impl allfives::engine::game::Game>::check_given_totals|" \
-      "allfives::engine::game::Game::apply|" \
-      "allfives::engine::view::<impl allfives::engine::game::Game>::view|" \
+      "allfives::state::cache::Tokens::open|allfives::state::open|allfives::state::plaintext::decode|" \
+      "allfives_engine::replay::<impl allfives_engine::game::Game>::replay|" \
+      "allfives_engine::game::Game::apply|" \
+      "allfives_engine::view::<impl allfives_engine::game::Game>::view|" \
       "allfives::service::convert::view_out|allfives::state::seal|" \
-      "allfives::state::codec::encode_into|allfives::state::tokens::Tokens::keep|" \
-      "allfives::service::codec::encode_answer|allfives::service::codec::write_answer|malloc", names, "|")
+      "allfives::state::plaintext::encode_into|allfives::state::cache::Tokens::keep|" \
+      "allfives::service::answer_writer::encode_answer|allfives::service::answer_writer::write_answer|malloc", names, "|")
   }
   # A block: the callers ("<" lines, each "(Nx)"), then the function ("*" line).
   /^$/ { calls = 0; next }
@@ -48,8 +48,8 @@ callgrind_annotate --tree=caller --inclusive=yes "$out" 2>/dev/null | awk '
   }
   END {
     # One iteration is one Play handled and its answer written.
-    calls = count["allfives::service::codec::write_answer"]
-    play = "allfives::service::handlers::play"; written = "allfives::service::codec::write_answer"
+    calls = count["allfives::service::answer_writer::write_answer"]
+    play = "allfives::service::handlers::play"; written = "allfives::service::answer_writer::write_answer"
     if (!(names[1] in ir) && (play in ir) && (written in ir))
       printf "%8.0f   the handler and its answer written (handlers::play + write_answer)\n", \
         ir[play] / count[play] + ir[written] / count[written]

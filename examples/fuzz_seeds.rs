@@ -1,10 +1,12 @@
 //! Writes seed corpora for the fuzz targets in `fuzz/` from real games: tokens and
-//! plaintexts (`token`), plaintexts with the bot's next moves (`engine`) and requests
-//! carrying real tokens (`service`), sealed under the fuzz key ring (`fuzz/src/lib.rs`
-//! holds the same keys and documents the input formats).
+//! plaintexts (`token`), plaintexts with the bot's next moves, fresh games and real
+//! states with fields set to their limits (`engine`) and requests carrying real tokens
+//! (`service`), sealed under the fuzz key ring (`fuzz/src/lib.rs` holds the same keys
+//! and documents the input formats).
 //!
-//! `cargo run --example fuzz_seeds -- fuzz/corpus` (what `.ci/fuzz` does): a few dozen
-//! small files per target, under `<dir>/token`, `<dir>/engine` and `<dir>/service`.
+//! `cargo run --example fuzz_seeds -- fuzz/corpus` (what `.ci/fuzz` does, with the
+//! example `cargo test` built): a few dozen small files per target, under
+//! `<dir>/token`, `<dir>/engine` and `<dir>/service`.
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +14,7 @@ use allfives::engine::bot::{Strategy, choose};
 use allfives::engine::{Action, Game, HandSizeRule, Phase, Rules, SettlementRule};
 use allfives::proto::v1 as pb;
 use allfives::service::convert::{end_out, tile_out};
-use allfives::state::{self, KeyRing, Record, codec};
+use allfives::state::{self, KeyRing, Record, plaintext};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -34,34 +36,61 @@ fn main() -> std::io::Result<()> {
         written += 1;
         Ok(())
     };
+    use HandSizeRule::{SevenFive, Standard};
+    use SettlementRule::{OwnPipsOff, WinnerTakesPips};
     let tables = [
-        (2, false, HandSizeRule::Standard, SettlementRule::OwnPipsOff),
-        (
-            3,
-            false,
-            HandSizeRule::SevenFive,
-            SettlementRule::WinnerTakesPips,
-        ),
-        (4, true, HandSizeRule::Standard, SettlementRule::OwnPipsOff),
+        (2, false, Standard, OwnPipsOff, 100, Strategy::Greedy),
+        (3, false, SevenFive, WinnerTakesPips, 100, Strategy::Greedy),
+        (4, true, Standard, OwnPipsOff, 100, Strategy::Greedy),
+        // Random players at four seats, own pips off: a long match, past the 32 hands
+        // the sheet keeps in full (its later tokens carry a folded row).
+        (4, false, Standard, OwnPipsOff, 200, Strategy::Random),
     ];
-    for (t, (players, partnership, hand_size, settlement)) in tables.into_iter().enumerate() {
+    for (t, (players, partnership, hand_size, settlement, target, strategy)) in
+        tables.into_iter().enumerate()
+    {
         let rules = Rules {
             players,
             partnership,
             hand_size,
-            target: 100,
+            target,
             settlement,
         };
-        let (states, actions) = whole_match(rules, t as u64);
+        let (states, actions) = whole_match(rules, t as u64, strategy);
+        let sides = rules.sides() as u8;
         // Fresh-game seeds: the rules and seed, then "the first legal move" throughout.
-        let mut fresh = vec![0, (players - 2) as u8, u8::from(partnership), 19];
+        let bits = u8::from(partnership)
+            | (hand_size as u8 % 3) << 1
+            | u8::from(settlement == WinnerTakesPips) << 7;
+        let mut fresh = vec![0, (players - 2) as u8, bits, (target / 5 - 1) as u8];
         fresh.extend_from_slice(&(t as u64).to_le_bytes());
         fresh.extend(std::iter::repeat_n(3u8, 300));
         put("engine", format!("{t}-fresh"), &fresh)?;
-        // A real state picked by number with one field set to its extreme, then moves.
-        let mut tweaked = vec![2, t as u8 * 40, 0, 1, 0, 2, 0];
-        tweaked.extend(std::iter::repeat_n(3u8, 100));
-        put("engine", format!("{t}-tweaked"), &tweaked)?;
+        // Real states picked by number with fields set to their limits (tweaks of three
+        // bytes: field, value, index; see `tweaked_state`), then "the first legal move".
+        let pick = (t as u16 * 40).to_le_bytes();
+        let tweaks: [(&str, Vec<u8>); 5] = [
+            // The action count at the most a token holds before a deal.
+            ("limit", vec![1, 0, 8, 0]),
+            // As many hands as that count allows, at that count.
+            ("hands", vec![2, 0, 8, 0, 1, 10, 0]),
+            // Sixteen more hands written off, no leader: the sheet folds its rows.
+            (
+                "fold",
+                [16].into_iter().chain([10, 0, 0x80].repeat(16)).collect(),
+            ),
+            // Side 0's settlement in the first row at the most a sheet entry may be
+            // (the run tweak: column, first row and a count).
+            ("points", vec![1, 5, 5, sides, 1]),
+            // A side one five short of the target in the next hand's row.
+            ("target", vec![1, 10, 11, 0]),
+        ];
+        for (what, tweak) in tweaks {
+            let mut bytes = vec![2, pick[0], pick[1]];
+            bytes.extend_from_slice(&tweak);
+            bytes.extend(std::iter::repeat_n(3u8, 100));
+            put("engine", format!("{t}-tweaked-{what}"), &bytes)?;
+        }
 
         for p in 0..POINTS {
             let i = p * (states.len() - 1) / (POINTS - 1);
@@ -71,7 +100,7 @@ fn main() -> std::io::Result<()> {
                 match_id: [t as u8; 16],
                 game: game.clone(),
             };
-            let plaintext = codec::encode(&record);
+            let plaintext = plaintext::encode(&record);
             let token = state::seal(&ring, &record).expect("seal");
             put("token", format!("{name}-token"), &token)?;
             put("token", format!("{name}-plain"), &plaintext)?;
@@ -96,14 +125,14 @@ fn main() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Every state of a match played by the greedy player, and the action taken in each
-/// (the last state, the match over, has none).
-fn whole_match(rules: Rules, seed: u64) -> (Vec<Game>, Vec<Action>) {
+/// Every state of a match played by the engine's simple player `strategy`, and the
+/// action taken in each (the last state, the match over, has none).
+fn whole_match(rules: Rules, seed: u64, strategy: Strategy) -> (Vec<Game>, Vec<Action>) {
     let mut game = Game::new(rules, seed).expect("rules");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut scratch = Vec::new();
     let (mut states, mut actions) = (vec![game.clone()], Vec::new());
-    while let Some(action) = choose(&game, Strategy::Greedy, &mut rng, &mut scratch) {
+    while let Some(action) = choose(&game, strategy, &mut rng, &mut scratch) {
         game.apply(action, &mut Vec::new()).expect("a bot's move");
         actions.push(action);
         states.push(game.clone());

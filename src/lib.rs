@@ -1,5 +1,5 @@
 pub mod config;
-pub mod engine;
+pub use allfives_engine as engine;
 pub mod metrics;
 pub mod proto;
 pub mod server;

@@ -33,7 +33,7 @@ use tokio::task::JoinSet;
 use tonic::Code;
 
 use crate::proto::v1 as pb;
-use crate::state::tokens::CacheCounts;
+use crate::state::cache::CacheCounts;
 
 /// The content type of the exposition `GET /metrics` answers.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

@@ -1,9 +1,10 @@
 //! Hostile input: over a million mutated tokens through the handlers (every one
-//! refused with INVALID_ARGUMENT), impossible states sealed with the real key through
-//! the real service (refused as TOKEN_INVALID, no panic, no loop), and replayed tokens
-//! (the same move from an older token gives the same outcome, never another deal or
-//! draw). See docs/RELIABILITY.md.
-
+//! refused with INVALID_ARGUMENT); forged plaintexts sealed with the real key (a real
+//! match's record with illegal actions, a scorecard no match could have, or a broken
+//! frame), each refused by `plaintext::decode` while its unharmed base is not, and
+//! refused through the real service as TOKEN_INVALID, with no panic and within a time
+//! bound; and replayed tokens (the same move from an older token gives the same
+//! outcome, never another deal or draw). See docs/RELIABILITY.md.
 mod common;
 
 use std::collections::BTreeMap;
@@ -11,12 +12,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use allfives::engine::bot::{Strategy, choose};
-use allfives::engine::{Game, Phase, Rules, Tile};
+use allfives::engine::check;
+use allfives::engine::{End, Error, Game, HandEnd, Phase, ReplayError, Rules, Tile, TileSet};
 use allfives::proto::internal as ipb;
 use allfives::proto::v1 as pb;
 use allfives::service::convert::{end_out, tile_out};
 use allfives::service::handlers;
-use allfives::state::{self, KeyRing, Record, Tokens, codec, token};
+use allfives::state::plaintext::{self, DecodeError};
+use allfives::state::{self, KeyRing, Record, Tokens, token};
 use common::{Client, TestServer, new_match, reason};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
@@ -317,357 +320,1173 @@ fn a_million_mutated_tokens_are_all_refused_with_invalid_argument() {
 }
 
 // ---------------------------------------------------------------------------------
-// Impossible states, sealed with the real key.
+// Forged plaintexts, sealed with the real key.
+//
+// A token holds what a scorekeeper writes down, and opening it replays the current hand
+// through the engine's own moves. So even a forger holding the key can only write down
+// a record; each case below is a real match's record (its own plaintext, from
+// `plaintext::encode` of a game the engine played) with one thing changed that no real
+// match could have written, and it must be refused. Each group relies on the defences
+// named at its `Group` variant: with one of them removed, its cases decode, and these
+// tests fail. (Tried by hand: with the tile-in-hand, lead-on-UP and must-play checks of
+// engine/src/game.rs turned off, or the sign, target and carried-row checks of
+// engine/src/check.rs, or the partnership and maximum-target checks of
+// engine/src/rules.rs, the cases relying on them were accepted or misrefused.)
+//
+// Not forgeries, so not here: a play byte for the lead with LEFT or RIGHT named, and a
+// lead byte (no end named) on a laid table for a tile that fits exactly one end. Both
+// are what the engine's `Play` takes (the end ignored, or chosen as the only one), so
+// they replay to the same legal game a real token gives, written back in its own form.
 
-/// A game's plaintext as the internal message, to tamper with.
-fn plain(game: &Game) -> ipb::State {
-    let bytes = codec::encode(&Record {
-        match_id: [9; 16],
-        game: game.clone(),
-    });
-    ipb::State::decode(bytes.as_slice()).expect("own encoding")
+/// Which part of the record a forged case breaks, and so which defence refuses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Group {
+    /// The current hand's actions. Refused by the engine's rules as `Game::replay`
+    /// applies each action with `Game::apply` (engine/src/game.rs): `apply_play`'s
+    /// checks that the seat on turn holds the tile, that a named end is open, that the
+    /// tile fits it (or, with no end named on a laid table, fits exactly one);
+    /// `apply_draw`'s refusal of a draw by a seat holding a playable tile; and
+    /// `hand_on_turn`'s phase check (no action once the hand or the match has ended).
+    /// Also by `plaintext::decode` reading the bytes: no tile past [6|6]
+    /// (`action_in`), at most `MAX_HAND_ACTIONS` actions. The cases of the other groups
+    /// that make the record deal another hand than the one its actions were played in
+    /// (`Refusal::SomeAction`: another seed, hand size, leader or hand number) rely on
+    /// these checks too.
+    Actions,
+    /// The sheet and counters of the hands before the current one, which replay does
+    /// not replay. Refused by engine/src/check.rs (`check::scorecard` and
+    /// `row_points`, which `Game::replay` runs before it deals), and by
+    /// `plaintext::decode`'s shape checks: 2 x sides values a row, a carried row of one
+    /// row's width, no more rows than hands, points that fit an i32 once times five.
+    Scorecard,
+    /// The frame: seed, match id, rules, the message itself. Refused by
+    /// `plaintext::decode` (a field missing, a match id not 16 bytes, an enum value
+    /// outside its rule, a target overflowing, not a `State` at all) and by
+    /// `Rules::validate` (engine/src/rules.rs), which `Game::replay` calls first.
+    Frame,
 }
 
-fn seal(ring: &KeyRing, state: &ipb::State) -> Vec<u8> {
-    token::seal(ring, &state.encode_to_vec()).expect("seal")
+/// How a forged plaintext must be refused.
+#[derive(Debug)]
+enum Refusal {
+    /// Exactly this error.
+    Is(DecodeError),
+    /// Some action of the hand, whichever: the record deals another hand than the one
+    /// its actions were played in.
+    SomeAction,
+    /// `Rules::validate`'s refusal of this rule option.
+    RuleOption(&'static str),
 }
 
-/// States of one 2-player match: dealt, a few moves in, a hand just ended, over.
-fn sample_states() -> (Game, Game, Game, Game) {
-    let mut game = Game::new(Rules::for_players(2), 17).expect("rules");
-    let mut rng = ChaCha8Rng::seed_from_u64(17);
-    let mut scratch = Vec::new();
-    let (mut dealt, mut mid, mut ended) = (None, None, None);
-    while let Some(action) = choose(&game, Strategy::Greedy, &mut rng, &mut scratch) {
-        game.apply(action, &mut Vec::new()).expect("move");
-        let placed = game.layout().map_or(0, |l| l.placements().len());
-        if game.phase() == Phase::Playing && dealt.is_none() {
-            dealt = Some(game.clone());
-        }
-        if game.phase() == Phase::Playing && placed >= 3 && mid.is_none() {
-            mid = Some(game.clone());
-        }
-        if game.phase() == Phase::Dealing && game.hand_number() > 0 && ended.is_none() {
-            ended = Some(game.clone());
+impl Refusal {
+    fn matches(&self, error: &DecodeError) -> bool {
+        match (self, error) {
+            (Refusal::Is(expected), error) => expected == error,
+            (Refusal::SomeAction, DecodeError::Replay(ReplayError::Action { .. })) => true,
+            (
+                Refusal::RuleOption(expected),
+                DecodeError::Replay(ReplayError::Rules(Error::InvalidOption { field, .. })),
+            ) => expected == field,
+            _ => false,
         }
     }
-    (dealt.unwrap(), mid.unwrap(), ended.unwrap(), game)
 }
 
-fn hand(s: &mut ipb::State) -> &mut ipb::Hand {
-    s.hand.as_mut().expect("a hand")
+/// A forged plaintext and the sound one it was made from.
+struct Forged {
+    group: Group,
+    name: String,
+    base: Vec<u8>,
+    bytes: Vec<u8>,
+    refusal: Refusal,
 }
 
-fn lowest(bits: u32) -> u32 {
-    bits & bits.wrapping_neg()
+/// The match id of every record here.
+const MATCH_ID: [u8; 16] = [9; 16];
+
+/// The byte of a draw in `State.actions`.
+const DRAW: u8 = 255;
+
+/// A game's plaintext, as a token of the service holds it.
+fn plaintext_of(game: &Game) -> Vec<u8> {
+    plaintext::encode(&Record {
+        match_id: MATCH_ID,
+        game: game.clone(),
+    })
 }
 
-type Tamper = Box<dyn Fn(&mut ipb::State)>;
+/// A game's plaintext as the internal message, to tamper with.
+fn sound(game: &Game) -> ipb::State {
+    ipb::State::decode(plaintext_of(game).as_slice()).expect("own encoding")
+}
 
-/// Tampered states that `codec::decode` must refuse, each from a sound base state.
-fn impossible_states() -> Vec<(&'static str, ipb::State)> {
-    let (dealt, mid, ended, over) = sample_states();
-    let (dealt, mid, ended, over) = (plain(&dealt), plain(&mid), plain(&ended), plain(&over));
-    let cases: Vec<(&str, &ipb::State, Tamper)> = vec![
+/// The byte of a play in `State.actions`: tile index * 5 + arm (0 for the lead).
+fn play_byte(tile: Tile, end: Option<End>) -> u8 {
+    tile.index() * 5 + end.map_or(0, |e| e as u8 + 1)
+}
+
+/// Every state of a match of `rules` the engine's bot plays, in order, up to `max`.
+fn played(rules: Rules, seed: u64, strategy: Strategy, max: usize) -> Vec<Game> {
+    let mut game = Game::new(rules, seed).expect("rules");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut scratch = Vec::new();
+    let mut all = vec![game.clone()];
+    while all.len() < max {
+        let Some(action) = choose(&game, strategy, &mut rng, &mut scratch) else {
+            break;
+        };
+        game.apply(action, &mut Vec::new()).expect("a legal move");
+        all.push(game.clone());
+    }
+    all
+}
+
+/// The states the forgeries start from: whole matches at 2, 3 and 4 seats (both
+/// settlement rules, a partnership, every hand size), and the first 2000 states of a
+/// long match, whose sheet folds its first hands into a carried row.
+fn pool() -> Vec<Game> {
+    use allfives::engine::{HandSizeRule as H, SettlementRule as S};
+    let rules = |players, partnership, hand_size, target, settlement| Rules {
+        players,
+        partnership,
+        hand_size,
+        target,
+        settlement,
+    };
+    let mut pool = Vec::new();
+    for (rules, seed, strategy) in [
         (
-            "a tile in two hands",
-            &dealt,
-            Box::new(move |s| {
-                let h = hand(s);
-                h.hands[1] |= lowest(h.hands[0]);
-            }),
+            rules(2, false, H::Standard, 250, S::OwnPipsOff),
+            17,
+            Strategy::Greedy,
         ),
         (
-            "a tile in a hand and the boneyard",
-            &dealt,
-            Box::new(move |s| {
-                let h = hand(s);
-                let t = lowest(h.hands[0]).trailing_zeros() as u8;
-                h.boneyard.push(t);
-            }),
+            rules(3, false, H::SevenFive, 150, S::WinnerTakesPips),
+            5,
+            Strategy::Greedy,
         ),
         (
-            "a tile in a hand and on the table",
-            &mid,
-            Box::new(move |s| {
-                let h = hand(s);
-                let t = h.placements[0] / 5;
-                h.hands[0] |= 1 << t;
-            }),
+            rules(4, true, H::Standard, 200, S::OwnPipsOff),
+            3,
+            Strategy::Random,
         ),
         (
-            "a tile missing",
-            &dealt,
-            Box::new(move |s| {
-                let h = hand(s);
-                h.hands[0] &= !lowest(h.hands[0]);
-            }),
+            rules(4, false, H::FiveEach, 200, S::WinnerTakesPips),
+            11,
+            Strategy::Random,
         ),
         (
-            "a tile missing from the boneyard",
-            &mid,
-            Box::new(move |s| {
-                hand(s).boneyard.pop();
-            }),
+            rules(4, false, H::Standard, 10_000, S::OwnPipsOff),
+            2,
+            Strategy::Random,
         ),
-        (
-            "the seat on turn out of range",
-            &dealt,
-            Box::new(move |s| hand(s).turn = 2),
-        ),
-        (
-            "the seat on turn far out of range",
-            &dealt,
-            Box::new(move |s| hand(s).turn = u32::MAX),
-        ),
-        (
-            "a fifth seat's hand",
-            &dealt,
-            Box::new(move |s| hand(s).hands.push(0)),
-        ),
-        (
-            "a hand short of seats",
-            &dealt,
-            Box::new(move |s| {
-                hand(s).hands.pop();
-            }),
-        ),
-        (
-            "the next starter out of range",
-            &ended,
-            Box::new(move |s| s.next_starter = Some(3)),
-        ),
-        (
-            "the winner out of range",
-            &over,
-            Box::new(move |s| s.winner = Some(7)),
-        ),
-        (
-            "the winner under the target",
-            &mid,
-            Box::new(move |s| s.winner = Some(0)),
-        ),
-        (
-            "the hand result's seat out of range",
-            &ended,
-            Box::new(move |s| {
-                if let Some(r) = hand(s).result.as_mut() {
-                    r.seat = 5;
-                }
-            }),
-        ),
-        (
-            "a tile index past the set",
-            &dealt,
-            Box::new(move |s| hand(s).boneyard[0] = 28),
-        ),
-        (
-            "hand bits past the set",
-            &dealt,
-            Box::new(move |s| hand(s).hands[0] |= 1 << 30),
-        ),
-        (
-            "the lead placed on an end",
-            &mid,
-            Box::new(move |s| hand(s).placements[0] += 1),
-        ),
-        (
-            "the same tile placed twice",
-            &mid,
-            Box::new(move |s| {
-                let h = hand(s);
-                let first = h.placements[0];
-                h.placements[1] = first / 5 * 5 + h.placements[1] % 5;
-            }),
-        ),
-        (
-            "a placement on an end that is not open",
-            &mid,
-            Box::new(move |s| {
-                // UP and DOWN open only once both sides of a spinner are joined: the
-                // second tile can never go there.
-                let h = hand(s);
-                h.placements[1] = h.placements[1] / 5 * 5 + 3;
-            }),
-        ),
-        (
-            "scores that differ from the sheet",
-            &mid,
-            Box::new(move |s| s.scores[0] += 1),
-        ),
-        (
-            "points beyond any game",
-            &mid,
-            Box::new(move |s| {
-                s.scores[0] = i32::MAX;
-                s.sheet[0] = i32::MAX;
-            }),
-        ),
-        (
-            "the target reached without a winner",
-            &mid,
-            Box::new(move |s| {
-                let target = s.rules.as_ref().expect("rules").target_fives as i32;
-                s.scores[0] += target;
-                s.sheet[0] += target;
-            }),
-        ),
-        (
-            "hands dealt differs from the hand number",
-            &mid,
-            Box::new(move |s| hand(s).number += 1),
-        ),
-        (
-            "a sheet row missing",
-            &ended,
-            Box::new(move |s| {
-                s.sheet.truncate(s.sheet.len() - 2);
-            }),
-        ),
-        (
-            "rules out of range",
-            &dealt,
-            Box::new(move |s| {
-                s.rules.as_mut().expect("rules").players = 5;
-            }),
-        ),
-        (
-            "a target of zero",
-            &dealt,
-            Box::new(move |s| {
-                s.rules.as_mut().expect("rules").target_fives = 0;
-            }),
-        ),
-        ("an unknown format", &dealt, Box::new(move |s| s.format = 2)),
-        (
-            "a short match id",
-            &dealt,
-            Box::new(move |s| s.match_id.truncate(8)),
-        ),
-        // Regression (docs/RELIABILITY.md, finding 1): 33 sheet rows, each within
-        // bounds, whose sum overflowed `ScoreSheet::totals` (a panic in debug builds).
-        (
-            "a sheet whose sum overflows",
-            &ended,
-            Box::new(move |s| {
-                let big = (1 << 28) / 5;
-                let width = s.sheet.len();
-                s.hands_dealt = 40;
-                hand(s).number = 40;
-                s.sheet = (0..32 * width)
-                    .map(|i| if i % width == 0 { big } else { 0 })
-                    .collect();
-                s.carried = (0..width).map(|i| if i == 0 { big } else { 0 }).collect();
-                s.scores = vec![0; width / 2];
-            }),
-        ),
-        // Regression (finding 2): the move counter at its limit; the next move
-        // overflowed it (a panic in debug builds).
-        (
-            "the move counter at its limit",
-            &mid,
-            Box::new(move |s| s.moves = u32::MAX),
-        ),
-        (
-            "the hand counter at its limit",
-            &ended,
-            Box::new(move |s| {
-                // Otherwise consistent: 32 rows (the last the real one) and a carried row.
-                let width = s.sheet.len();
-                let real = s.sheet.clone();
-                s.sheet = vec![0; 31 * width];
-                s.sheet.extend(real);
-                s.carried = vec![0; width];
-                s.hands_dealt = u32::MAX;
-                hand(s).number = u32::MAX;
-            }),
-        ),
-    ];
-    cases
-        .into_iter()
-        .map(|(name, base, tamper)| {
-            let mut s = base.clone();
-            tamper(&mut s);
-            assert_ne!(&s, base, "{name}: the tamper changed nothing");
-            (name, s)
+    ] {
+        pool.extend(played(rules, seed, strategy, 2000));
+    }
+    pool
+}
+
+/// The first state of `pool` for which `pick` gives something.
+fn pick<'a, T>(pool: &'a [Game], what: &str, pick: impl Fn(&'a Game) -> Option<T>) -> T {
+    pool.iter()
+        .find_map(pick)
+        .unwrap_or_else(|| panic!("no state of the pool is {what}"))
+}
+
+/// The first state of `pool` that is `what`.
+fn state<'a>(pool: &'a [Game], what: &str, is: impl Fn(&Game) -> bool) -> &'a Game {
+    pick(pool, what, |g| is(g).then_some(g))
+}
+
+fn playing(game: &Game) -> bool {
+    game.phase() == Phase::Playing
+}
+
+fn laid(game: &Game) -> usize {
+    game.layout().map_or(0, |l| l.placements().len())
+}
+
+/// The seat on turn and its tiles.
+fn on_turn(game: &Game) -> (usize, TileSet) {
+    let seat = game.turn().expect("a seat on turn");
+    (seat, game.hand(seat))
+}
+
+/// Builds the cases, each checked to differ from its base.
+struct Cases(Vec<Forged>);
+
+impl Cases {
+    fn forge(
+        &mut self,
+        group: Group,
+        name: impl Into<String>,
+        base: &ipb::State,
+        tamper: impl FnOnce(&mut ipb::State),
+        refusal: Refusal,
+    ) {
+        let mut forged = base.clone();
+        tamper(&mut forged);
+        let name = name.into();
+        assert_ne!(&forged, base, "{name}: the tamper changed nothing");
+        self.bytes(group, name, base, forged.encode_to_vec(), refusal);
+    }
+
+    fn bytes(
+        &mut self,
+        group: Group,
+        name: impl Into<String>,
+        base: &ipb::State,
+        bytes: Vec<u8>,
+        refusal: Refusal,
+    ) {
+        self.0.push(Forged {
+            group,
+            name: name.into(),
+            base: base.encode_to_vec(),
+            bytes,
+            refusal,
+        });
+    }
+
+    /// `byte` appended to the base's actions, refused as that action with `error`.
+    fn act(&mut self, name: &str, base: &ipb::State, byte: u8, error: Error) {
+        let refusal = Refusal::Is(DecodeError::Replay(ReplayError::Action {
+            index: base.actions.len(),
+            error,
+        }));
+        self.forge(
+            Group::Actions,
+            name,
+            base,
+            |s| s.actions.push(byte),
+            refusal,
+        );
+    }
+}
+
+fn corrupt(what: &'static str) -> Refusal {
+    Refusal::Is(DecodeError::Corrupt(what))
+}
+
+fn card(what: &'static str) -> Refusal {
+    Refusal::Is(DecodeError::Replay(ReplayError::Scorecard(what)))
+}
+
+fn rules_of(s: &mut ipb::State) -> &mut ipb::Rules {
+    s.rules.as_mut().expect("rules")
+}
+
+/// Every forged plaintext: a real record with one thing no real match could write.
+fn forged(pool: &[Game]) -> Vec<Forged> {
+    let mut cases = Cases(Vec::new());
+    actions(pool, &mut cases);
+    scorecards(pool, &mut cases);
+    frames(pool, &mut cases);
+    cases.0
+}
+
+/// Illegal actions: each a real hand's actions with one more (or one changed) that the
+/// rules refuse at that point.
+fn actions(pool: &[Game], cases: &mut Cases) {
+    let c = cases;
+    // A tile another seat holds, on an end it fits: only the hand's check refuses it.
+    let (game, tile, end) = pick(pool, "a seat off turn holding a fitting tile", |g| {
+        let layout = g.layout().filter(|_| playing(g) && laid(g) > 0)?;
+        let (turn, _) = on_turn(g);
+        (0..g.rules().players)
+            .filter(|&s| s != turn)
+            .flat_map(|s| g.hand(s).iter())
+            .find_map(|t| Some((g, t, layout.fitting_ends(t).next()?)))
+    });
+    c.act(
+        "another seat's tile",
+        &sound(game),
+        play_byte(tile, Some(end)),
+        Error::TileNotInHand(tile),
+    );
+    // The lead again, on an end it fits.
+    let (game, tile, end) = pick(pool, "a hand with its lead alone on the table", |g| {
+        let layout = g.layout().filter(|_| playing(g) && laid(g) == 1)?;
+        let lead = layout.placements()[0].tile;
+        Some((g, lead, layout.fitting_ends(lead).next()?))
+    });
+    let led = sound(game);
+    c.act(
+        "a tile already on the table",
+        &led,
+        play_byte(tile, Some(end)),
+        Error::TileNotInHand(tile),
+    );
+    // UP and DOWN open only once both sides of the spinner are joined.
+    let (_, hand) = on_turn(game);
+    let any = hand.iter().next().expect("a tile");
+    for end in [End::Up, End::Down] {
+        c.act(
+            &format!("{end:?} named after the lead, before any spinner opens"),
+            &led,
+            play_byte(any, Some(end)),
+            Error::EndNotOpen(end),
+        );
+    }
+    let (game, tile) = pick(pool, "a spinner down with UP not yet open", |g| {
+        let layout = g.layout().filter(|_| playing(g))?;
+        layout.spinner()?;
+        (!layout.is_open(End::Up)).then(|| (g, on_turn(g).1.iter().next().expect("a tile")))
+    });
+    c.act(
+        "UP named beside a spinner not yet joined on both sides",
+        &sound(game),
+        play_byte(tile, Some(End::Up)),
+        Error::EndNotOpen(End::Up),
+    );
+    let dealt = pick(pool, "a hand dealt, not yet led", |g| {
+        (playing(g) && laid(g) == 0 && g.hand_number() == 1).then_some(g)
+    });
+    let (_, hand) = on_turn(dealt);
+    let lead = hand.iter().next().expect("a tile");
+    let dealt = sound(dealt);
+    c.act(
+        "a lead named UP",
+        &dealt,
+        play_byte(lead, Some(End::Up)),
+        Error::EndNotOpen(End::Up),
+    );
+    // Tiles of the seat on turn that fit no open end, with an end named and without.
+    let (game, tile, end) = pick(
+        pool,
+        "a seat on turn holding a tile that fits nothing",
+        |g| {
+            let layout = g.layout().filter(|_| playing(g) && laid(g) > 0)?;
+            let open = layout.open_ends().next()?.end;
+            let (_, hand) = on_turn(g);
+            let t = hand
+                .iter()
+                .find(|&t| layout.fitting_ends(t).next().is_none())?;
+            Some((g, t, open))
+        },
+    );
+    let base = sound(game);
+    c.act(
+        "a tile that fits no open end, on an open end",
+        &base,
+        play_byte(tile, Some(end)),
+        Error::TileDoesNotMatch {
+            tile,
+            end: Some(end),
+        },
+    );
+    c.act(
+        "a tile that fits no open end, as a lead byte on a laid table",
+        &base,
+        play_byte(tile, None),
+        Error::TileDoesNotMatch { tile, end: None },
+    );
+    // A tile that fits one open end, named on another.
+    let (game, tile, wrong) = pick(pool, "a tile fitting one open end and not another", |g| {
+        let layout = g.layout().filter(|_| playing(g) && laid(g) > 0)?;
+        let (_, hand) = on_turn(g);
+        hand.iter().find_map(|t| {
+            layout.fitting_ends(t).next()?;
+            let wrong = layout.open_ends().find(|e| !layout.fits(t, e.end))?.end;
+            Some((g, t, wrong))
         })
-        .chain(stuck_states())
-        .collect()
+    });
+    c.act(
+        "a wrong end",
+        &sound(game),
+        play_byte(tile, Some(wrong)),
+        Error::TileDoesNotMatch {
+            tile,
+            end: Some(wrong),
+        },
+    );
+    // A tile that fits two open ends, with none named: the engine does not choose.
+    // (With one fitting end it does: see the note above the `Group`s.)
+    let (game, tile) = pick(pool, "a tile fitting two open ends", |g| {
+        let layout = g.layout().filter(|_| playing(g) && laid(g) > 0)?;
+        let (_, hand) = on_turn(g);
+        let t = hand
+            .iter()
+            .find(|&t| layout.fitting_ends(t).nth(1).is_some())?;
+        Some((g, t))
+    });
+    c.act(
+        "a lead byte on a laid table, for a tile that fits two ends",
+        &sound(game),
+        play_byte(tile, None),
+        Error::AmbiguousEnd(tile),
+    );
+    // Draws by a seat holding a playable tile, with tiles left to draw.
+    let game = pick(pool, "a seat on turn that can play, with a boneyard", |g| {
+        (playing(g) && laid(g) > 0 && !g.legal_moves().is_empty() && g.boneyard_len() > 0)
+            .then_some(g)
+    });
+    c.act(
+        "a draw by a seat holding a playable tile",
+        &sound(game),
+        DRAW,
+        Error::MustPlay,
+    );
+    c.act("a draw instead of the lead", &dealt, DRAW, Error::MustPlay);
+    // Actions after the hand has ended, every way a hand ends.
+    let dealing = Error::WrongPhase {
+        phase: Phase::Dealing,
+    };
+    let ended = |end: fn(&HandEnd) -> bool, over: bool| {
+        move |g: &Game| {
+            let phase = if over { Phase::Over } else { Phase::Dealing };
+            g.phase() == phase && g.last_result().is_some_and(|r| end(&r.end))
+        }
+    };
+    for (name, end, over, error) in [
+        (
+            "a blocked hand",
+            (|e: &HandEnd| *e == HandEnd::Blocked) as fn(&HandEnd) -> bool,
+            false,
+            dealing,
+        ),
+        (
+            "a domino",
+            |e: &HandEnd| matches!(e, HandEnd::Domino { .. }),
+            false,
+            dealing,
+        ),
+        (
+            "the target reached in play",
+            |e: &HandEnd| matches!(e, HandEnd::TargetReached { .. }),
+            true,
+            Error::GameOver,
+        ),
+        (
+            "the target reached by settlement",
+            |e: &HandEnd| !matches!(e, HandEnd::TargetReached { .. }),
+            true,
+            Error::GameOver,
+        ),
+    ] {
+        let game = state(pool, name, ended(end, over));
+        let base = sound(game);
+        c.act(&format!("a draw after {name}"), &base, DRAW, error);
+        let tile = Tile::all().next().expect("a tile");
+        c.act(
+            &format!("a lead after {name}"),
+            &base,
+            play_byte(tile, None),
+            error,
+        );
+    }
+    // A play in the middle of a hand taken back and another tile played instead: the
+    // rest of the hand no longer follows.
+    let game = pick(pool, "a hand eight actions in", |g| {
+        (playing(g) && g.scorecard().actions.len() >= 8).then_some(g)
+    });
+    let base = sound(game);
+    c.forge(
+        Group::Actions,
+        "two plays of a hand swapped",
+        &base,
+        |s| {
+            let at = s.actions.iter().position(|&a| a != DRAW).expect("a play");
+            let next = (at + 1..s.actions.len())
+                .find(|&i| s.actions[i] != DRAW && s.actions[i] / 5 != s.actions[at] / 5)
+                .expect("another play");
+            s.actions.swap(at, next);
+        },
+        Refusal::SomeAction,
+    );
+    // Bytes that name no tile: a tile index past [6|6] (28 and up) and not a draw.
+    for byte in 140..DRAW {
+        c.forge(
+            Group::Actions,
+            format!("the undefined action byte {byte}"),
+            &led,
+            |s| s.actions.push(byte),
+            corrupt("action"),
+        );
+    }
+    // More actions than any hand holds (46: a play per tile and a draw per tile of the
+    // largest boneyard), whatever they are.
+    let max = allfives::engine::replay::MAX_HAND_ACTIONS;
+    c.forge(
+        Group::Actions,
+        "one action more than a hand can hold",
+        &led,
+        |s| s.actions.resize(max + 1, DRAW),
+        corrupt("too many actions"),
+    );
+    c.forge(
+        Group::Actions,
+        "two hundred draws",
+        &dealt,
+        // (Far more would make the token longer than the service takes.)
+        |s| s.actions = vec![DRAW; 200],
+        corrupt("too many actions"),
+    );
 }
 
-fn t(a: u8, b: u8) -> Tile {
-    Tile::new(a, b).expect("tile")
+/// A scorecard no real match could have: the earlier hands' sheet and the counters.
+fn scorecards(pool: &[Game], cases: &mut Cases) {
+    let c = cases;
+    let g = Group::Scorecard;
+    let third = |rules: fn(&Rules) -> bool| {
+        move |game: &Game| {
+            let card = game.scorecard();
+            playing(game) && card.hand == 3 && card.actions.len() >= 4 && rules(game.rules())
+        }
+    };
+    // Hand 3, a few actions in, at 3 seats, the winner taking the pips; and at 2 seats,
+    // own pips off.
+    let winner_takes = sound(state(
+        pool,
+        "hand 3 of a 3-seat match",
+        third(|r| r.players == 3),
+    ));
+    let own_pips = sound(state(
+        pool,
+        "hand 3 of a 2-seat match",
+        third(|r| r.players == 2),
+    ));
+    let long = pick(pool, "a hand with a carried row", |g| {
+        (playing(g) && g.scorecard().carried.is_some()).then_some(g)
+    });
+    let long = sound(long);
+    let dealt = sound(pick(pool, "hand 1 dealt", |g| {
+        (playing(g) && g.hand_number() == 1).then_some(g)
+    }));
+    let fresh = sound(pick(pool, "a match before its first deal", |g| {
+        (g.hand_number() == 0).then_some(g)
+    }));
+    let width = |s: &ipb::State| {
+        let r = s.rules.as_ref().expect("rules");
+        2 * if r.partnership { 2 } else { r.players as usize }
+    };
+    let rows_wrong = || card("sheet rows do not match the hands played");
+    let target = |s: &ipb::State| s.rules.as_ref().expect("rules").target_fives as i32;
+
+    // Sheet rows not matching the hand number.
+    let base = &winner_takes;
+    let w = width(base);
+    c.forge(
+        g,
+        "the last sheet row missing",
+        base,
+        |s| {
+            s.sheet.truncate(s.sheet.len() - w);
+        },
+        rows_wrong(),
+    );
+    c.forge(
+        g,
+        "the first sheet row missing",
+        base,
+        |s| {
+            s.sheet.drain(..w);
+        },
+        rows_wrong(),
+    );
+    c.forge(
+        g,
+        "a sheet row too many",
+        base,
+        |s| {
+            s.sheet.extend(vec![0; w]);
+        },
+        rows_wrong(),
+    );
+    c.forge(
+        g,
+        "the hand number one on",
+        base,
+        |s| s.hand += 1,
+        rows_wrong(),
+    );
+    c.forge(
+        g,
+        "the hand number one back",
+        base,
+        |s| s.hand -= 1,
+        rows_wrong(),
+    );
+    c.forge(
+        g,
+        "more sheet rows than hands",
+        base,
+        |s| {
+            s.sheet.extend(vec![0; 3 * w]);
+        },
+        corrupt("sheet rows"),
+    );
+    c.forge(
+        g,
+        "the whole sheet missing",
+        &long,
+        |s| s.sheet.clear(),
+        rows_wrong(),
+    );
+    // A consistent sheet for a hand later than the real one: it deals another hand,
+    // which the actions were not played in.
+    c.forge(
+        g,
+        "the hand number one on, with a row to match",
+        base,
+        |s| {
+            s.hand += 1;
+            s.sheet.extend(vec![0; w]);
+            s.moves += 2;
+        },
+        Refusal::SomeAction,
+    );
+    // A carried row when none is due, none when one is due, and one of the wrong width.
+    let folded = || card("carried row present exactly when earlier hands are folded");
+    c.forge(
+        g,
+        "a carried row when none is due",
+        base,
+        |s| {
+            s.carried = vec![0; w];
+        },
+        folded(),
+    );
+    c.forge(
+        g,
+        "no carried row when one is due",
+        &long,
+        |s| s.carried.clear(),
+        folded(),
+    );
+    let lw = width(&long);
+    c.forge(
+        g,
+        "a carried row of the wrong width",
+        &long,
+        |s| {
+            s.carried.truncate(lw - 1);
+        },
+        corrupt("carried row"),
+    );
+    // Points for a side that does not exist: rows not of 2 x sides values.
+    c.forge(
+        g,
+        "a sheet value more than whole rows",
+        base,
+        |s| s.sheet.push(0),
+        corrupt("sheet values"),
+    );
+    c.forge(
+        g,
+        "points for a third side at a two-seat table",
+        &own_pips,
+        |s| {
+            // Each of the 2 rows gets a third side's play and settlement: 12 values, read
+            // as 3 rows of 2 sides.
+            let rows: Vec<Vec<i32>> = s.sheet.chunks(4).map(<[i32]>::to_vec).collect();
+            s.sheet = rows
+                .into_iter()
+                .flat_map(|r| [r[0], r[1], 1, r[2], r[3], 0])
+                .collect();
+        },
+        rows_wrong(),
+    );
+    // Points of the wrong sign for the settlement rule, and negative play points.
+    let wrong_sign = || card("sheet points of the wrong sign");
+    let sides = w / 2;
+    c.forge(
+        g,
+        "pips taken off a side when the winner takes the pips",
+        base,
+        |s| {
+            s.sheet[sides] = -1;
+        },
+        wrong_sign(),
+    );
+    let sides2 = width(&own_pips) / 2;
+    c.forge(
+        g,
+        "pips paid to a side with own pips off",
+        &own_pips,
+        |s| {
+            s.sheet[sides2] = 1;
+        },
+        wrong_sign(),
+    );
+    c.forge(
+        g,
+        "negative play points",
+        &own_pips,
+        |s| s.sheet[0] = -1,
+        wrong_sign(),
+    );
+    c.forge(
+        g,
+        "negative play points in the carried row",
+        &long,
+        |s| {
+            s.carried[0] = -1;
+        },
+        wrong_sign(),
+    );
+    // A side at the target before the hand: the match would have ended.
+    let at_target = || card("a side reached the target before this hand");
+    let t = target(base);
+    c.forge(
+        g,
+        "a side at the target before the hand",
+        base,
+        |s| s.sheet[0] += t,
+        at_target(),
+    );
+    let t2 = target(&own_pips);
+    c.forge(
+        g,
+        "the last side at the target before the hand",
+        &own_pips,
+        |s| {
+            s.sheet[1] += t2;
+        },
+        at_target(),
+    );
+    let tl = target(&long);
+    c.forge(
+        g,
+        "a carried row at the target",
+        &long,
+        |s| s.carried[0] += tl,
+        at_target(),
+    );
+    // Points beyond any match, and points overflowing once multiplied by five.
+    let beyond = check::MAX_POINTS / 5 + 1;
+    c.forge(
+        g,
+        "play points past any match",
+        base,
+        |s| s.sheet[0] = beyond,
+        card("sheet points out of range"),
+    );
+    c.forge(
+        g,
+        "a settlement past any match",
+        &own_pips,
+        |s| {
+            s.sheet[sides2] = -beyond;
+        },
+        card("sheet points out of range"),
+    );
+    let overflow = corrupt("points out of range");
+    c.forge(
+        g,
+        "play points overflowing",
+        base,
+        |s| s.sheet[0] = i32::MAX,
+        overflow,
+    );
+    c.forge(
+        g,
+        "a settlement overflowing",
+        &own_pips,
+        |s| {
+            s.sheet[sides2] = i32::MIN;
+        },
+        corrupt("points out of range"),
+    );
+    c.forge(
+        g,
+        "a carried row overflowing",
+        &long,
+        |s| s.carried[1] = i32::MAX / 4,
+        corrupt("points out of range"),
+    );
+    // Each entry within bounds, their sums far past them (the old format's finding 1:
+    // an overflow of the totals), either way.
+    let most = check::MAX_POINTS / 5;
+    c.forge(
+        g,
+        "a sheet whose settlements sum past any score",
+        &long,
+        |s| {
+            for row in s.sheet.chunks_mut(lw).chain([s.carried.as_mut_slice()]) {
+                row[lw / 2] = -most;
+            }
+        },
+        card("sheet points out of range"),
+    );
+    c.forge(
+        g,
+        "a sheet whose play points sum past the target",
+        &long,
+        |s| {
+            for row in s.sheet.chunks_mut(lw).chain([s.carried.as_mut_slice()]) {
+                row[0] = most;
+            }
+        },
+        card("sheet points out of range"),
+    );
+    // The starter: out of range, and for the first hand.
+    let players = base.rules.as_ref().expect("rules").players;
+    let out_of_range = || card("leader out of range");
+    c.forge(
+        g,
+        "a starter past the seats",
+        base,
+        |s| s.starter = Some(players),
+        out_of_range(),
+    );
+    c.forge(
+        g,
+        "a starter far past the seats",
+        base,
+        |s| s.starter = Some(u32::MAX),
+        out_of_range(),
+    );
+    c.forge(
+        g,
+        "a starter for hand 1",
+        &dealt,
+        |s| s.starter = Some(0),
+        card("a leader for the first hand"),
+    );
+    // Another starter for a later hand: another seat leads, whose tiles the actions
+    // were not.
+    let led_by = pick(pool, "a later hand led by the seat that went out", |g| {
+        let card = g.scorecard();
+        (playing(g) && card.starter.is_some() && card.actions.len() >= 4).then_some(g)
+    });
+    c.forge(
+        g,
+        "another seat named to lead",
+        &sound(led_by),
+        |s| {
+            let players = s.rules.as_ref().expect("rules").players;
+            s.starter = s.starter.map(|x| (x + 1) % players);
+        },
+        Refusal::SomeAction,
+    );
+    // The action counter: too small for the hands played, and at its limit.
+    let few = || card("fewer actions than the hands before need");
+    let hands = base.hand;
+    c.forge(g, "no actions before hand 3", base, |s| s.moves = 0, few());
+    c.forge(
+        g,
+        "one action too few for the hands played",
+        base,
+        |s| {
+            s.moves = 2 * (hands - 1) - 1;
+        },
+        few(),
+    );
+    let limit = || card("action count at its limit");
+    let room = u32::MAX - 1 - max_hand_actions();
+    c.forge(
+        g,
+        "the action counter at its limit",
+        base,
+        |s| s.moves = room + 1,
+        limit(),
+    );
+    c.forge(
+        g,
+        "the action counter at its end",
+        &dealt,
+        |s| s.moves = u32::MAX,
+        limit(),
+    );
+    // The hand counter at its limit: the actions of so many hands cannot be counted.
+    c.forge(
+        g,
+        "the hand counter at its limit",
+        &long,
+        |s| s.hand = u32::MAX,
+        few(),
+    );
+    // Hand 0 (no deal yet) holds nothing.
+    let nothing = || card("a match before its first deal holds nothing");
+    c.forge(
+        g,
+        "hand 0 with a draw",
+        &fresh,
+        |s| s.actions.push(DRAW),
+        nothing(),
+    );
+    c.forge(
+        g,
+        "hand 0 with a lead",
+        &fresh,
+        |s| s.actions.push(0),
+        nothing(),
+    );
+    c.forge(
+        g,
+        "hand 0 with a sheet row",
+        &fresh,
+        |s| {
+            s.sheet = vec![0; 4];
+        },
+        corrupt("sheet rows"),
+    );
+    c.forge(
+        g,
+        "hand 0 with a carried row",
+        &fresh,
+        |s| s.carried = vec![0; 4],
+        nothing(),
+    );
+    c.forge(
+        g,
+        "hand 0 with actions counted",
+        &fresh,
+        |s| s.moves = 1,
+        nothing(),
+    );
+    c.forge(
+        g,
+        "hand 0 with a starter",
+        &fresh,
+        |s| s.starter = Some(0),
+        nothing(),
+    );
+    c.forge(
+        g,
+        "hand 0 with the real hand's actions",
+        &dealt,
+        |s| {
+            s.hand = 0;
+            s.actions.push(DRAW);
+        },
+        nothing(),
+    );
 }
 
-/// A two-seat hand in play with [6|6] down and an empty boneyard: seat 0 holds the 21
-/// tiles without a six, seat 1 the other six sixes. With seat 1 on turn it is a fine
-/// state; with seat 0 on turn nobody could ever act (no play, no draw) and a careless
-/// engine would spin passing: it must be refused.
-fn stuck_hand(turn: u32) -> ipb::State {
-    let mut game = Game::new(Rules::for_players(2), 5).expect("rules");
-    game.deal().expect("deal");
-    let mut s = plain(&game);
-    let six_six = t(6, 6);
-    let sixes: u32 = Tile::all()
-        .filter(|x| x.has(6) && *x != six_six)
-        .map(|x| 1 << x.index())
-        .sum();
-    let others: u32 = Tile::all()
-        .filter(|x| !x.has(6))
-        .map(|x| 1 << x.index())
-        .sum();
-    let h = s.hand.as_mut().expect("hand");
-    h.hands = vec![others, sixes];
-    h.boneyard.clear();
-    h.placements = vec![six_six.index() * 5];
-    h.turn = turn;
-    s
+fn max_hand_actions() -> u32 {
+    allfives::engine::replay::MAX_HAND_ACTIONS as u32
 }
 
-fn stuck_states() -> Vec<(&'static str, ipb::State)> {
-    vec![(
-        "a seat on turn that can neither play nor draw",
-        stuck_hand(0),
-    )]
+/// A frame no plaintext of this build has: the seed, the match id, the rules, the
+/// message itself.
+fn frames(pool: &[Game], cases: &mut Cases) {
+    let c = cases;
+    let g = Group::Frame;
+    let led = |players: usize| {
+        move |game: &Game| {
+            let later = game.scorecard().actions.len() >= 4 && game.hand_number() == 1;
+            playing(game) && later && game.rules().players == players
+        }
+    };
+    let two = sound(state(pool, "hand 1 at 2 seats", led(2)));
+    let three = sound(state(pool, "hand 1 at 3 seats", led(3)));
+    c.forge(g, "no seed", &two, |s| s.seed = None, corrupt("no seed"));
+    // Another seed deals another hand, which the actions were not played in.
+    c.forge(
+        g,
+        "another seed",
+        &two,
+        |s| s.seed = s.seed.map(|x| x ^ 1),
+        Refusal::SomeAction,
+    );
+    for len in [0, 15, 17, 32] {
+        c.forge(
+            g,
+            format!("a match id of {len} bytes"),
+            &two,
+            |s| {
+                s.match_id.resize(len, 9);
+            },
+            corrupt("match id"),
+        );
+    }
+    c.forge(g, "no rules", &two, |s| s.rules = None, corrupt("no rules"));
+    // The shape of the sheet (2 x sides values a row, 4 sides at most) follows from the
+    // rules, so they must be refused before the sheet is read: 0 players make a row of
+    // no values, more than 4 a row wider than a `SheetRow`.
+    for players in [0, 1, 5, u32::MAX] {
+        c.forge(
+            g,
+            format!("{players} players"),
+            &two,
+            |s| {
+                rules_of(s).players = players;
+            },
+            Refusal::RuleOption("players"),
+        );
+    }
+    // Past 4 players, with a sheet of as many sides.
+    let later = sound(state(pool, "hand 3 at 3 seats", |g| {
+        playing(g) && g.hand_number() == 3 && g.rules().players == 3
+    }));
+    c.forge(
+        g,
+        "5 players, with a sheet of 5 sides",
+        &later,
+        |s| {
+            rules_of(s).players = 5;
+            s.sheet = vec![0; 2 * 2 * 5];
+        },
+        Refusal::RuleOption("players"),
+    );
+    c.forge(
+        g,
+        "a partnership of 3",
+        &three,
+        |s| rules_of(s).partnership = true,
+        Refusal::RuleOption("partnership"),
+    );
+    c.forge(
+        g,
+        "a partnership of 2",
+        &two,
+        |s| rules_of(s).partnership = true,
+        Refusal::RuleOption("partnership"),
+    );
+    // The target is held in fives, so one that is not a multiple of five cannot be
+    // written; a count of fives past u32 when multiplied is refused instead.
+    let max_fives = allfives::engine::rules::MAX_TARGET / 5;
+    for (name, fives) in [
+        ("a target of 0", 0),
+        ("a target one five past the maximum", max_fives + 1),
+        ("a target far past the maximum", u32::MAX / 5),
+    ] {
+        c.forge(
+            g,
+            name,
+            &two,
+            |s| rules_of(s).target_fives = fives,
+            Refusal::RuleOption("target"),
+        );
+    }
+    c.forge(
+        g,
+        "a target overflowing when multiplied by five",
+        &two,
+        |s| {
+            rules_of(s).target_fives = u32::MAX / 5 + 1;
+        },
+        corrupt("target"),
+    );
+    // Unspecified (0), past the enum, negative.
+    for value in [0, 4, -1] {
+        c.forge(
+            g,
+            format!("the hand size rule {value}"),
+            &two,
+            |s| {
+                rules_of(s).hand_size = value;
+            },
+            corrupt("hand size rule"),
+        );
+    }
+    for value in [0, 3, -1] {
+        c.forge(
+            g,
+            format!("the settlement rule {value}"),
+            &two,
+            |s| {
+                rules_of(s).settlement = value;
+            },
+            corrupt("settlement rule"),
+        );
+    }
+    // Other rules, valid but not the match's: another deal, or another count.
+    c.forge(
+        g,
+        "another hand size",
+        &two,
+        |s| {
+            rules_of(s).hand_size = ipb::HandSize::FiveEach as i32;
+        },
+        Refusal::SomeAction,
+    );
+    // Not a `State` at all.
+    let mut truncated = two.encode_to_vec();
+    truncated.pop();
+    c.bytes(
+        g,
+        "a plaintext cut short",
+        &two,
+        truncated,
+        Refusal::Is(DecodeError::Malformed),
+    );
+    c.bytes(
+        g,
+        "bytes that are no protobuf message",
+        &two,
+        vec![0xff; 24],
+        Refusal::Is(DecodeError::Malformed),
+    );
+    // Field 4 (`hand`, a varint) written as a length-delimited field.
+    let mut mistyped = two.encode_to_vec();
+    mistyped.extend([4 << 3 | 2, 1, 0]);
+    c.bytes(
+        g,
+        "a field of the wrong wire type",
+        &two,
+        mistyped,
+        Refusal::Is(DecodeError::Malformed),
+    );
+    c.bytes(
+        g,
+        "an empty plaintext",
+        &two,
+        Vec::new(),
+        corrupt("no rules"),
+    );
 }
 
 #[test]
-fn impossible_states_are_refused_by_decode_and_the_same_states_unharmed_are_not() {
-    for (name, s) in impossible_states() {
-        let bytes = s.encode_to_vec();
-        assert!(codec::decode(&bytes).is_err(), "{name}: accepted");
+fn forged_plaintexts_are_refused_by_decode_and_their_bases_are_not() {
+    let cases = forged(&pool());
+    let mut counts = BTreeMap::<Group, usize>::new();
+    let mut names = std::collections::BTreeSet::new();
+    // Every case is tried, and every one that is not refused as it must be is listed.
+    let mut failed = Vec::new();
+    for case in &cases {
+        let what = format!("{:?} / {}", case.group, case.name);
+        assert!(names.insert(&case.name), "{what}: named twice");
+        // The control: the base is a real record, which decodes and encodes back to the
+        // same bytes.
+        let record = plaintext::decode(&case.base)
+            .unwrap_or_else(|e| panic!("{what}: the base is refused: {e}"));
+        assert_eq!(plaintext::encode(&record), case.base, "{what}: the base");
+        match std::panic::catch_unwind(|| plaintext::decode(&case.bytes)) {
+            Err(_) => failed.push(format!("{what}: decode panicked")),
+            Ok(Ok(record)) => failed.push(format!(
+                "{what}: accepted, as {:?}",
+                record.game.scorecard()
+            )),
+            Ok(Err(error)) if !case.refusal.matches(&error) => failed.push(format!(
+                "{what}: refused as {error:?}, expected {:?}",
+                case.refusal
+            )),
+            Ok(Err(_)) => {}
+        }
+        *counts.entry(case.group).or_default() += 1;
     }
-    // The controls: the untouched bases and the playable twin of the stuck hand.
-    let (dealt, mid, ended, over) = sample_states();
-    for game in [dealt, mid, ended, over] {
-        assert!(codec::decode(&plain(&game).encode_to_vec()).is_ok());
-    }
-    assert!(codec::decode(&stuck_hand(1).encode_to_vec()).is_ok());
-    // The precise refusals of the two regressions.
-    let named = |name: &str| {
-        let (_, s) = impossible_states()
-            .into_iter()
-            .find(|(n, _)| *n == name)
-            .expect("case");
-        codec::decode(&s.encode_to_vec()).expect_err("refused")
-    };
-    assert_eq!(
-        named("a sheet whose sum overflows"),
-        codec::DecodeError::Corrupt("sheet out of range")
+    assert!(
+        failed.is_empty(),
+        "{} of {} cases:\n{}",
+        failed.len(),
+        cases.len(),
+        failed.join("\n")
     );
-    for name in [
-        "the move counter at its limit",
-        "the hand counter at its limit",
-    ] {
-        assert_eq!(
-            named(name),
-            codec::DecodeError::Corrupt("counter at its limit")
-        );
-    }
-    assert_eq!(
-        named("a seat on turn that can neither play nor draw"),
-        codec::DecodeError::Corrupt("the seat on turn can neither play nor draw")
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stdout(),
+        "hostile: {} forged plaintexts refused by decode: {counts:?}",
+        cases.len()
     );
+    assert_eq!(counts.len(), 3, "every group has cases");
+}
+
+/// How long any one call may take, however its token was forged (calls here take
+/// milliseconds, in a debug build too).
+const CALL_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A call's answer, or its status; a call not answered within [`CALL_BOUND`] fails.
+async fn bounded<T>(
+    what: &str,
+    call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T, tonic::Status> {
+    tokio::time::timeout(CALL_BOUND, call)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within {CALL_BOUND:?}"))
+        .map(tonic::Response::into_inner)
 }
 
 async fn score(
@@ -685,114 +1504,154 @@ async fn score(
 }
 
 #[tokio::test]
-async fn impossible_states_sealed_with_the_key_are_refused_through_the_service() {
+async fn forged_plaintexts_sealed_with_the_key_are_refused_through_the_service() {
     let ring = test_ring();
     let server = TestServer::start(test_ring()).await;
     let mut client = server.client().await;
-    for (name, s) in impossible_states() {
-        let token = seal(&ring, &s);
-        // A plaintext format this build does not know says so; every other
-        // impossible state is simply invalid.
-        let expected = match name {
-            "an unknown format" => "TOKEN_UNSUPPORTED_VERSION",
-            _ => "TOKEN_INVALID",
-        };
-        let status = score(&mut client, token.clone(), None)
-            .await
-            .expect_err(name);
-        assert_eq!(
-            (status.code(), reason(&status).as_str()),
-            (Code::InvalidArgument, expected),
-            "{name}: {status:?}"
-        );
-        let status = client
-            .deal(pb::DealRequest {
-                state: token.clone().into(),
-                viewer: None,
-            })
-            .await
-            .expect_err(name);
-        assert_eq!(reason(&status), expected, "{name}");
-        let status = client
-            .draw(pb::DrawRequest {
-                state: token.into(),
-                seat: 0,
-                viewer: None,
-            })
-            .await
-            .expect_err(name);
-        assert_eq!(reason(&status), expected, "{name}");
-    }
+    let started = Instant::now();
+    let pool = pool();
+    let cases = forged(&pool);
+    let seal = |bytes: &[u8]| token::seal(&ring, bytes).expect("seal");
 
-    // The stuck hand's playable twin is served, and played out it ends: the engine
-    // passes and blocks without looping.
-    let mut state = seal(&ring, &stuck_hand(1));
-    for _ in 0..64 {
-        let view = score(&mut client, state.clone(), None)
-            .await
-            .expect("served")
-            .view
-            .expect("view");
-        let Some(seat) = view.turn else { break };
-        let seen = score(&mut client, state.clone(), Some(seat))
-            .await
-            .expect("served")
-            .view
-            .expect("view");
-        assert!(!seen.must_draw, "the boneyard is empty");
-        let m = seen.legal_moves.first().expect("the seat on turn can play");
-        state = client
-            .play(pb::PlayRequest {
-                state: state.into(),
-                seat,
-                tile: m.tile,
-                end: m.end,
-                viewer: None,
-            })
-            .await
-            .expect("Play")
-            .into_inner()
-            .state;
-    }
-    let view = score(&mut client, state, None)
-        .await
-        .expect("served")
-        .view
-        .expect("view");
-    assert_ne!(view.phase, pb::Phase::Playing as i32, "the hand ended");
-
-    // The counter one below its limit still plays; the token it answers (at the limit)
-    // is then refused cleanly, never overflowed.
-    let (_, mid, _, _) = sample_states();
-    let mut s = plain(&mid);
-    s.moves = u32::MAX - 1;
-    let token = seal(&ring, &s);
-    let seat = mid.turn().expect("turn") as u32;
-    let m = mid.legal_moves()[0];
-    let (tile, end) = (tile_out(m.tile), end_out(m.end));
-    let played = client
-        .play(pb::PlayRequest {
-            state: token.into(),
-            seat,
-            tile: Some(tile),
-            end,
+    // The controls: every base, sealed the same way, is served.
+    let bases: std::collections::BTreeSet<&Vec<u8>> = cases.iter().map(|c| &c.base).collect();
+    for base in &bases {
+        let request = pb::ScoreRequest {
+            state: seal(base).into(),
             viewer: None,
-        })
+        };
+        bounded("a base", client.score(request))
+            .await
+            .expect("a real record sealed with the key is served");
+    }
+
+    // Every forgery, to every call that opens a token: INVALID_ARGUMENT, TOKEN_INVALID.
+    // Every case is tried, and every answer that is not that is listed.
+    let mut failed = Vec::new();
+    let tile = Some(tile_out(Tile::all().next().expect("a tile")));
+    for case in &cases {
+        let what = format!("{:?} / {}", case.group, case.name);
+        let token = prost::bytes::Bytes::from(seal(&case.bytes));
+        let answers = [
+            (
+                "Score",
+                bounded(
+                    &what,
+                    client.score(pb::ScoreRequest {
+                        state: token.clone(),
+                        viewer: Some(0),
+                    }),
+                )
+                .await
+                .err(),
+            ),
+            (
+                "Deal",
+                bounded(
+                    &what,
+                    client.deal(pb::DealRequest {
+                        state: token.clone(),
+                        viewer: None,
+                    }),
+                )
+                .await
+                .err(),
+            ),
+            (
+                "Draw",
+                bounded(
+                    &what,
+                    client.draw(pb::DrawRequest {
+                        state: token.clone(),
+                        seat: 0,
+                        viewer: None,
+                    }),
+                )
+                .await
+                .err(),
+            ),
+            (
+                "Play",
+                bounded(
+                    &what,
+                    client.play(pb::PlayRequest {
+                        state: token,
+                        seat: 0,
+                        tile,
+                        end: pb::End::Unspecified as i32,
+                        viewer: None,
+                    }),
+                )
+                .await
+                .err(),
+            ),
+        ];
+        for (call, status) in answers {
+            match status {
+                None => failed.push(format!("{what}: {call} served it")),
+                Some(status)
+                    if (status.code(), reason(&status).as_str())
+                        != (Code::InvalidArgument, "TOKEN_INVALID") =>
+                {
+                    failed.push(format!("{what}: {call}: {status:?}"));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    // The action counter as high as a token may hold it, at the end of a hand: the
+    // next deal is still served, and the token it answers (past the limit) is then
+    // refused cleanly, never overflowed.
+    let ended = pick(&pool, "a hand just ended", |g| {
+        (g.phase() == Phase::Dealing && g.hand_number() > 0).then_some(g)
+    });
+    let mut s = sound(ended);
+    s.moves = u32::MAX - 1 - max_hand_actions();
+    let token = seal(&s.encode_to_vec());
+    let request = pb::DealRequest {
+        state: token.into(),
+        viewer: None,
+    };
+    let dealt = bounded("a deal at the limit", client.deal(request))
         .await
-        .expect("a move below the limit")
-        .into_inner();
-    assert_eq!(played.view.expect("view").moves, u32::MAX);
-    let status = score(&mut client, played.state, None)
+        .expect("a deal with the counter at its limit");
+    let hand_actions = s.actions.len() as u32;
+    assert_eq!(
+        dealt.view.expect("view").moves,
+        s.moves + 1 + hand_actions + 1,
+        "the deal is counted"
+    );
+    let request = pb::ScoreRequest {
+        state: dealt.state.into(),
+        viewer: None,
+    };
+    let status = bounded("past the limit", client.score(request))
         .await
-        .expect_err("at the limit");
+        .expect_err("past the limit");
     assert_eq!(reason(&status), "TOKEN_INVALID");
 
     // Nothing above hurt the server.
-    let new = client
-        .new_game(pb::NewGameRequest::default())
+    let new = bounded("NewGame", client.new_game(pb::NewGameRequest::default()))
         .await
         .expect("NewGame");
-    assert!(!new.into_inner().state.is_empty());
+    assert!(!new.state.is_empty());
+    assert!(
+        failed.is_empty(),
+        "{} answers of {} cases:\n{}",
+        failed.len(),
+        cases.len(),
+        failed.join("\n")
+    );
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stdout(),
+        "hostile: {} forged plaintexts sealed with the key refused by Score, Deal, Draw \
+         and Play, {} bases served, in {:.2} s",
+        cases.len(),
+        bases.len(),
+        started.elapsed().as_secs_f64(),
+    );
 }
 
 // ---------------------------------------------------------------------------------

@@ -4,17 +4,21 @@
 
 mod common;
 
-use allfives::engine::Game;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use allfives::engine::{Action, Game, Rules, Seat, TileSet};
 use allfives::proto::v1 as pb;
-use allfives::state::{self, KeyRing, Record};
+use allfives::service::convert;
 use common::{Client, TestServer, bad_fields, deal, new_match, reason, ring};
-use rand_chacha::ChaCha8Rng;
-use rand_chacha::rand_core::SeedableRng;
 use tonic::Code;
 
 /// Hard searches in these tests sample few worlds: the tests check behaviour, not
 /// strength (docs/BOTS.md measures that), and run in the dev profile.
 const WORLDS: u32 = 8;
+
+/// Seeds searched a table for matches that look the same to the seat on turn.
+const SEEDS: u64 = 20_000;
 
 fn request(state: &[u8], seat: u32, level: pb::BotLevel, seed: u64) -> pb::SuggestRequest {
     pb::SuggestRequest {
@@ -177,82 +181,241 @@ async fn bots_fill_every_seat_of_whole_matches() {
     }
 }
 
-/// Opens a token, deals the hidden tiles again as `seat` cannot tell apart, and seals it.
-fn redealt(ring: &KeyRing, token: &[u8], seat: usize, rng: &mut ChaCha8Rng) -> (Vec<u8>, Game) {
-    let record = state::open(ring, token).expect("the server's token opens");
-    let game = record
-        .game
-        .redeal_hidden(seat, rng)
-        .expect("a hand in play");
-    assert_eq!(
-        game.knowledge(seat),
-        record.game.knowledge(seat),
-        "the same to the seat"
-    );
-    let token = state::seal(
-        ring,
-        &Record {
-            match_id: record.match_id,
-            game: game.clone(),
-        },
-    )
-    .expect("seal");
-    (token, game)
+/// A position of a match's first hand: the match's seed and the plays and draws since
+/// the deal that reached it.
+#[derive(Clone)]
+struct Position {
+    seed: u64,
+    actions: Vec<Action>,
 }
 
-#[tokio::test]
-async fn advice_depends_only_on_what_the_seat_may_know() {
-    let keys = ring(1, 5);
-    let server = TestServer::start(ring(1, 5)).await;
-    let mut client = server.client().await;
-    let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let mut compared = 0;
-    let mut hidden_differed = 0;
-    for (players, seed) in [(2u32, 1u64), (3, 2), (4, 3)] {
-        let (mut state, mut view) = new_match(&mut client, rules(players, false, 0), seed).await;
-        // Positions along one match, the seats played by MEDIUM through the server.
-        for step in 0..60u64 {
-            if view.phase == pb::Phase::Over as i32 {
-                break;
-            }
-            if view.phase == pb::Phase::Dealing as i32 {
-                (state, view) = deal(&mut client, state).await;
-                continue;
-            }
-            let seat = view.turn.expect("turn");
-            let original = state::open(&keys, &state).expect("opens").game;
-            for _ in 0..2 {
-                let (other, game) = redealt(&keys, &state, seat as usize, &mut rng);
-                let differs = (0..players as usize)
-                    .filter(|&s| s != seat as usize)
-                    .any(|s| game.hand(s) != original.hand(s));
-                hidden_differed += usize::from(differs);
-                for level in [pb::BotLevel::Easy, pb::BotLevel::Medium, pb::BotLevel::Hard] {
-                    for bot_seed in [0, step] {
-                        let a = suggest(&mut client, request(&state, seat, level, bot_seed)).await;
-                        let b = suggest(&mut client, request(&other, seat, level, bot_seed)).await;
-                        assert_eq!(
-                            a, b,
-                            "seat {seat}, {level:?}: advice changed with hidden tiles"
-                        );
-                        compared += 1;
-                    }
+/// Two positions of different matches that the seat on turn cannot tell apart.
+struct Twins {
+    depth: usize,
+    seat: Seat,
+    a: Position,
+    b: Position,
+}
+
+/// Plays and draws since the deal up to which positions are compared: at 0 the starter
+/// is to lead, at 1 the next seat answers the lead, and so on.
+const DEPTH: usize = 4;
+
+/// The move the searched matches make: the first legal move, else a draw.
+fn first_move(game: &Game, seat: Seat) -> Action {
+    match game.legal_moves().first() {
+        Some(m) => Action::Play {
+            seat,
+            tile: m.tile,
+            end: m.end,
+        },
+        None => Action::Draw { seat },
+    }
+}
+
+/// The game at a position, replayed with the engine.
+fn replayed(rules: Rules, position: &Position) -> Game {
+    let mut game = Game::new(rules, position.seed).expect("rules");
+    game.deal().expect("deal");
+    for &action in &position.actions {
+        game.apply(action, &mut Vec::new()).expect("a legal action");
+    }
+    game
+}
+
+/// Searches `seeds` for twins: first hands whose seat on turn, after the same number of
+/// plays and draws (at most [`DEPTH`], each the [`first_move`]), has the same
+/// [`Knowledge`](allfives::engine::Knowledge) in two matches. At most `per_depth`
+/// pairs at each depth.
+fn twins(rules: Rules, seeds: std::ops::Range<u64>, per_depth: usize) -> Vec<Twins> {
+    // The seat's tiles and the plays and draws seen: the same make the same knowledge.
+    let mut seen: HashMap<(Seat, TileSet, Vec<Action>), u64> = HashMap::new();
+    let mut found: Vec<Twins> = Vec::new();
+    let mut at_depth = [0usize; DEPTH + 1];
+    for seed in seeds {
+        let mut game = Game::new(rules, seed).expect("rules");
+        game.deal().expect("deal");
+        let mut actions = Vec::new();
+        for (depth, count) in at_depth.iter_mut().enumerate() {
+            let Some(seat) = game.turn() else { break };
+            match seen.entry((seat, game.hand(seat), actions.clone())) {
+                Entry::Vacant(entry) => {
+                    entry.insert(seed);
                 }
+                Entry::Occupied(entry) if *count < per_depth => {
+                    let a = Position {
+                        seed: *entry.get(),
+                        actions: actions.clone(),
+                    };
+                    assert_eq!(
+                        replayed(rules, &a).knowledge(seat),
+                        game.knowledge(seat),
+                        "seeds {} and {seed}: the same to seat {seat}",
+                        a.seed
+                    );
+                    found.push(Twins {
+                        depth,
+                        seat,
+                        a,
+                        b: Position {
+                            seed,
+                            actions: actions.clone(),
+                        },
+                    });
+                    *count += 1;
+                }
+                Entry::Occupied(_) => {}
             }
-            let advice = suggest(
-                &mut client,
-                request(&state, seat, pb::BotLevel::Medium, step),
-            )
-            .await;
-            (state, view) = follow(&mut client, &state, seat, &advice).await;
+            let action = first_move(&game, seat);
+            game.apply(action, &mut Vec::new()).expect("a legal action");
+            actions.push(action);
         }
     }
-    assert!(compared > 500, "{compared} comparisons");
-    assert!(
-        hidden_differed * 10 > compared / 6 * 9,
-        "the hidden tiles really differed in most pairs ({hidden_differed} of {})",
-        compared / 6
+    found
+}
+
+/// The position's token, reached through the server: NewGame with its seed, Deal, and
+/// its plays and draws.
+async fn reach(client: &mut Client, rules: pb::Rules, position: &Position) -> Vec<u8> {
+    let (state, _) = new_match(client, rules, position.seed).await;
+    let (mut state, _) = deal(client, state).await;
+    for &action in &position.actions {
+        state = match action {
+            Action::Play { seat, tile, end } => {
+                client
+                    .play(pb::PlayRequest {
+                        state: state.into(),
+                        seat: seat as u32,
+                        tile: Some(convert::tile_out(tile)),
+                        end: convert::end_out(end),
+                        viewer: None,
+                    })
+                    .await
+                    .expect("Play")
+                    .into_inner()
+                    .state
+            }
+            Action::Draw { seat } => {
+                client
+                    .draw(pb::DrawRequest {
+                        state: state.into(),
+                        seat: seat as u32,
+                        viewer: None,
+                    })
+                    .await
+                    .expect("Draw")
+                    .into_inner()
+                    .state
+            }
+            Action::Deal => unreachable!("no deal within a hand"),
+        };
+    }
+    state
+}
+
+/// Fairness, end to end: two real matches whose seat on turn sees the same thing, the
+/// hidden tiles (other hands, the boneyard) different, get the same advice from
+/// Suggest at every level and bot seed. A bot that peeked at a hidden tile would, over
+/// so many pairs, answer some pair differently.
+///
+/// The token holds the rules, the seed and the hand's actions, and opening it replays
+/// the hand, so the hidden tiles follow from the seed: a token cannot carry the same
+/// game with the hidden tiles dealt again. The pairs are therefore matches of different
+/// seeds, found with the engine by a birthday search over seeds (the seat's hand and
+/// the table agree, the rest of the deal differs), each compared at the deal and a
+/// few plays into the hand.
+#[tokio::test]
+async fn advice_depends_only_on_what_the_seat_may_know() {
+    let server = TestServer::start(ring(1, 5)).await;
+    let mut client = server.client().await;
+    let five_each = pb::HandSizeRule::FiveEach as i32;
+    let tables = [
+        pb::Rules {
+            hand_size: five_each,
+            ..rules(2, false, 0)
+        },
+        pb::Rules {
+            hand_size: five_each,
+            ..rules(3, false, 0)
+        },
+        rules(4, false, 0),
+        rules(4, true, 0),
+    ];
+    // Each table its own seeds (the partnership does not change the deal).
+    let started = std::time::Instant::now();
+    let found: Vec<(pb::Rules, Twins)> = (0..)
+        .zip(tables)
+        .flat_map(|(i, table)| {
+            let engine_rules = convert::rules_in(Some(&table)).expect("rules");
+            twins(engine_rules, i * SEEDS..(i + 1) * SEEDS, 5)
+                .into_iter()
+                .map(move |pair| (table, pair))
+        })
+        .collect();
+    let searched = started.elapsed();
+    let mut by_depth = [0usize; DEPTH + 1];
+    let mut hidden_differed = 0;
+    let mut compared = 0;
+    for (table, pair) in &found {
+        by_depth[pair.depth] += 1;
+        let seat = pair.seat;
+        let engine_rules = convert::rules_in(Some(table)).expect("rules");
+        let (game_a, game_b) = (
+            replayed(engine_rules, &pair.a),
+            replayed(engine_rules, &pair.b),
+        );
+        assert_eq!(game_a.knowledge(seat), game_b.knowledge(seat));
+        let players = engine_rules.players;
+        hidden_differed += usize::from(
+            (1..players)
+                .map(|d| (seat + d) % players)
+                .any(|s| game_a.hand(s) != game_b.hand(s)),
+        );
+        let a = reach(&mut client, *table, &pair.a).await;
+        let b = reach(&mut client, *table, &pair.b).await;
+        let (seed_a, seed_b) = (pair.a.seed, pair.b.seed);
+        let view = |mut v: pb::GameView| {
+            v.match_id.clear();
+            v
+        };
+        assert_eq!(
+            view(view_of(&mut client, &a, seat as u32).await),
+            view(view_of(&mut client, &b, seat as u32).await),
+            "seeds {seed_a} and {seed_b}: the server shows seat {seat} the same"
+        );
+        for level in [pb::BotLevel::Easy, pb::BotLevel::Medium, pb::BotLevel::Hard] {
+            for bot_seed in [0, 1, seed_a ^ seed_b] {
+                let advice_a =
+                    suggest(&mut client, request(&a, seat as u32, level, bot_seed)).await;
+                let advice_b =
+                    suggest(&mut client, request(&b, seat as u32, level, bot_seed)).await;
+                assert_eq!(
+                    advice_a, advice_b,
+                    "{} players, seeds {seed_a} and {seed_b}, {} actions in, seat {seat}, \
+                     {level:?}, bot seed {bot_seed}: advice changed with hidden tiles",
+                    table.players, pair.depth
+                );
+                compared += 1;
+            }
+        }
+    }
+    eprintln!(
+        "{} twin positions from {SEEDS} seeds a table in {searched:?} (by depth {by_depth:?}), \
+         {compared} comparisons",
+        found.len()
     );
+    assert_eq!(
+        hidden_differed,
+        found.len(),
+        "the hidden tiles differed in every pair"
+    );
+    assert_eq!(by_depth[0], 4 * 5, "every table has starters' twins");
+    assert!(found.len() >= 80, "{} pairs: {by_depth:?}", found.len());
+    assert!(
+        by_depth[1..].iter().sum::<usize>() >= 60 && by_depth.iter().all(|&n| n > 0),
+        "twins past the lead at every depth: {by_depth:?}"
+    );
+    assert_eq!(compared, 9 * found.len());
 }
 
 #[tokio::test]

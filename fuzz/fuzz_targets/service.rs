@@ -1,10 +1,11 @@
-//! Request messages through the service handlers in process: arbitrary protobuf bytes
-//! decoded as a NewGame, Deal, Play, Draw, Score or Suggest request, with the `state`
-//! field often replaced by a real token (any point of a real match). Never a panic; every
-//! refusal is a clean status (INVALID_ARGUMENT or FAILED_PRECONDITION); a real token is
-//! never refused as a token and always scores for a seat at its table; every token
-//! answered opens again as a sound game; a suggestion for a real token is a move the
-//! service then accepts.
+//! Request messages through the service handlers in process, through the token cache
+//! as the service runs: arbitrary protobuf bytes decoded as a NewGame, Deal, Play,
+//! Draw, Score or Suggest request, with the `state` field often replaced by a real
+//! token (any point of a real match). Never a panic; every refusal is a clean status
+//! (INVALID_ARGUMENT or FAILED_PRECONDITION, UNAVAILABLE only for randomness); a real
+//! token is never refused as a token and always scores for a seat at its table; every
+//! token answered opens again as a sound game, by the cipher and from the cache alike;
+//! a suggestion (a play or a draw) is a move the service then accepts.
 #![no_main]
 
 use allfives::proto::v1 as pb;
@@ -22,11 +23,19 @@ fn real(choice: u16) -> Option<Vec<u8>> {
     (choice != 0).then(|| tokens[usize::from(choice - 1) % tokens.len()].clone())
 }
 
+/// A token the service answered opens by the cipher as a sound game, the view's
+/// counter is the game's, and the token cache (which kept the game under that token,
+/// unless it is over) opens the same game; it is kept again for a later call.
 fn answered(answer: Result<Answer, ApiError>) -> Result<(), ApiError> {
     let answer = answer?;
     let record = state::open(ring(), &answer.state).expect("a token the service answered opens");
     assert_sound(&record.game);
     assert_eq!(answer.view.moves, record.game.moves());
+    let cached = tokens()
+        .open(&answer.state)
+        .expect("the cache opens a token the service answered");
+    assert_eq!(*cached, record, "the cache holds what the token holds");
+    tokens().keep(cached);
     Ok(())
 }
 
@@ -96,6 +105,13 @@ fuzz_target!(|data: &[u8]| {
             let result = handlers::suggest(tokens(), &req).map(|advice| {
                 let Some(play) = advice.play else {
                     assert!(advice.draw && advice.moves.is_empty());
+                    let follow = pb::DrawRequest {
+                        state: req.state.clone(),
+                        seat: req.seat,
+                        viewer: None,
+                    };
+                    answered(handlers::draw(tokens(), &follow))
+                        .expect("the advised draw is accepted");
                     return;
                 };
                 let follow = pb::PlayRequest {

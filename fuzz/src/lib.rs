@@ -1,31 +1,43 @@
 //! What the fuzz targets share: the fixed test key ring, real games and their tokens,
-//! the input formats, and the checks every decoded game must pass.
+//! the input formats, and the checks every decoded or reached game must pass.
 //!
 //! Input formats (the seed writer, `examples/fuzz_seeds.rs`, writes the same):
-//! - `token`: any bytes; fed to `state::open` (as a token) and `codec::decode` (as a
-//!   plaintext).
+//! - `token`: any bytes; fed to `state::open` (as a token, with the cipher and through
+//!   the token cache) and to `plaintext::decode` (as a plaintext).
 //! - `engine`: a game, then actions. The first byte `% 3` chooses the game: 0, 11
 //!   bytes of rules and seed for a fresh game ([`fresh_game`]); 1, a little-endian
-//!   `u16` length and that many bytes of plaintext for `codec::decode`; 2, a state of a
-//!   real game with fields set to extreme values ([`tweaked_state`]), for
-//!   `codec::decode`. The rest are actions ([`next_action`]).
-//! - `service`: a handler byte (`% 5`: NewGame, Deal, Play, Draw, Score), a
+//!   `u16` length and that many bytes of plaintext for `plaintext::decode`; 2, the
+//!   state of a real game with fields set to extreme values ([`tweaked_state`]), for
+//!   `plaintext::decode`. The rest are actions ([`next_action`]).
+//! - `service`: a handler byte (`% 6`: NewGame, Deal, Play, Draw, Score, Suggest), a
 //!   little-endian `u16` naming a real token to put in the request's `state` (0: keep
 //!   the decoded one), then the request message's protobuf bytes.
+//!
+//! The game in memory has private fields: everything checked here goes through the
+//! engine's public API ([`assert_consistent`], [`assert_renders`]).
 
 use std::sync::LazyLock;
 
 use allfives::engine::bot::{Strategy, choose};
-use allfives::engine::{Action, End, Game, HandSizeRule, Phase, Rules, SettlementRule, Tile};
+use allfives::engine::check::MAX_POINTS;
+use allfives::engine::replay::MAX_HAND_ACTIONS;
+use allfives::engine::sheet::SHEET_ROWS;
+use allfives::engine::{
+    Action, End, Event, Game, HandSizeRule, Phase, Rules, SettlementRule, SheetRow, Tile, TileSet,
+};
 use allfives::proto::internal as ipb;
 use allfives::service::convert::{sheet_out, view_out};
-use allfives::state::{KeyRing, Record, Tokens, codec};
+use allfives::state::{KeyRing, Record, Tokens, plaintext};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
 
 /// The fuzz key ring: key 1 seals, key 2 also opens. The seed writer uses the same.
 pub const KEYS: [(u8, [u8; 32]); 2] = [(1, [0x5a; 32]), (2, [0xa5; 32])];
+
+/// The largest count of actions before a hand's deal that a token may hold
+/// (`engine/src/check.rs`): room for the deal and the hand's actions.
+pub const MOVES_LIMIT: u32 = u32::MAX - 1 - MAX_HAND_ACTIONS as u32;
 
 pub fn ring() -> &'static KeyRing {
     tokens().ring()
@@ -113,6 +125,14 @@ pub fn byte(input: &mut &[u8]) -> u8 {
     take(input, 1).first().copied().unwrap_or(0)
 }
 
+/// A little-endian `u32` from up to 4 bytes of `input` (missing bytes 0).
+fn word(input: &mut &[u8]) -> u32 {
+    let b = take(input, 4);
+    let mut word = [0u8; 4];
+    word[..b.len()].copy_from_slice(b);
+    u32::from_le_bytes(word)
+}
+
 /// A fresh game from 11 bytes: players, option bits, target (in fives, small so that
 /// games end), seed.
 pub fn fresh_game(input: &mut &[u8]) -> Game {
@@ -182,48 +202,358 @@ pub fn next_action(game: &Game, input: &mut &[u8]) -> Option<Action> {
     })
 }
 
-/// Everything a game the service accepted must allow: it is consistent, its encoding
-/// decodes to itself, and every seat's view, the spectator's and the score sheet
-/// render as the service would render them.
+/// Whether the rules accept `action` in `game`, from the public view of the game
+/// alone: a deal between hands; a draw by the seat on turn when it must draw; a play
+/// by the seat on turn that is one of its legal moves (for the lead any end but UP or
+/// DOWN names it; later, no end names the one end the tile fits, if just one).
+pub fn accepts(game: &Game, action: Action) -> bool {
+    match action {
+        Action::Deal => game.phase() == Phase::Dealing,
+        Action::Draw { seat } => game.turn() == Some(seat) && game.must_draw(),
+        Action::Play { seat, tile, end } => {
+            if game.turn() != Some(seat) {
+                return false;
+            }
+            let moves = game.legal_moves();
+            let mut with_tile = moves.iter().filter(|m| m.tile == tile);
+            if game.layout().is_none_or(|l| l.is_empty()) {
+                !matches!(end, Some(End::Up | End::Down)) && with_tile.next().is_some()
+            } else if end.is_some() {
+                with_tile.any(|m| m.end == end)
+            } else {
+                with_tile.count() == 1
+            }
+        }
+    }
+}
+
+/// What an action the engine applied must have done, `before` it and now: the move
+/// counter rose by one and something was reported; a deal dealt the next hand; a play
+/// was one of the seat's legal moves and scored what that move said; a draw took the
+/// boneyard's next tile into the seat's hand.
+pub fn assert_applied(before: &Game, action: Action, game: &Game, events: &[Event]) {
+    assert_eq!(game.moves(), before.moves() + 1, "{action:?}");
+    assert!(!events.is_empty(), "{action:?} reported nothing");
+    match (action, events[0]) {
+        (Action::Deal, Event::Dealt { hand, starter }) => {
+            assert_eq!(hand, before.hand_number() + 1);
+            assert_eq!(game.hand_number(), hand);
+            assert!(starter < game.rules().players);
+        }
+        (
+            Action::Play { seat, tile, .. },
+            Event::Played {
+                seat: s,
+                tile: t,
+                end,
+                points,
+                ..
+            },
+        ) => {
+            assert_eq!((s, t), (seat, tile));
+            let legal = before.legal_moves();
+            assert!(
+                legal
+                    .iter()
+                    .any(|m| m.tile == tile && m.end == end && m.points == points),
+                "{action:?} played as {end:?} for {points}, not a legal move: {legal:?}"
+            );
+            assert!(!game.hand(seat).contains(tile));
+            assert!(game.layout().is_some_and(|l| l.tiles().contains(tile)));
+        }
+        (Action::Draw { seat }, Event::Drew { seat: s, tile }) => {
+            assert_eq!(s, seat);
+            let tile = tile.expect("the engine names the tile drawn");
+            assert!(!before.hand(seat).contains(tile) && game.hand(seat).contains(tile));
+            assert_eq!(game.boneyard_len() + 1, before.boneyard_len());
+        }
+        (action, first) => panic!("{action:?} reported {first:?} first"),
+    }
+}
+
+/// Everything a game must allow once decoded or reached: it is consistent and every
+/// view renders (see below).
 pub fn assert_sound(game: &Game) {
     assert_consistent(game);
     assert_renders(game);
 }
 
-/// The game passes `Game::check` and its encoding decodes to itself.
+/// What holds of every game legal moves made, checked through the public API, and its
+/// plaintext: it decodes to the same game whenever the game replays
+/// (`Game::replays`), and is refused otherwise, which happens only at the limits a
+/// token holds a match to (the action counter, points far past any match).
 pub fn assert_consistent(game: &Game) {
-    if let Err(e) = game.check() {
-        panic!("check failed: {e}: {game:?}");
-    }
+    assert_invariants(game);
     let record = Record {
         match_id: [7; 16],
         game: game.clone(),
     };
-    let bytes = codec::encode(&record);
-    assert_eq!(
-        codec::decode(&bytes).as_ref(),
-        Ok(&record),
-        "round trip of {game:?}"
-    );
+    let bytes = plaintext::encode(&record);
+    let decoded = plaintext::decode(&bytes);
+    if game.replays() {
+        assert_eq!(decoded.as_ref(), Ok(&record), "round trip of {game:?}");
+    } else {
+        assert!(
+            matches!(decoded, Err(plaintext::DecodeError::Replay(_))),
+            "a game that does not replay decoded: {decoded:?}"
+        );
+        assert!(
+            at_a_limit(game),
+            "a game short of the limits does not replay: {game:?}"
+        );
+    }
+}
+
+/// Whether the game's scorecard is past a limit `check::scorecard` holds a token to:
+/// an action count without room for a hand, or a sheet entry or score beyond
+/// `MAX_POINTS`.
+fn at_a_limit(game: &Game) -> bool {
+    let card = game.scorecard();
+    let big = |v: i32| v.unsigned_abs() > MAX_POINTS as u32;
+    let mut totals = [0i64; 4];
+    for row in card.carried.iter().chain(card.rows) {
+        if row.play.iter().chain(&row.settlement).any(|&v| big(v)) {
+            return true;
+        }
+        for (t, (p, s)) in totals.iter_mut().zip(row.play.iter().zip(&row.settlement)) {
+            *t += i64::from(*p) + i64::from(*s);
+        }
+    }
+    card.moves > MOVES_LIMIT || totals.iter().any(|&t| t < -i64::from(MAX_POINTS))
+}
+
+/// The invariants of the engine's games (engine/src/invariants.rs, which only its tests
+/// may call), as far as the public API shows them.
+pub fn assert_invariants(game: &Game) {
+    let rules = *game.rules();
+    let (players, sides) = (rules.players, rules.sides());
+    let target = rules.target as i32;
+    let fail = |what: &str| -> ! { panic!("{what}: {game:?}") };
+    if rules.validate().is_err() {
+        fail("rule options");
+    }
+
+    // The sheet: a row a hand, numbered in order, its entries points a side could
+    // score; its totals are the scores.
+    let sheet = game.sheet();
+    let hand_number = game.hand_number();
+    let totals = sheet.totals();
+    if totals[..sides] != *game.scores() || totals[sides..].iter().any(|&t| t != 0) {
+        fail("scores differ from the sheet");
+    }
+    let rows = sheet.rows();
+    let full = rows.len() as u32;
+    if full != hand_number.min(SHEET_ROWS as u32) {
+        fail("sheet rows do not match the hands dealt");
+    }
+    let first = hand_number - full + 1;
+    match (sheet.carried(), first > 1) {
+        (Some(c), true) if (c.first_hand, c.last_hand) == (1, first - 1) => {}
+        (None, false) => {}
+        _ => fail("carried row present exactly when earlier hands are folded"),
+    }
+    let entries_ok = |row: &SheetRow| {
+        (0..4).all(|side| {
+            let (play, settled) = (row.play[side], row.settlement[side]);
+            let sign_ok = match rules.settlement {
+                SettlementRule::OwnPipsOff => settled <= 0,
+                SettlementRule::WinnerTakesPips => settled >= 0,
+            };
+            if side >= sides {
+                play == 0 && settled == 0
+            } else {
+                play % 5 == 0 && settled % 5 == 0 && play >= 0 && sign_ok
+            }
+        })
+    };
+    for (row, number) in sheet.rows().zip(first..) {
+        if (row.first_hand, row.last_hand) != (number, number) {
+            fail("sheet row's hand");
+        }
+    }
+    if !sheet
+        .carried()
+        .into_iter()
+        .chain(sheet.rows())
+        .all(entries_ok)
+    {
+        fail("a sheet entry no hand could score");
+    }
+
+    // The winner, and the target.
+    match game.winner() {
+        Some(w) if w >= sides || game.scores()[w] < target => fail("winner"),
+        None if game.scores().iter().any(|&s| s >= target) => fail("target reached, no winner"),
+        _ => {}
+    }
+    if (game.phase() == Phase::Over) != game.winner().is_some() {
+        fail("over exactly when won");
+    }
+
+    // The scorecard accounts for every action.
+    let card = game.scorecard();
+    let after_deal = u32::from(card.hand > 0) + card.actions.len() as u32;
+    if card.hand != hand_number
+        || u64::from(card.moves) + u64::from(after_deal) != u64::from(game.moves())
+    {
+        fail("scorecard differs from the game's counters");
+    }
+    if card.actions.len() > MAX_HAND_ACTIONS {
+        fail("more actions than a hand can hold");
+    }
+
+    let Some(layout) = game.layout() else {
+        if hand_number != 0 || game.moves() != 0 || game.phase() != Phase::Dealing {
+            fail("hands dealt without a hand");
+        }
+        if game.hand_sizes().any(|n| n != 0) || game.boneyard_len() != 0 {
+            fail("tiles before the first deal");
+        }
+        return;
+    };
+    if hand_number == 0 {
+        fail("a hand before the first deal");
+    }
+
+    // Every tile in one place: the hands, the table and the boneyard.
+    let mut seen = layout.tiles();
+    if seen.len() != layout.placements().len() {
+        fail("a tile placed twice");
+    }
+    let mut count = seen.len();
+    for seat in 0..players {
+        let tiles = game.hand(seat);
+        if !tiles.intersection(seen).is_empty() {
+            fail("a tile in two places");
+        }
+        seen = seen.union(tiles);
+        count += tiles.len();
+    }
+    if count + game.boneyard_len() != 28 {
+        fail("tiles missing");
+    }
+
+    // How the hand ended, if it has.
+    let playing = game.phase() == Phase::Playing;
+    match game.last_result() {
+        Some(r) => {
+            if playing || r.hand != hand_number {
+                fail("hand result");
+            }
+            if (0..4).any(|s| r.hands[s] != game.hand(s)) {
+                fail("hand result differs from the hands");
+            }
+        }
+        None if !playing => fail("a hand neither in play nor ended"),
+        None => {}
+    }
+
+    // What the table saw a seat show out of is true of its tiles, except for the seat
+    // on turn right after drawing its only playable tile.
+    let end_pips = layout.open_ends().fold(0u8, |m, e| m | 1 << e.pip);
+    let on_turn_moves: TileSet = game.legal_moves().iter().map(|m| m.tile).collect();
+    for seat in 0..players {
+        let voids = game.voids(seat);
+        if voids >= 1 << 7 {
+            fail("voids out of range");
+        }
+        let showing = game.hand(seat).intersection(TileSet::with_any_pip(voids));
+        if showing.is_empty() {
+            continue;
+        }
+        let just_drew = playing
+            && game.turn() == Some(seat)
+            && showing.len() == 1
+            && end_pips & !voids == 0
+            && on_turn_moves == showing;
+        if !just_drew {
+            fail("a seat holds a number it showed out of");
+        }
+    }
+
+    // A hand in play: nobody has gone out, and the seat on turn can act.
+    match (playing, game.turn()) {
+        (true, Some(turn)) if turn < players => {
+            if game.hand_sizes().any(|n| n == 0) {
+                fail("a seat went out but the hand goes on");
+            }
+            if on_turn_moves.is_empty() && !game.must_draw() {
+                fail("the seat on turn can neither play nor draw");
+            }
+            if game.must_draw() != (on_turn_moves.is_empty() && game.boneyard_len() > 0) {
+                fail("must draw exactly when nothing plays and the boneyard has tiles");
+            }
+        }
+        (false, None) => {}
+        _ => fail("a turn exactly while a hand is in play"),
+    }
 }
 
 /// Every seat's view, the spectator's and the score sheet render as the service would
-/// render them; the seat on turn always has something to do.
+/// render them; the seat on turn always has something to do, and the rules accept
+/// every legal move it has (and its draw, when it must draw); what the seat on turn
+/// knows is what a world sampled from its knowledge shows it.
 pub fn assert_renders(game: &Game) {
     let seats = game.rules().players;
     for viewer in std::iter::once(None).chain((0..seats).map(Some)) {
         let view = game.view(viewer).expect("a seat at the table may look");
         let out = view_out(&view, "match");
         assert_eq!(out.hand_sizes.len(), seats);
+        assert_eq!(view.moves, game.moves());
         if viewer.is_some() && viewer == game.turn() {
             // The seat on turn can always act: play, draw or (never) nothing.
             assert!(
                 !view.legal_moves.is_empty() || view.must_draw,
                 "seat on turn with nothing to do: {game:?}"
             );
+        } else {
+            assert!(view.legal_moves.is_empty() && !view.must_draw);
         }
     }
     let _ = sheet_out(game.rules(), game.sheet(), game.winner());
+    assert!(
+        game.view(Some(seats)).is_err(),
+        "a seat past the table may look"
+    );
+
+    let Some(seat) = game.turn() else {
+        return;
+    };
+    let mut moves: Vec<Action> = game
+        .legal_moves()
+        .iter()
+        .map(|m| Action::Play {
+            seat,
+            tile: m.tile,
+            end: m.end,
+        })
+        .collect();
+    if game.must_draw() {
+        moves.push(Action::Draw { seat });
+    }
+    let mut events = Vec::new();
+    for action in moves {
+        let mut after = game.clone();
+        events.clear();
+        if let Err(e) = after.apply(action, &mut events) {
+            panic!("legal {action:?} refused: {e}: {game:?}");
+        }
+        assert_applied(game, action, &after, &events);
+    }
+
+    // A world sampled from the knowledge of the seat on turn (what the bots search)
+    // agrees with it.
+    let knowledge = game
+        .knowledge(seat)
+        .expect("the seat on turn knows its hand");
+    let mut rng = ChaCha8Rng::seed_from_u64(u64::from(game.moves()));
+    let world = knowledge.sample(&mut rng);
+    assert_eq!(world.hand(seat), game.hand(seat));
+    assert_eq!(world.layout(), game.layout());
+    assert_eq!(world.turn(), Some(seat));
+    assert!(world.hand_sizes().eq(game.hand_sizes()));
+    assert_eq!(world.boneyard_len(), game.boneyard_len());
+    assert_eq!(world.legal_moves(), game.legal_moves());
 }
 
 /// States of [`real_games`] as internal messages, for [`tweaked_state`].
@@ -232,7 +562,7 @@ fn real_states() -> &'static [ipb::State] {
         real_games()
             .into_iter()
             .map(|game| {
-                let bytes = codec::encode(&Record {
+                let bytes = plaintext::encode(&Record {
                     match_id: [3; 16],
                     game,
                 });
@@ -243,111 +573,193 @@ fn real_states() -> &'static [ipb::State] {
     &STATES
 }
 
+/// Values in a sheet row of `s` (2 per side), from its rules as they now are (any
+/// number of players taken into 1..=4 so that the rows have a shape).
+fn row_len(s: &ipb::State) -> usize {
+    let rules = s.rules.unwrap_or_default();
+    let players = (rules.players as usize).clamp(1, 4);
+    let sides = if rules.partnership && players == 4 {
+        2
+    } else {
+        players
+    };
+    2 * sides
+}
+
 /// A state of a real game (a little-endian `u16` picks it) with up to 16 fields set
 /// to extreme or chosen values: three bytes a tweak (field, value, index), four more
-/// when the value is taken from the input. Returns its encoding.
+/// when the value is taken from the input, one more for a run of sheet rows. Returns
+/// its encoding.
+///
+/// Values (`value % 16`): 0, 1, `u32::MAX`, `i32::MAX`, the largest sheet entry in
+/// fives (`MAX_POINTS / 5`) and its negative, one past each, the largest action count
+/// before a deal ([`MOVES_LIMIT`]) and one past it, the most hands that count allows,
+/// one five short of the target, a word from the input, the largest play byte (139),
+/// a draw (255), and `value >> 4`.
+///
+/// Fields (`field % 24`): the action count, the hand number, the leader (set, none),
+/// a sheet entry, a column of a run of sheet rows, a carried entry, the carried row
+/// (added or taken away), a stray sheet value (pushed) or a missing one (removed), the
+/// next hand (the current one written off as a row with one entry set, the oldest row
+/// folded into the carried one when the page is full, the counters moved on and a
+/// leader chosen), an action byte (set, pushed, truncated to, removed, inserted), the
+/// rules (players, target, hand size, settlement, partnership), the seed (changed or
+/// taken away), the match id (cut, lengthened, emptied), and no rules or a match before
+/// its first deal.
 pub fn tweaked_state(input: &mut &[u8]) -> Vec<u8> {
     let states = real_states();
     let pick = u16::from(byte(input)) | u16::from(byte(input)) << 8;
     let mut s = states[usize::from(pick) % states.len()].clone();
     for _ in 0..byte(input) % 17 {
         let (field, which, at) = (byte(input), byte(input), usize::from(byte(input)));
-        let v: u32 = match which % 8 {
+        let target_fives = s.rules.as_ref().map_or(0, |r| r.target_fives);
+        let max_fives = (MAX_POINTS / 5) as u32;
+        let v: u32 = match which % 16 {
             0 => 0,
             1 => 1,
             2 => u32::MAX,
             3 => i32::MAX as u32,
-            4 => (1 << 28) / 5,
-            5 => (-((1 << 28) / 5)) as u32,
-            6 => {
-                let b = take(input, 4);
-                let mut word = [0u8; 4];
-                word[..b.len()].copy_from_slice(b);
-                u32::from_le_bytes(word)
-            }
-            _ => u32::from(which >> 3),
+            4 => max_fives,
+            5 => max_fives.wrapping_neg(),
+            6 => max_fives + 1,
+            7 => (max_fives + 1).wrapping_neg(),
+            8 => MOVES_LIMIT,
+            9 => MOVES_LIMIT + 1,
+            10 => MOVES_LIMIT / 2 + 1,
+            11 => target_fives.wrapping_sub(1),
+            12 => word(input),
+            13 => 139,
+            14 => 255,
+            _ => u32::from(which >> 4),
         };
         let signed = v as i32;
-        let set = |values: &mut Vec<i32>| {
-            let n = values.len();
-            if n > 0 {
-                values[at % n] = signed;
-            }
-        };
-        let fill = |values: &mut Vec<i32>| values.iter_mut().for_each(|x| *x = signed);
-        match field % 28 {
+        let row = row_len(&s);
+        match field % 24 {
             0 => s.moves = v,
-            1 => s.hands_dealt = v,
-            2 => s.hand.get_or_insert_with(Default::default).number = v,
-            3 => s.hand.get_or_insert_with(Default::default).turn = v,
-            4 => s.next_starter = Some(v),
-            5 => s.next_starter = None,
-            6 => s.winner = Some(v),
-            7 => s.winner = None,
-            8 => set(&mut s.scores),
-            9 => fill(&mut s.scores),
-            10 => set(&mut s.sheet),
-            11 => fill(&mut s.sheet),
-            12 => set(&mut s.carried),
-            13 => fill(&mut s.carried),
-            14 => {
-                let hands = &mut s.hand.get_or_insert_with(Default::default).hands;
-                let n = hands.len();
+            1 => s.hand = v,
+            2 => s.starter = Some(v),
+            3 => s.starter = None,
+            4 => {
+                let n = s.sheet.len();
                 if n > 0 {
-                    hands[at % n] = v;
+                    s.sheet[at % n] = signed;
+                }
+            }
+            5 => {
+                // Column `at % row` of the rows from `at / row` on, `count` of them.
+                let count = usize::from(byte(input));
+                let (column, start) = (at % row, at / row);
+                for values in s.sheet.chunks_mut(row).skip(start).take(count) {
+                    if let Some(x) = values.get_mut(column) {
+                        *x = signed;
+                    }
+                }
+            }
+            6 => {
+                if s.carried.is_empty() {
+                    s.carried = vec![0; row];
+                }
+                let n = s.carried.len();
+                s.carried[at % n] = signed;
+            }
+            7 => {
+                if s.carried.is_empty() {
+                    s.carried = vec![signed; row];
+                } else {
+                    s.carried.clear();
+                }
+            }
+            8 => s.sheet.push(signed),
+            9 => {
+                let n = s.sheet.len();
+                if n > 0 {
+                    s.sheet.remove(at % n);
+                }
+            }
+            10 => next_hand(&mut s, row, at, signed),
+            11 => {
+                let n = s.actions.len();
+                if n > 0 {
+                    s.actions[at % n] = v as u8;
+                }
+            }
+            12 => s.actions.push(v as u8),
+            13 => {
+                let n = s.actions.len();
+                s.actions.truncate(at % (n + 1));
+            }
+            14 => {
+                let n = s.actions.len();
+                if n > 0 {
+                    s.actions.remove(at % n);
                 }
             }
             15 => {
-                let boneyard = &mut s.hand.get_or_insert_with(Default::default).boneyard;
-                let n = boneyard.len();
-                if n > 0 {
-                    boneyard[at % n] = v as u8;
-                }
+                let n = s.actions.len();
+                s.actions.insert(at % (n + 1), v as u8);
             }
-            16 => {
-                let placements = &mut s.hand.get_or_insert_with(Default::default).placements;
-                let n = placements.len();
-                if n > 0 {
-                    placements[at % n] = v as u8;
-                }
-            }
-            17..=19 => {
-                let hand = s.hand.get_or_insert_with(Default::default);
-                let result = hand.result.get_or_insert_with(Default::default);
-                match field % 28 {
-                    17 => result.seat = v,
-                    18 => result.end = signed,
-                    _ => result.settlement.push(signed),
-                }
-            }
-            20 => s.rules.get_or_insert_with(Default::default).players = v,
-            21 => s.rules.get_or_insert_with(Default::default).target_fives = v,
-            22 => s.rules.get_or_insert_with(Default::default).hand_size = signed,
-            23 => s.rules.get_or_insert_with(Default::default).settlement = signed,
-            24 => {
+            16 => s.rules.get_or_insert_with(Default::default).players = v,
+            17 => s.rules.get_or_insert_with(Default::default).target_fives = v,
+            18 => s.rules.get_or_insert_with(Default::default).hand_size = signed,
+            19 => s.rules.get_or_insert_with(Default::default).settlement = signed,
+            20 => {
                 let rules = s.rules.get_or_insert_with(Default::default);
                 rules.partnership = !rules.partnership;
             }
-            25 => s.seed = u64::from(v) << (at % 33),
-            26 => s.hand = None,
-            _ => match at % 4 {
-                0 if !s.sheet.is_empty() => {
-                    let n = s.sheet.len();
-                    s.sheet.remove(at % n);
+            21 => {
+                s.seed = match at % 3 {
+                    0 => Some(s.seed.unwrap_or(0) ^ u64::from(v) << (at % 33)),
+                    1 => None,
+                    _ => Some(u64::MAX),
                 }
-                1 => s.sheet.push(signed),
-                2 => s
-                    .hand
-                    .get_or_insert_with(Default::default)
-                    .boneyard
-                    .push(v as u8),
-                _ => s
-                    .hand
-                    .get_or_insert_with(Default::default)
-                    .placements
-                    .push(v as u8),
+            }
+            22 => match at % 3 {
+                0 => s.match_id.truncate(at % 17),
+                1 => s.match_id.push(v as u8),
+                _ => s.match_id.clear(),
             },
+            _ => {
+                if at % 2 == 0 {
+                    s.rules = None;
+                } else {
+                    s.hand = 0;
+                    s.starter = None;
+                    s.moves = 0;
+                    s.sheet.clear();
+                    s.carried.clear();
+                    s.actions.clear();
+                }
+            }
         }
     }
     s.encode_to_vec()
+}
+
+/// Moves `s` on to its next hand as a scorekeeper would write it: the current hand's
+/// row (zeros, but for entry `at % row` set to `value`) added to the sheet, the oldest
+/// row folded into the carried one once the sheet holds `SHEET_ROWS - 1` rows, the
+/// counters moved on by the deal and the hand's actions, the actions cleared and a
+/// leader chosen (`at`'s top bit: none; else seat `at % 4`).
+fn next_hand(s: &mut ipb::State, row: usize, at: usize, value: i32) {
+    if s.hand > 0 {
+        let mut written = vec![0; row];
+        written[at % row] = value;
+        s.sheet.extend_from_slice(&written);
+        if s.sheet.len() / row >= SHEET_ROWS {
+            let oldest: Vec<i32> = s.sheet.drain(..row).collect();
+            if s.carried.len() != row {
+                s.carried = vec![0; row];
+            }
+            for (c, o) in s.carried.iter_mut().zip(oldest) {
+                *c = c.wrapping_add(o);
+            }
+        }
+        s.moves = s
+            .moves
+            .saturating_add(1)
+            .saturating_add(s.actions.len() as u32);
+    }
+    s.hand = s.hand.saturating_add(1);
+    s.actions.clear();
+    s.starter = (at & 0x80 == 0 && s.hand > 1).then_some((at % 4) as u32);
 }

@@ -4,16 +4,18 @@
 //! - [`handlers`]: one function per RPC (parse, open, engine, seal, view).
 //!   Suggest's HARD searches run on tokio's blocking pool, at most one per core.
 //! - [`convert`]: engine types <-> protobuf messages.
-//! - [`codec`]: the generated services' gRPC codec, which writes the answers in one pass.
+//! - [`answer_writer`]: the generated services' gRPC codec, which writes the answers in
+//!   one pass ([`wire`]: the protobuf writer it uses).
 //! - [`status`]: errors -> `tonic::Status` with rich error details.
 //!
 //! Each call records its outcome in [`Metrics`](crate::metrics::Metrics) (games, hands,
 //! moves, token refusals); the HTTP endpoint that shows them lives elsewhere.
 
-pub mod codec;
+pub mod answer_writer;
 pub mod convert;
 pub mod handlers;
 pub mod status;
+pub(crate) mod wire;
 
 use std::sync::Arc;
 
@@ -28,7 +30,7 @@ use status::ApiError;
 
 /// The service: holds the key ring with its cache of lately sealed games, and the
 /// metrics. No call depends on another: a game lives in its token, and the cache only
-/// saves reopening a token this process sealed (`state::tokens`).
+/// saves reopening a token this process sealed (`state::cache`).
 #[derive(Clone, Debug)]
 pub struct Api {
     tokens: Arc<Tokens>,

@@ -8,7 +8,8 @@
 
 use std::fmt;
 
-use super::siv::Aes256GcmSiv;
+use aes_gcm_siv::Aes256GcmSiv;
+use aes_gcm_siv::aead::KeyInit;
 
 /// A key ring problem found while reading configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,7 +65,7 @@ impl KeyRing {
         };
         let keys = keys
             .into_iter()
-            .map(|(id, key)| (id, Aes256GcmSiv::new(&key)))
+            .map(|(id, key)| (id, Aes256GcmSiv::new(&key.into())))
             .collect();
         Ok(KeyRing {
             keys,

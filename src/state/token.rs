@@ -1,9 +1,9 @@
 //! Sealing and opening the bytes of a state token.
 //!
 //! A token is `version (1 byte) | key id (1 byte) | nonce (12 bytes) | ciphertext | tag
-//! (16 bytes)`, sealed with AES-256-GCM-SIV (RFC 8452; `src/state/siv.rs`). The version
-//! and key id are bound to the ciphertext as associated data, so no byte of a token can
-//! change unnoticed.
+//! (16 bytes)`, sealed with AES-256-GCM-SIV (RFC 8452) by RustCrypto's `aes-gcm-siv`
+//! crate. The version and key id are bound to the ciphertext as associated data, so no
+//! byte of a token can change unnoticed.
 //!
 //! Nonces are random, 96 bits, from a per-thread ChaCha20 generator seeded by the
 //! operating system ([`super::random`]). That is safe for any number of tokens a key
@@ -12,15 +12,20 @@
 //! about 2^-33 after four billion tokens, and an even chance only near 2^48) would
 //! show no more than whether their games are identical, with no loss of authenticity.
 //!
-//! Format history: version 1 was XChaCha20-Poly1305 with 24-byte nonces (42 bytes of
-//! framing); version 2, this one, takes 30 bytes and a third of the time to seal and
-//! open (docs/PERFORMANCE.md, "The token's cipher"). A version 1 token is refused as
-//! [`TokenError::UnsupportedVersion`].
+//! Format history (the version names the framing and the plaintext together):
+//! version 1 was XChaCha20-Poly1305 with 24-byte nonces (42 bytes of framing); version
+//! 2 took AES-256-GCM-SIV and 30 bytes, with the table itself as the plaintext; version
+//! 3, this one, keeps version 2's framing and cipher around the scorekeeper's record
+//! of the match ([`super::plaintext`]). Tokens of versions 1 and 2 are refused as
+//! [`TokenError::UnsupportedVersion`] (docs/operations.md, "Upgrading").
+
+use aes_gcm_siv::aead::AeadInOut;
+use aes_gcm_siv::aead::inout::InOutBuf;
 
 use super::keyring::KeyRing;
 
 /// The token framing this build writes and reads.
-pub const TOKEN_VERSION: u8 = 2;
+pub const TOKEN_VERSION: u8 = 3;
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
 const HEADER_LEN: usize = 2 + NONCE_LEN;
@@ -69,7 +74,10 @@ pub fn seal_with(
     token.extend_from_slice(&nonce);
     write(&mut token);
     let (header, body) = token.split_at_mut(HEADER_LEN);
-    let tag = cipher.seal_in_place(&nonce, &header[..2], body);
+    // Refused only past the cipher's length limit (2^36 bytes): never for a plaintext.
+    let tag = cipher
+        .encrypt_inout_detached(&nonce.into(), &header[..2], body.into())
+        .map_err(|_| TokenError::Malformed)?;
     token.extend_from_slice(&tag);
     Ok(token)
 }
@@ -103,8 +111,13 @@ pub fn open_with<T>(
     let mut plaintext = [0u8; MAX_TOKEN_LEN - OVERHEAD];
     let plaintext = &mut plaintext[..body.len()];
     cipher
-        .open(nonce, &header[..2], body, plaintext, tag)
-        .map_err(|()| TokenError::Invalid)?;
+        .decrypt_inout_detached(
+            &(*nonce).into(),
+            &header[..2],
+            InOutBuf::new(body, plaintext).map_err(|_| TokenError::Malformed)?,
+            &(*tag).into(),
+        )
+        .map_err(|_| TokenError::Invalid)?;
     Ok(read(plaintext))
 }
 
@@ -145,7 +158,7 @@ mod tests {
         assert_eq!(OVERHEAD, 30);
         assert_eq!(token.len(), 40 + 30);
         assert_eq!(token[0], TOKEN_VERSION);
-        assert_eq!(token[0], 2);
+        assert_eq!(token[0], 3);
         assert_eq!(token[1], 9);
         let nonces: std::collections::HashSet<Vec<u8>> = (0..1000)
             .map(|_| seal(&r, b"x").unwrap()[2..2 + NONCE_LEN].to_vec())
@@ -154,9 +167,10 @@ mod tests {
     }
 
     #[test]
-    fn tokens_are_those_the_aes_gcm_siv_crate_sealed_and_opened() {
-        // Format 2 was sealed with the `aes-gcm-siv` crate before `super::siv`: a token
-        // it seals opens here, and one sealed here opens with it.
+    fn tokens_open_with_the_aes_gcm_siv_crate_on_its_own() {
+        // The framing is plain AES-256-GCM-SIV with the header as associated data: a
+        // token sealed by the crate directly opens here, and one sealed here opens
+        // with it.
         use aes_gcm_siv::aead::{AeadInOut, KeyInit};
         let key = [0x42; 32];
         let r = KeyRing::new(vec![(3, key)], None).unwrap();
@@ -191,12 +205,16 @@ mod tests {
     }
 
     #[test]
-    fn a_version_1_token_is_refused_as_unsupported() {
+    fn tokens_of_earlier_versions_are_refused_as_unsupported() {
         let r = ring(&[1], None);
         // The shape of a version 1 token: 2 + 24-byte nonce + ciphertext + 16-byte tag.
         let mut v1 = vec![1u8, 1];
         v1.extend_from_slice(&[0x33; 24 + 20 + 16]);
         assert_eq!(open(&r, &v1), Err(TokenError::UnsupportedVersion(1)));
+        // Version 2: this framing around the older plaintext, sealed under the same key.
+        let mut v2 = seal(&r, b"a table").unwrap();
+        v2[0] = 2;
+        assert_eq!(open(&r, &v2), Err(TokenError::UnsupportedVersion(2)));
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! One hand of play: the deal, the players' tiles, the boneyard, the layout and whose
-//! turn it is (RULES.md sections 3 and 4).
+//! turn it is (docs/rules.md sections 3 and 4).
 
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 
 use super::event::HandResult;
 use super::layout::Layout;
+use super::replay::{HandAction, MAX_HAND_ACTIONS};
 use super::rules::{Rules, Seat};
 use super::tile::{TILE_COUNT, Tile, TileSet};
 
@@ -27,6 +28,11 @@ pub struct Hand {
     /// that the whole table saw the seat show out of, so that no tile it holds has them.
     /// See [`Hand::showed_out`].
     pub(crate) voids: [u8; 4],
+    /// Who went out of the hand before, and so leads this one; `None`: drawn at random.
+    pub(crate) starter: Option<Seat>,
+    /// The plays and draws since the deal, in order: `actions[..actions_len]`.
+    pub(crate) actions: [HandAction; MAX_HAND_ACTIONS],
+    pub(crate) actions_len: u8,
 }
 
 /// The generator for hand `number` of a game: the game's seed picks the key and the
@@ -85,6 +91,23 @@ impl Hand {
             turn,
             result: None,
             voids: [0; 4],
+            starter,
+            actions: [HandAction::Draw; MAX_HAND_ACTIONS],
+            actions_len: 0,
+        }
+    }
+
+    /// The plays and draws since the deal, in order.
+    pub(crate) fn actions(&self) -> &[HandAction] {
+        &self.actions[..usize::from(self.actions_len)]
+    }
+
+    /// Writes down a play or draw that has happened. A hand holds at most
+    /// [`MAX_HAND_ACTIONS`] (every tile played, the largest boneyard drawn out).
+    pub(crate) fn write_down(&mut self, action: HandAction) {
+        if let Some(slot) = self.actions.get_mut(usize::from(self.actions_len)) {
+            *slot = action;
+            self.actions_len += 1;
         }
     }
 
@@ -105,7 +128,7 @@ impl Hand {
     }
 
     /// Records what the table learns when `seat` draws or passes: it held no tile
-    /// matching an open end (RULES.md section 5: only a seat without a playable tile
+    /// matching an open end (docs/rules.md section 5: only a seat without a playable tile
     /// draws or passes).
     ///
     /// What is kept is a mask true of *every* tile the seat holds, so it must stay

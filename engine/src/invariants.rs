@@ -1,6 +1,9 @@
-//! Consistency checks for a game rebuilt from outside (a decoded state token): every
-//! tile in exactly one place, seats and sides in range, scores matching the sheet, and
-//! a turn the rules could have reached. A game made by the engine always passes.
+//! The invariants every game the engine makes keeps, checked by the property tests
+//! after every action and by the knowledge tests on sampled worlds: every tile in
+//! exactly one place, seats and sides in range, scores matching the sheet, what a seat
+//! showed out of true of its tiles, and a turn the rules could have reached. Test code
+//! only: a game in memory is always one the engine's moves made (a token's game is
+//! replayed, [`crate::replay`]), so nothing outside the tests needs to check it.
 
 use super::error::Phase;
 use super::game::Game;
@@ -13,17 +16,8 @@ pub struct Inconsistency(pub &'static str);
 
 impl Game {
     /// Checks everything a game made by the engine guarantees.
-    pub fn check(&self) -> Result<(), Inconsistency> {
-        self.check_given_totals(self.sheet.totals())
-    }
-
-    /// [`Game::check`], given the sheet's totals ([`ScoreSheet::totals`]) as summed by
-    /// a caller that has just built the sheet row by row (the token decoder), so that
-    /// the rows are not walked a second time. The same checks, in the same order.
-    ///
-    /// [`ScoreSheet::totals`]: super::sheet::ScoreSheet::totals
-    pub(crate) fn check_given_totals(&self, totals: [i32; 4]) -> Result<(), Inconsistency> {
-        debug_assert_eq!(totals, self.sheet.totals());
+    pub(crate) fn check(&self) -> Result<(), Inconsistency> {
+        let totals = self.sheet.totals();
         let fail = |what| Err(Inconsistency(what));
         if self.rules.validate().is_err() {
             return fail("rule options");
@@ -140,8 +134,8 @@ impl Game {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::game::tests::t;
-    use crate::engine::{Game, Rules};
+    use crate::game::tests::t;
+    use crate::{Game, Rules};
 
     #[test]
     fn a_dealt_game_is_consistent_and_a_tampered_one_is_not() {

@@ -19,6 +19,7 @@ use super::error::{Error, Phase};
 use super::game::Game;
 use super::hand::{Hand, below};
 use super::layout::Layout;
+use super::replay::{HandAction, MAX_HAND_ACTIONS};
 use super::rules::{Rules, Seat};
 use super::sheet::{ScoreSheet, SheetRow};
 use super::tile::{TILE_COUNT, Tile, TileSet};
@@ -89,8 +90,10 @@ impl Game {
     /// The same game as `seat` sees it, with the tiles it cannot see (other hands, the
     /// boneyard and its order) dealt again at random, consistent with everything the
     /// table knows. For tests of fairness: a fair bot must advise `seat` the same in
-    /// both games. Errors as [`Game::knowledge`].
-    pub fn redeal_hidden(&self, seat: Seat, rng: &mut ChaCha8Rng) -> Result<Game, Error> {
+    /// both games. Errors as [`Game::knowledge`]. Test code only: such a game is no
+    /// match legal moves made.
+    #[cfg(test)]
+    pub(crate) fn redeal_hidden(&self, seat: Seat, rng: &mut ChaCha8Rng) -> Result<Game, Error> {
         let world = self.knowledge(seat)?.sample(rng);
         let mut game = self.clone();
         if let (Some(hand), Some(sampled)) = (game.hand.as_mut(), world.hand) {
@@ -184,6 +187,10 @@ impl Knowledge {
                 turn: self.turn,
                 result: None,
                 voids: self.voids,
+                // A world for search, never written down or sealed: no history.
+                starter: None,
+                actions: [HandAction::Draw; MAX_HAND_ACTIONS],
+                actions_len: 0,
             }),
             scores: self.scores,
             // One carried row holding the scores, so the sheet agrees with them.
@@ -195,8 +202,7 @@ impl Knowledge {
                     settlement: [0; 4],
                 }),
                 Vec::new(),
-            )
-            .unwrap_or_default(),
+            ),
             next_starter: None,
             winner: None,
             moves: self.moves,
@@ -215,7 +221,7 @@ fn shuffle(tiles: &mut [Tile], rng: &mut ChaCha8Rng) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::bot::{Strategy, choose};
+    use crate::bot::{Strategy, choose};
     use rand_chacha::rand_core::SeedableRng;
 
     /// Plays `n` greedy actions into a fresh game (dealing first).

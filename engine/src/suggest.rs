@@ -272,7 +272,7 @@ fn outcome(before: &Game, after: &Game, side: usize, sides: usize) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Rules;
+    use crate::Rules;
 
     fn dealt(players: usize, seed: u64) -> Game {
         let mut game = Game::new(Rules::for_players(players), seed).unwrap();
@@ -301,7 +301,7 @@ mod tests {
     fn medium_takes_the_most_points_and_hard_values_a_match_winning_move_highest() {
         // Target 10. On the lead [0|5] (count 5), [5|5] on the 5 makes 0 + 10 = 10 and
         // wins the match at once; [0|0] on the 0 makes 5; [0|3] makes 8, nothing.
-        let game = crate::engine::game::tests::fixture(
+        let game = crate::game::tests::fixture(
             Rules {
                 target: 10,
                 ..Rules::for_players(2)
@@ -314,8 +314,8 @@ mod tests {
         let k = game.knowledge(0).unwrap();
         let win = Action::Play {
             seat: 0,
-            tile: crate::engine::game::tests::t(5, 5),
-            end: Some(crate::engine::End::Right),
+            tile: crate::game::tests::t(5, 5),
+            end: Some(crate::End::Right),
         };
         let medium = suggest(&k, Level::Medium, None, 1).unwrap();
         assert_eq!(medium.action, win);
@@ -330,7 +330,7 @@ mod tests {
 
     #[test]
     fn a_seat_with_nothing_to_play_is_told_to_draw() {
-        let game = crate::engine::game::tests::fixture(
+        let game = crate::game::tests::fixture(
             Rules::for_players(2),
             &[&[(0, 0)], &[(1, 1), (2, 3)]],
             &[(1, 2), (0, 3)],
@@ -341,6 +341,40 @@ mod tests {
         let s = suggest(&k, Level::Hard, None, 3).unwrap();
         assert_eq!(s.action, Action::Draw { seat: 0 });
         assert!(s.values.is_empty());
+    }
+
+    #[test]
+    fn advice_depends_only_on_what_the_seat_may_know() {
+        // Games dealt again in the tiles the seat cannot see get the same advice.
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut compared = 0;
+        for players in 2..=4 {
+            let mut game = dealt(players, 40 + players as u64);
+            let mut scratch = Vec::new();
+            for step in 0..30 {
+                let Some(seat) = game.turn() else { break };
+                let other = game.redeal_hidden(seat, &mut rng).unwrap();
+                assert_eq!(other.knowledge(seat), game.knowledge(seat));
+                for level in [Level::Easy, Level::Medium, Level::Hard] {
+                    let advise = |g: &Game| {
+                        suggest(&g.knowledge(seat).unwrap(), level, Some(16), step).unwrap()
+                    };
+                    assert_eq!(
+                        advise(&game),
+                        advise(&other),
+                        "{players} players, step {step}"
+                    );
+                    compared += 1;
+                }
+                let Some(action) =
+                    crate::bot::choose(&game, crate::bot::Strategy::Greedy, &mut rng, &mut scratch)
+                else {
+                    break;
+                };
+                game.apply(action, &mut Vec::new()).unwrap();
+            }
+        }
+        assert!(compared > 100, "{compared}");
     }
 
     /// Plays deal `seed` to the end with HARD (16 worlds) in `hard_seat` and MEDIUM in

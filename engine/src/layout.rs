@@ -1,12 +1,12 @@
 //! The layout on the table: the line, the spinner, the open ends and the count
-//! (RULES.md sections 6 and 7).
+//! (docs/rules.md sections 6 and 7).
 //!
 //! The lead tile sits at the centre. Tiles joined to its left form the LEFT arm and to
 //! its right the RIGHT arm; the line runs LEFT arm (outermost first), lead, RIGHT arm.
 //! The first double of the hand is the spinner, wherever it lies on that line; once
 //! both its sides are joined, the UP and DOWN arms open across it.
 //!
-//! Decision (RULES.md leaves the naming to us): a non-double lead `[a|b]` with `a < b`
+//! Decision (docs/rules.md leaves the naming to us): a non-double lead `[a|b]` with `a < b`
 //! is placed with its lower half `a` facing LEFT and `b` facing RIGHT.
 
 use super::tile::{Tile, TileSet};
@@ -299,23 +299,6 @@ impl Layout {
     pub fn place(&mut self, tile: Tile, end: Option<End>) -> u32 {
         self.push(tile, end);
         self.ends.count()
-    }
-
-    /// Places `tile` as [`Layout::place`] does if that is legal: a tile not on the
-    /// table yet, and `end` `None` for the lead, on an empty table only, or else an
-    /// open end the tile fits. Says whether it was (nothing changes when not). For
-    /// rebuilding a layout from the placements a state token lists, where the count
-    /// is not needed.
-    pub(crate) fn replay(&mut self, tile: Tile, end: Option<End>) -> bool {
-        let legal = !self.tiles.contains(tile)
-            && match end {
-                None => self.ends.empty,
-                Some(end) => !self.ends.empty && self.fits(tile, end),
-            };
-        if legal {
-            self.push(tile, end);
-        }
-        legal
     }
 
     #[inline(always)]

@@ -1,6 +1,11 @@
-//! The rules of All Fives, pure: no I/O, no async, no protobuf, no crypto.
-//! Deterministic given a seed. `shared/RULES.md` is the authority; each file names the
-//! sections it implements.
+//! The rules of All Fives, pure: no I/O, no async, no protobuf, no crypto (a crate of
+//! its own, whose only dependencies are a seeded generator and `thiserror`, so the
+//! compiler holds it to that). Deterministic given a seed. The project's rulebook,
+//! `docs/rules.md`, is the authority; each file names the sections it implements.
+//!
+//! A match is made only by [`Game::new`] and the moves of [`Game::apply`], or rebuilt by
+//! [`Game::replay`] from its [`Scorecard`], which replays the current hand through the
+//! same moves: every game in memory is one that legal moves produced.
 //!
 //! # Layout
 //! - [`tile`]: the 28 tiles and bitmask tile sets.
@@ -15,7 +20,8 @@
 //! - [`knowledge`]: what a seat may know, and hidden deals consistent with it.
 //! - [`suggest`]: fair bots (easy, medium, hard) that play on a seat's knowledge.
 //! - [`bot`]: random and greedy players for simulation.
-//! - [`check`]: consistency checks for a game rebuilt from a token.
+//! - [`replay`]: a match rebuilt from its scorecard by replaying its hand.
+//! - [`check`]: what replay cannot establish: the scorecard's earlier hands.
 
 pub mod bot;
 pub mod check;
@@ -23,8 +29,11 @@ pub mod error;
 pub mod event;
 pub mod game;
 pub mod hand;
+#[cfg(test)]
+mod invariants;
 pub mod knowledge;
 pub mod layout;
+pub mod replay;
 pub mod rules;
 pub mod scoring;
 pub mod sheet;
@@ -35,12 +44,12 @@ pub mod view;
 #[cfg(test)]
 mod properties;
 
-pub use check::Inconsistency;
 pub use error::{Error, Phase};
 pub use event::{Event, HandEnd, HandResult};
 pub use game::{Action, Game, Move};
 pub use knowledge::Knowledge;
 pub use layout::{Arm, End, Layout, OpenEnd, Placement};
+pub use replay::{HandAction, ReplayError, Scorecard};
 pub use rules::{HandSizeRule, Rules, Seat, SettlementRule, Side};
 pub use sheet::{ScoreSheet, SheetRow};
 pub use tile::{Tile, TileSet};

@@ -21,7 +21,7 @@ use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 
 use crate::proto::v1 as pb;
 use crate::service::convert::recycle_view;
-use crate::state::wire::{
+use crate::service::wire::{
     LEN, put_bool, put_bytes, put_int32, put_len, put_optional_uint32, put_packed_uint32,
     put_uint32,
 };

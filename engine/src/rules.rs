@@ -1,4 +1,4 @@
-//! Rule options chosen when a game is created (RULES.md sections 2, 3, 8 and 9).
+//! Rule options chosen when a game is created (docs/rules.md sections 2, 3, 8 and 9).
 
 use super::error::Error;
 

@@ -1,4 +1,4 @@
-//! Settling a finished hand: rounding and both settlement rules (RULES.md section 8).
+//! Settling a finished hand: rounding and both settlement rules (docs/rules.md section 8).
 
 use super::rules::{Rules, SettlementRule, Side};
 use super::tile::TileSet;
@@ -61,7 +61,7 @@ fn lightest_side(rules: &Rules, hands: &[TileSet]) -> Option<Side> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::tile::Tile;
+    use crate::tile::Tile;
 
     fn hand(tiles: &[(u8, u8)]) -> TileSet {
         tiles

@@ -4,8 +4,6 @@
 //! full and folds earlier ones into one carried-forward row, so it stays small however
 //! long a game runs.
 
-use std::collections::VecDeque;
-
 /// Hands kept in full on the sheet.
 pub const SHEET_ROWS: usize = 32;
 
@@ -41,17 +39,21 @@ impl SheetRow {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ScoreSheet {
     carried: Option<SheetRow>,
-    rows: VecDeque<SheetRow>,
+    /// Oldest first; at most [`SHEET_ROWS`].
+    rows: Vec<SheetRow>,
 }
 
 impl ScoreSheet {
-    /// Builds a sheet from its parts (as stored in a state token). `None` if there are
-    /// more than [`SHEET_ROWS`] rows.
-    pub fn from_parts(carried: Option<SheetRow>, rows: Vec<SheetRow>) -> Option<ScoreSheet> {
-        (rows.len() <= SHEET_ROWS).then(|| ScoreSheet {
-            carried,
-            rows: rows.into(),
-        })
+    /// A sheet from its parts, which the caller has checked (`check::scorecard`).
+    pub(crate) fn from_parts(carried: Option<SheetRow>, rows: Vec<SheetRow>) -> ScoreSheet {
+        debug_assert!(rows.len() <= SHEET_ROWS);
+        ScoreSheet { carried, rows }
+    }
+
+    /// The rows of every hand but the one in play (or last played): what the sheet
+    /// held before that hand's row was opened, its oldest row already folded.
+    pub(crate) fn earlier_rows(&self) -> &[SheetRow] {
+        &self.rows[..self.rows.len().saturating_sub(1)]
     }
 
     /// The hands folded into one row, if any.
@@ -66,15 +68,14 @@ impl ScoreSheet {
 
     /// Opens the row of a new hand, folding the oldest row if the page is full.
     pub(crate) fn start_hand(&mut self, hand: u32) {
-        if self.rows.len() == SHEET_ROWS
-            && let Some(oldest) = self.rows.pop_front()
-        {
+        if self.rows.len() == SHEET_ROWS {
+            let oldest = self.rows.remove(0);
             match &mut self.carried {
                 Some(carried) => carried.absorb(&oldest),
                 None => self.carried = Some(oldest),
             }
         }
-        self.rows.push_back(SheetRow {
+        self.rows.push(SheetRow {
             first_hand: hand,
             last_hand: hand,
             ..SheetRow::default()
@@ -82,13 +83,13 @@ impl ScoreSheet {
     }
 
     pub(crate) fn add_play(&mut self, side: usize, points: i32) {
-        if let Some(row) = self.rows.back_mut() {
+        if let Some(row) = self.rows.last_mut() {
             row.play[side] += points;
         }
     }
 
     pub(crate) fn add_settlement(&mut self, delta: &[i32; 4]) {
-        if let Some(row) = self.rows.back_mut() {
+        if let Some(row) = self.rows.last_mut() {
             for (s, d) in row.settlement.iter_mut().zip(delta) {
                 *s += d;
             }

@@ -1,5 +1,5 @@
 //! The game (a "match"): rule options, seed, scores, the hand in play, and the actions
-//! that move it on: deal, play, draw (RULES.md sections 4, 5, 8, 9 and 10).
+//! that move it on: deal, play, draw (docs/rules.md sections 4, 5, 8, 9 and 10).
 //!
 //! Every action is checked in full before anything changes, so an error leaves the game
 //! exactly as it was. Passes are automatic: when the seat on turn cannot play and the
@@ -10,6 +10,7 @@ use super::error::{Error, Phase};
 use super::event::{Event, HandEnd, HandResult};
 use super::hand::Hand;
 use super::layout::{End, Layout, points_for};
+use super::replay::HandAction;
 use super::rules::{Rules, Seat, Side};
 use super::scoring::{Finish, settle};
 use super::sheet::ScoreSheet;
@@ -65,8 +66,8 @@ impl Game {
         Ok(Game::before_the_first_deal(rules, seed))
     }
 
-    /// [`Game::new`] without checking the rules: for a caller that has (the token's
-    /// decoder, which checks them as it reads them).
+    /// [`Game::new`] without checking the rules: for a caller that has
+    /// ([`Game::replay`]).
     pub(crate) fn before_the_first_deal(rules: Rules, seed: u64) -> Game {
         Game {
             rules,
@@ -332,6 +333,7 @@ impl Game {
         };
 
         // Everything is checked: from here the play happens.
+        hand.write_down(HandAction::Play { tile, end });
         hand.hands[seat].remove(tile);
         let count = hand.layout.place(tile, end);
         let points = points_for(count);
@@ -365,6 +367,7 @@ impl Game {
             return Err(Error::MustPlay);
         }
         let tile = hand.draw().ok_or(Error::BoneyardEmpty)?;
+        hand.write_down(HandAction::Draw);
         hand.hands[seat].insert(tile);
         let playable = hand.layout.playable().contains(tile);
         hand.showed_out(seat, !playable);
@@ -452,9 +455,9 @@ impl Game {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::engine::layout::Layout;
-    use crate::engine::rules::SettlementRule;
-    use crate::engine::tile::TILE_COUNT;
+    use crate::layout::Layout;
+    use crate::rules::SettlementRule;
+    use crate::tile::TILE_COUNT;
 
     pub(crate) fn t(a: u8, b: u8) -> Tile {
         Tile::new(a, b).unwrap()
@@ -1008,7 +1011,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_same_seed_and_actions_replay_identically() {
-        use crate::engine::bot::{Strategy, choose};
+        use crate::bot::{Strategy, choose};
         use rand_chacha::ChaCha8Rng;
         use rand_chacha::rand_core::SeedableRng;
         let play = |seed| {

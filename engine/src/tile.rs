@@ -1,4 +1,4 @@
-//! Tiles and sets of tiles: the 28 tiles of a double-six set (RULES.md section 1).
+//! Tiles and sets of tiles: the 28 tiles of a double-six set (docs/rules.md section 1).
 //!
 //! A [`Tile`] is an index `0..28`; a [`TileSet`] is a 28-bit mask, so hands, the
 //! boneyard's contents and "tiles that show pip p" are single machine words.

@@ -1,5 +1,5 @@
 //! What one seat (or a spectator) may see of a game: the only window the service shows
-//! (RULES.md section 10). Other hands, the boneyard's order and the seed are not in it.
+//! (docs/rules.md section 10). Other hands, the boneyard's order and the seed are not in it.
 
 use super::error::{Error, Phase};
 use super::event::HandResult;

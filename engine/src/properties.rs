@@ -40,7 +40,7 @@ fn any_rules() -> impl proptest::strategy::Strategy<Value = Rules> {
         )
 }
 
-/// The count recomputed from the placements alone, by RULES.md section 7.
+/// The count recomputed from the placements alone, by docs/rules.md section 7.
 fn reference_count(layout: &Layout) -> u32 {
     let placements = layout.placements();
     let Some(lead) = placements.first() else {
@@ -157,7 +157,13 @@ fn play_checked(rules: Rules, seed: u64, strategy: Strategy, exhaustive: bool) -
         events.clear();
         game.apply(action, &mut events).unwrap();
         assert_tiles_accounted(&game);
-        assert_eq!(game.check(), Ok(()), "the engine keeps what `check` checks");
+        assert_eq!(game.check(), Ok(()), "the engine keeps its invariants");
+        assert!(game.replays());
+        assert_eq!(
+            Game::replay(rules, seed, &game.scorecard()).as_ref(),
+            Ok(&game),
+            "the scorecard rebuilds the game"
+        );
         for (b, a) in before.iter().zip(game.scores()) {
             assert_eq!((a - b) % 5, 0, "scores move by multiples of five");
         }

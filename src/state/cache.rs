@@ -1,6 +1,6 @@
-//! [`Tokens`]: what the service opens and seals state tokens with: the key ring, and a
-//! cache of the games this process sealed lately, so that the call which brings one of
-//! those tokens back skips the cipher and the decoder.
+//! The token cache, and [`Tokens`]: what the service opens and seals state tokens with,
+//! the key ring and a cache of the games this process sealed lately, so that the call
+//! which brings one of those tokens back skips the cipher and the replay.
 //!
 //! The service stays stateless. Every token still carries its whole game, any replica
 //! opens any token, and a call answers exactly what it would without the cache: the
@@ -28,8 +28,9 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::plaintext;
 use super::token::MAX_TOKEN_LEN;
-use super::{KeyRing, Record, TokenError, codec};
+use super::{KeyRing, Record, TokenError};
 use crate::engine::Phase;
 
 /// The most games a cache may hold (about 25 MiB of sets, up to 2.5 GiB of games).
@@ -186,7 +187,7 @@ impl Tokens {
     }
 
     /// Opens a token: the game from the cache if this process sealed that very token
-    /// lately, else decrypted, decoded and checked by [`super::open`].
+    /// lately, else decrypted and replayed by [`super::open`].
     pub fn open(&self, token: &[u8]) -> Result<Opened, TokenError> {
         if let Some(key) = key(token)
             && let Some(set) = self.set(key)
@@ -226,7 +227,8 @@ impl Tokens {
     /// call that brings that token. In a full set it takes the place of the game put in
     /// longest ago. Not kept: a game no token carries (changed since), a game that is
     /// over (no move can follow; a last Score opens it by the cipher), and a game its
-    /// token would not open again (beyond a limit of the decoder, [`codec::reopens`]).
+    /// token would not open again (past a limit of the engine's replay,
+    /// [`Game::replays`](crate::engine::Game::replays)).
     pub fn keep(&self, opened: Opened) {
         let entry = opened.0;
         let Some((key, set)) = key(&entry.token).and_then(|key| Some((key, self.set(key)?))) else {
@@ -234,12 +236,12 @@ impl Tokens {
         };
         if entry.token.len() > MAX_TOKEN_LEN
             || entry.record.game.phase() == Phase::Over
-            || !codec::reopens(&entry.record)
+            || !entry.record.game.replays()
         {
             return;
         }
         debug_assert!(
-            codec::decode(&codec::encode(&entry.record)).as_ref() == Ok(&entry.record),
+            plaintext::decode(&plaintext::encode(&entry.record)).as_ref() == Ok(&entry.record),
             "a game kept is one its token gives back"
         );
         let mut set = set.lock().unwrap_or_else(PoisonError::into_inner);
@@ -424,42 +426,58 @@ mod tests {
         assert_eq!(tokens.cache_counts(), (0, 1));
     }
 
-    #[test]
-    fn a_game_its_token_would_not_open_is_not_kept() {
-        let tokens = Tokens::new(ring(), 64);
-        let mut record = dealt();
-        record.game.moves = u32::MAX;
-        let token = sealed(&tokens, record);
-        assert_eq!(tokens.open(&token).unwrap_err(), TokenError::Corrupt);
-        assert_eq!(tokens.cache_counts(), (0, 1));
+    /// A match whose action counter is at the most a token takes: its first hand
+    /// replays, but once that hand is over and the next dealt, the count before the new
+    /// hand is past the limit, and its token would not open.
+    fn at_the_counter_limit() -> (Record, Record) {
+        use crate::engine::Scorecard;
+        use crate::engine::bot::{Strategy, choose};
+        use rand_chacha::ChaCha8Rng;
+        use rand_chacha::rand_core::SeedableRng;
+        let limit = u32::MAX - 1 - crate::engine::replay::MAX_HAND_ACTIONS as u32;
+        let card = Scorecard {
+            hand: 1,
+            starter: None,
+            moves: limit,
+            carried: None,
+            rows: &[],
+            actions: &[],
+        };
+        let rules = Rules {
+            target: 10_000,
+            ..Rules::for_players(2)
+        };
+        let mut game = Game::replay(rules, 7, &card).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut scratch = Vec::new();
+        while game.phase() == Phase::Playing {
+            let action = choose(&game, Strategy::Greedy, &mut rng, &mut scratch).unwrap();
+            game.apply(action, &mut Vec::new()).unwrap();
+        }
+        let ended = Record {
+            match_id: [5; MATCH_ID_LEN],
+            game: game.clone(),
+        };
+        game.apply(Action::Deal, &mut Vec::new()).unwrap();
+        (
+            ended,
+            Record {
+                match_id: [5; MATCH_ID_LEN],
+                game,
+            },
+        )
     }
 
     #[test]
-    fn reopens_says_what_the_decoder_takes_back() {
-        let tokens = Tokens::uncached(ring());
-        // Points go in fives; the largest the decoder takes is 5 * 53,687,091 (such a
-        // score with no winner is refused anyway, so only the points past it are tried).
-        fn add_points(r: &mut Record, fives: i32) {
-            let mut rows: Vec<_> = r.game.sheet.rows().cloned().collect();
-            rows[0].play[0] += 5 * fives;
-            r.game.scores[0] += 5 * fives;
-            r.game.sheet = crate::engine::ScoreSheet::from_parts(None, rows).unwrap();
-        }
-        let at_limits: [fn(&mut Record); 6] = [
-            |_| {},
-            |r| r.game.moves = u32::MAX,
-            |r| r.game.moves = u32::MAX - 1,
-            |r| r.game.hands_dealt = u32::MAX,
-            |r| add_points(r, 53_687_092 - r.game.scores[0] / 5),
-            |r| add_points(r, 1 << 27),
-        ];
-        for (i, change) in at_limits.into_iter().enumerate() {
-            let mut record = dealt();
-            change(&mut record);
-            let token = tokens.seal(&mut Opened::new(record.clone())).unwrap();
-            let decoded = crate::state::open(tokens.ring(), &token);
-            assert_eq!(codec::reopens(&record), decoded.is_ok(), "{i}: {decoded:?}");
-        }
+    fn a_game_its_token_would_not_open_is_not_kept() {
+        let tokens = Tokens::new(ring(), 64);
+        let (ended, past) = at_the_counter_limit();
+        assert!(ended.game.replays() && !past.game.replays());
+        let token = sealed(&tokens, ended.clone());
+        assert_eq!(*tokens.open(&token).unwrap(), ended, "from the cache");
+        let token = sealed(&tokens, past);
+        assert_eq!(tokens.open(&token).unwrap_err(), TokenError::Corrupt);
+        assert_eq!(tokens.cache_counts(), (1, 1));
     }
 
     #[test]
