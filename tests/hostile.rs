@@ -333,10 +333,10 @@ fn a_million_mutated_tokens_are_all_refused_with_invalid_argument() {
 // engine/src/check.rs, or the partnership and maximum-target checks of
 // engine/src/rules.rs, the cases relying on them were accepted or misrefused.)
 //
-// Not forgeries, so not here: a play byte for the lead with LEFT or RIGHT named, and a
-// lead byte (no end named) on a laid table for a tile that fits exactly one end. Both
-// are what the engine's `Play` takes (the end ignored, or chosen as the only one), so
-// they replay to the same legal game a real token gives, written back in its own form.
+// Two actions the engine's `Play` takes but never writes down: a lead with LEFT or
+// RIGHT named (the end is ignored), and a play with no end named on a laid table for a
+// tile that fits exactly one end (the engine picks it). Replay refuses both
+// (`ReplayError::NotAsWritten`), so that a match has one record.
 
 /// Which part of the record a forged case breaks, and so which defence refuses it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -700,8 +700,33 @@ fn actions(pool: &[Game], cases: &mut Cases) {
             end: Some(wrong),
         },
     );
+    // A tile that fits one open end only, its end left out: legal as a Play, but not
+    // how the engine writes it down.
+    let (game, tile) = pick(pool, "a tile fitting exactly one open end", |g| {
+        let layout = g.layout().filter(|_| playing(g) && laid(g) > 0)?;
+        let (_, hand) = on_turn(g);
+        let t = hand.iter().find(|&t| layout.fitting_ends(t).count() == 1)?;
+        Some((g, t))
+    });
+    let base = sound(game);
+    c.forge(
+        Group::Actions,
+        "a play with its only end left out",
+        &base,
+        |s| s.actions.push(play_byte(tile, None)),
+        Refusal::Is(DecodeError::Replay(ReplayError::NotAsWritten {
+            index: base.actions.len(),
+        })),
+    );
+    // A lead with an end named.
+    c.forge(
+        Group::Actions,
+        "a lead written with an end",
+        &dealt,
+        |s| s.actions.push(play_byte(lead, Some(End::Right))),
+        Refusal::Is(DecodeError::Replay(ReplayError::NotAsWritten { index: 0 })),
+    );
     // A tile that fits two open ends, with none named: the engine does not choose.
-    // (With one fitting end it does: see the note above the `Group`s.)
     let (game, tile) = pick(pool, "a tile fitting two open ends", |g| {
         let layout = g.layout().filter(|_| playing(g) && laid(g) > 0)?;
         let (_, hand) = on_turn(g);
