@@ -48,6 +48,11 @@ fn matches() -> Vec<(&'static str, pb::Rules, u64)> {
             2,
         ),
         (
+            "3p-five-each-winner-takes",
+            rules(3, false, H::FiveEach, S::WinnerTakesPips, 40),
+            6,
+        ),
+        (
             "3p-seven-five-own-pips",
             rules(3, false, H::SevenFive, S::OwnPipsOff, 50),
             3,
@@ -56,6 +61,16 @@ fn matches() -> Vec<(&'static str, pb::Rules, u64)> {
             "4p-solo-winner-takes",
             rules(4, false, H::Standard, S::WinnerTakesPips, 40),
             4,
+        ),
+        (
+            "4p-solo-five-each-own-pips",
+            rules(4, false, H::FiveEach, S::OwnPipsOff, 30),
+            7,
+        ),
+        (
+            "4p-partners-winner-takes",
+            rules(4, true, H::SevenFive, S::WinnerTakesPips, 60),
+            8,
         ),
         (
             "4p-partners-own-pips",
