@@ -173,9 +173,10 @@ pub fn hand_result_out(rules: &Rules, r: &HandResult) -> pb::HandResult {
     let (reason, went_out, reached_target) = match r.end {
         HandEnd::Domino { seat } => (pb::HandEndReason::Domino, Some(seat as u32), None),
         HandEnd::Blocked => (pb::HandEndReason::Blocked, None, None),
+        // Not gone out even when the winning tile was the seat's last: the hand is not
+        // played out or settled (docs/rules.md sections 8 and 9, and the proto).
         HandEnd::TargetReached { seat } => {
-            let out = r.hands[seat].is_empty().then_some(seat as u32);
-            (pb::HandEndReason::TargetReached, out, Some(seat as u32))
+            (pb::HandEndReason::TargetReached, None, Some(seat as u32))
         }
     };
     pb::HandResult {
@@ -464,6 +465,48 @@ mod tests {
             game.apply(action, &mut Vec::new()).unwrap();
         }
         out
+    }
+
+    #[test]
+    fn a_hand_ended_by_the_target_names_no_seat_as_gone_out_even_on_its_last_tile() {
+        // The case an independent rules oracle found: 2 players, five each, own pips
+        // off, target 10, seed 263; seat 1's [1|2] is both its last tile and the
+        // placement that reaches the target.
+        let rules = Rules {
+            hand_size: crate::engine::HandSizeRule::FiveEach,
+            target: 10,
+            ..Rules::for_players(2)
+        };
+        let mut game = Game::new(rules, 263).unwrap();
+        game.deal().unwrap();
+        let t = |a, b| crate::engine::Tile::new(a, b).unwrap();
+        use crate::engine::End::{Left, Right};
+        let plays = [
+            (1, t(3, 5), None),
+            (0, t(1, 3), Some(Left)),
+            (1, t(5, 6), Some(Right)),
+            (0, t(2, 6), Some(Right)),
+            (1, t(0, 2), Some(Right)),
+            (0, t(0, 0), Some(Right)),
+            (1, t(0, 4), Some(Right)),
+            (0, t(4, 4), Some(Right)),
+        ];
+        for (seat, tile, end) in plays {
+            game.play(seat, tile, end).unwrap();
+        }
+        let events = game.play(1, t(1, 2), Some(Left)).unwrap();
+        let result = events
+            .iter()
+            .find_map(|e| match e {
+                Event::HandEnded(r) => Some(*r),
+                _ => None,
+            })
+            .expect("the hand ended");
+        assert_eq!(result.end, HandEnd::TargetReached { seat: 1 });
+        assert!(result.hands[1].is_empty(), "it was seat 1's last tile");
+        let shown = hand_result_out(&rules, &result);
+        assert_eq!(shown.reason, pb::HandEndReason::TargetReached as i32);
+        assert_eq!((shown.went_out, shown.reached_target), (None, Some(1)));
     }
 
     #[test]
