@@ -157,6 +157,22 @@ mod tests {
         all
     }
 
+    /// `game` replayed from its scorecard with its actions changed by `change`.
+    fn replayed_with(
+        rules: Rules,
+        game: &Game,
+        change: impl FnOnce(&mut Vec<HandAction>),
+    ) -> Result<Game, ReplayError> {
+        let card = game.scorecard();
+        let mut actions = card.actions.to_vec();
+        change(&mut actions);
+        let forged = Scorecard {
+            actions: &actions,
+            ..card
+        };
+        Game::replay(rules, game.seed(), &forged)
+    }
+
     #[test]
     fn every_state_of_a_match_replays_from_its_scorecard() {
         for players in 2..=4 {
@@ -172,7 +188,7 @@ mod tests {
 
     #[test]
     fn the_end_the_engine_chose_is_written_down() {
-        // [6|1] fits only the 6 end: played with no end named, written with RIGHT.
+        // A lead played with LEFT named is written with no end.
         let mut game = Game::new(Rules::for_players(2), 1).unwrap();
         game.deal().unwrap();
         let seat = game.turn().unwrap();
@@ -193,36 +209,25 @@ mod tests {
         let rules = Rules::for_players(2);
         let game = states(rules, 9).into_iter().nth(3).unwrap();
         assert_eq!(game.phase(), Phase::Playing);
-        let card = game.scorecard();
         let seat = game.turn().unwrap();
+        let index = game.scorecard().actions.len();
         // A tile the seat on turn does not hold (another seat's, or on the table).
         let theirs = game.hand(1 - seat).iter().next().unwrap();
-        let mut actions = card.actions.to_vec();
-        actions.push(HandAction::Play {
+        let play = HandAction::Play {
             tile: theirs,
             end: None,
-        });
-        let forged = Scorecard {
-            actions: &actions,
-            ..card
         };
         assert_eq!(
-            Game::replay(rules, game.seed(), &forged),
+            replayed_with(rules, &game, |a| a.push(play)),
             Err(ReplayError::Action {
-                index: actions.len() - 1,
+                index,
                 error: Error::TileNotInHand(theirs)
             })
         );
         // A draw by a seat holding a playable tile.
         if !game.legal_moves().is_empty() {
-            let mut actions = card.actions.to_vec();
-            actions.push(HandAction::Draw);
-            let forged = Scorecard {
-                actions: &actions,
-                ..card
-            };
             assert!(matches!(
-                Game::replay(rules, game.seed(), &forged),
+                replayed_with(rules, &game, |a| a.push(HandAction::Draw)),
                 Err(ReplayError::Action {
                     error: Error::MustPlay | Error::BoneyardEmpty,
                     ..
@@ -240,17 +245,12 @@ mod tests {
             panic!("a lead first: {:?}", card.actions)
         };
         // The lead with a harmless end named: the same game, but not its scorecard.
-        let mut actions = card.actions.to_vec();
-        actions[0] = HandAction::Play {
+        let lead = HandAction::Play {
             tile,
             end: Some(End::Right),
         };
-        let forged = Scorecard {
-            actions: &actions,
-            ..card
-        };
         assert_eq!(
-            Game::replay(rules, game.seed(), &forged),
+            replayed_with(rules, &game, |a| a[0] = lead),
             Err(ReplayError::NotAsWritten { index: 0 })
         );
         // A later play with its end left out, where the tile fits one end only.
@@ -261,14 +261,9 @@ mod tests {
         if let Some(i) = later
             && let HandAction::Play { tile, .. } = card.actions[i]
         {
-            let mut actions = card.actions.to_vec();
-            actions[i] = HandAction::Play { tile, end: None };
-            let forged = Scorecard {
-                actions: &actions,
-                ..card
-            };
             assert!(matches!(
-                Game::replay(rules, game.seed(), &forged),
+                replayed_with(rules, &game, |a| a[i] =
+                    HandAction::Play { tile, end: None }),
                 Err(ReplayError::NotAsWritten { .. } | ReplayError::Action { .. })
             ));
         }
@@ -284,15 +279,8 @@ mod tests {
             .into_iter()
             .find(|g| g.phase() == Phase::Dealing && g.hand_number() == 1)
             .unwrap();
-        let card = ended.scorecard();
-        let mut actions = card.actions.to_vec();
-        actions.push(HandAction::Draw);
-        let forged = Scorecard {
-            actions: &actions,
-            ..card
-        };
         assert!(matches!(
-            Game::replay(rules, ended.seed(), &forged),
+            replayed_with(rules, &ended, |a| a.push(HandAction::Draw)),
             Err(ReplayError::Action {
                 error: Error::WrongPhase { .. },
                 ..
