@@ -8,7 +8,9 @@ the schemas cannot see:
   Service port that speaks h2c;
 - the objects agreeing with each other (selectors, named ports, the key file path);
 - what docs/operations.md promises of the pods (replicas, probes, security context,
-  spread, resources, a termination grace that covers the server's shutdown).
+  spread, resources, a termination grace that covers the server's shutdown);
+- that these production manifests list the browser origins allowed through CORS
+  (ALLFIVES_CORS_ORIGINS or --cors-origins), never `*`, the server's default.
 
     .ci/check-manifests.py RENDERED.yaml          # check, print one line per check
     .ci/check-manifests.py --self-test RENDERED.yaml  # also prove each check can fail
@@ -280,7 +282,55 @@ def check_pods(docs):
     return f"pods: replicas, gRPC probes, security context, resources, spread, grace {grace} s >= {delay_s:g} + {drain_s} + 1 s"
 
 
-CHECKS = [check_gateway, check_grpcroute, check_wiring, check_pods]
+# --- CORS: production lists its origins ----------------------------------------------
+
+
+def cors_setting(container):
+    """The pod's --cors-origins value (flags win over the environment, as in the
+    server), and where it comes from; None when neither sets it."""
+    argv = [*(container.get("command") or []), *(container.get("args") or [])]
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == "--cors-origins":
+            need(i + 1 < len(argv), "--cors-origins is given a value")
+            found = (argv[i + 1], "--cors-origins")
+        elif isinstance(arg, str) and arg.startswith("--cors-origins="):
+            found = (arg.split("=", 1)[1], "--cors-origins")
+    if found:
+        return found
+    for e in container.get("env", []):
+        if e["name"] == "ALLFIVES_CORS_ORIGINS":
+            need(
+                "valueFrom" not in e,
+                "ALLFIVES_CORS_ORIGINS is a literal value (valueFrom cannot be checked here)",
+            )
+            return (e.get("value") or "", "ALLFIVES_CORS_ORIGINS")
+    return None
+
+
+def check_cors(docs):
+    _, _, _, container = pod_parts(docs)
+    setting = cors_setting(container)
+    need(
+        setting is not None,
+        "the allowed CORS origins are listed (ALLFIVES_CORS_ORIGINS or --cors-origins;"
+        " the server's default is `*`)",
+    )
+    value, source = setting
+    # Split as the server does (src/config.rs, parse_cors_origins).
+    origins = [o.strip() for o in value.split(",") if o.strip()]
+    need(origins, f"{source} lists at least one origin")
+    need("*" not in origins, f"{source} does not allow any origin (`*`) in production: list them")
+    for origin in origins:
+        scheme, sep, host = origin.partition("://")
+        need(
+            sep and scheme and host and "/" not in host and "*" not in origin,
+            f"{source}: `{origin}` is an origin like https://app.example.com (no path, no wildcard)",
+        )
+    return f"CORS: {source} lists {len(origins)} origin(s), not `*`: {', '.join(origins)}"
+
+
+CHECKS = [check_gateway, check_grpcroute, check_wiring, check_pods, check_cors]
 
 
 def run(docs, quiet=False):
@@ -331,6 +381,11 @@ MUTATIONS = {
     "key file elsewhere": lambda d: set_env(d, "ALLFIVES_KEYS_FILE", "/keys"),
     "no spread": lambda d: kind(d, "Deployment")["spec"]["template"]["spec"].pop("topologySpreadConstraints"),
     "open network policy": lambda d: kind(d, "NetworkPolicy")["spec"]["ingress"].append({"ports": [{"port": "grpc"}]}),
+    "CORS allows any origin": lambda d: set_env(d, "ALLFIVES_CORS_ORIGINS", "*"),
+    "CORS origins left at the default `*`": lambda d: container_of(d).update(
+        env=[e for e in container_of(d)["env"] if e["name"] != "ALLFIVES_CORS_ORIGINS"]
+    ),
+    "CORS `*` as a flag over the listed origins": lambda d: container_of(d).update(args=["--cors-origins=*"]),
 }
 
 
