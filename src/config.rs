@@ -168,6 +168,35 @@ pub struct Config {
         value_parser = clap::value_parser!(u32).range(0..=1 << 20)
     )]
     pub token_cache: u32,
+
+    /// Take the `seed` a NewGame request names, and keep it when seats are claimed, so
+    /// that a match can be replayed: for tests, the walkthrough and replays only.
+    /// Whoever picks a seed knows every hand, so by default a client's seed is refused
+    /// (PERMISSION_DENIED, SEED_NOT_ALLOWED) and every seed is the server's own
+    /// (docs/security.md).
+    #[arg(long, env = "ALLFIVES_ALLOW_CLIENT_SEEDS")]
+    pub allow_client_seeds: bool,
+
+    /// Deals of the unseen tiles a server-played HARD bot samples for each move (1 to
+    /// 1024): more is stronger and slower, about linearly (docs/BOTS.md has the time a
+    /// call with several HARD bots takes).
+    #[arg(
+        long,
+        env = "ALLFIVES_BOT_WORLDS",
+        default_value_t = 128,
+        value_parser = clap::value_parser!(u32).range(1..=1024)
+    )]
+    pub bot_worlds: u32,
+}
+
+impl Config {
+    /// What the service allows beyond the rules.
+    pub fn policy(&self) -> crate::service::handlers::Policy {
+        crate::service::handlers::Policy {
+            allow_client_seeds: self.allow_client_seeds,
+            bot_search: crate::engine::suggest::Search::worlds(Some(self.bot_worlds)),
+        }
+    }
 }
 
 /// How log lines are written.

@@ -335,7 +335,7 @@ impl Game {
         // Everything is checked: from here the play happens.
         hand.write_down(HandAction::Play { tile, end });
         hand.hands[seat].remove(tile);
-        let count = hand.layout.place(tile, end);
+        let count = hand.layout.place_by(seat, tile, end);
         let points = points_for(count);
         let hand_empty = hand.hands[seat].is_empty();
         let side = self.rules.side_of(seat);

@@ -53,6 +53,8 @@ pub struct Placement {
     pub far: u8,
     /// Whether this tile is the spinner (the hand's first double).
     pub spinner: bool,
+    /// The seat that placed it.
+    pub seat: u8,
 }
 
 impl Placement {
@@ -192,6 +194,7 @@ impl Layout {
             near: 0,
             far: 0,
             spinner: false,
+            seat: 0,
         };
         Layout {
             ends: Ends {
@@ -297,12 +300,17 @@ impl Layout {
     /// Places `tile` on `end` (ignored for the lead) and returns the new count. The
     /// caller has checked that the tile fits.
     pub fn place(&mut self, tile: Tile, end: Option<End>) -> u32 {
-        self.push(tile, end);
+        self.place_by(0, tile, end)
+    }
+
+    /// As [`Layout::place`], recording that `seat` placed it.
+    pub fn place_by(&mut self, seat: usize, tile: Tile, end: Option<End>) -> u32 {
+        self.push(seat as u8, tile, end);
         self.ends.count()
     }
 
     #[inline(always)]
-    fn push(&mut self, tile: Tile, end: Option<End>) {
+    fn push(&mut self, seat: u8, tile: Tile, end: Option<End>) {
         let (end, index, near, far, spinner) = self.ends.place(tile, end);
         if let Some(slot) = self.placements.get_mut(usize::from(self.len)) {
             *slot = Placement {
@@ -312,6 +320,7 @@ impl Layout {
                 near,
                 far,
                 spinner,
+                seat,
             };
             self.len += 1;
             self.tiles.insert(tile);

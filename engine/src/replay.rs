@@ -15,6 +15,7 @@
 
 use super::check;
 use super::error::Error;
+use super::event::Event;
 use super::game::{Action, Game};
 use super::layout::End;
 use super::rules::{Rules, Seat};
@@ -100,6 +101,27 @@ impl Game {
     /// order, each by the seat then on turn. Refuses a scorecard no match could have
     /// (see [`crate::check`]) and any action the rules refuse.
     pub fn replay(rules: Rules, seed: u64, card: &Scorecard<'_>) -> Result<Game, ReplayError> {
+        Game::replay_into(rules, seed, card, None)
+    }
+
+    /// The current hand's events from its deal on (the last hand's between hands), as
+    /// the engine reported them when they happened: what a seat that reconnects missed.
+    /// Empty before the first deal. Replays the hand, a few microseconds.
+    pub fn hand_events(&self) -> Vec<Event> {
+        let mut events = Vec::new();
+        // A game replays from its own scorecard (the cache's guarantee); were it ever
+        // not to, the events are cut short rather than invented.
+        let _ = Game::replay_into(self.rules, self.seed, &self.scorecard(), Some(&mut events));
+        events
+    }
+
+    /// [`Game::replay`], keeping every event in `keep` when given.
+    fn replay_into(
+        rules: Rules,
+        seed: u64,
+        card: &Scorecard<'_>,
+        mut keep: Option<&mut Vec<Event>>,
+    ) -> Result<Game, ReplayError> {
         rules.validate().map_err(ReplayError::Rules)?;
         check::scorecard(&rules, card).map_err(ReplayError::Scorecard)?;
         let mut game = Game::before_the_first_deal(rules, seed);
@@ -111,20 +133,24 @@ impl Game {
         game.scores = game.sheet.totals();
         game.next_starter = card.starter;
         game.moves = card.moves;
-        let mut events = Vec::with_capacity(8);
+        let mut scratch = Vec::with_capacity(8);
+        let keeping = keep.is_some();
+        let events = keep.as_deref_mut().unwrap_or(&mut scratch);
         let refused = |index| move |error| ReplayError::Action { index, error };
         // The deal cannot be refused: no hand is in play and, by the sheet's check,
         // nobody has won.
-        game.apply(Action::Deal, &mut events)
+        game.apply(Action::Deal, events)
             .map_err(|error| ReplayError::Action { index: 0, error })?;
         for (index, &written) in card.actions.iter().enumerate() {
-            events.clear();
+            if !keeping {
+                events.clear();
+            }
             let seat = game.turn().unwrap_or(0);
             let action = match written {
                 HandAction::Play { tile, end } => Action::Play { seat, tile, end },
                 HandAction::Draw => Action::Draw { seat },
             };
-            game.apply(action, &mut events).map_err(refused(index))?;
+            game.apply(action, events).map_err(refused(index))?;
             // One way to write each action: the end the tile went on, none for a lead
             // (the engine would also take an end left out where only one fits, or a
             // lead's harmless LEFT or RIGHT), so that a match has one scorecard.
@@ -171,6 +197,25 @@ mod tests {
             ..card
         };
         Game::replay(rules, game.seed(), &forged)
+    }
+
+    #[test]
+    fn a_hands_events_are_those_its_actions_reported() {
+        for players in 2..=4 {
+            let rules = Rules::for_players(players);
+            let mut game = Game::new(rules, 40 + players as u64).unwrap();
+            assert!(game.hand_events().is_empty(), "nothing before the first deal");
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            let mut scratch = Vec::new();
+            let mut seen: Vec<Event> = Vec::new();
+            while let Some(action) = choose(&game, Strategy::Greedy, &mut rng, &mut scratch) {
+                if action == Action::Deal {
+                    seen.clear();
+                }
+                game.apply(action, &mut seen).unwrap();
+                assert_eq!(game.hand_events(), seen, "{players} players");
+            }
+        }
     }
 
     #[test]

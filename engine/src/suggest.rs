@@ -172,6 +172,47 @@ pub fn next_action(game: &Game, level: Level, search: Search, seed: u64) -> Opti
     }
 }
 
+/// The most actions one call of [`play_bots`] can take: a whole hand's.
+const MOST_BOT_ACTIONS: usize = crate::replay::MAX_HAND_ACTIONS;
+
+/// Plays the seats that are bots, each as `bots[seat]` says (`None`: a human, who acts
+/// through calls), for as long as one of them is on turn in a hand: each decides by
+/// [`suggest_with`] on its own seat's knowledge alone, never the game, exactly as
+/// Suggest advises a human. Stops when a human is on turn, or the hand or the match
+/// ends. Every action's events go to `events`; returns how many actions the bots took.
+///
+/// The bots' random choices come from the match's seed, made into another seed first:
+/// the deal draws from `ChaCha8(seed)` in the stream of the hand's number and a search
+/// from `ChaCha8(its seed)` in the stream of the action count, so with the seed itself
+/// a bot's first sampled world could be the very deal. The same match plays the same
+/// bot moves, so a retried call answers the same.
+pub fn play_bots(
+    game: &mut Game,
+    bots: &[Option<Level>],
+    search: Search,
+    events: &mut Vec<Event>,
+) -> Result<usize, Error> {
+    let seed = bot_seed(game.seed());
+    let mut taken = 0;
+    while taken < MOST_BOT_ACTIONS && game.phase() == Phase::Playing {
+        let Some(seat) = game.turn() else { break };
+        let Some(&Some(level)) = bots.get(seat) else {
+            break;
+        };
+        let knowledge = game.knowledge(seat)?;
+        let action = suggest_with(&knowledge, level, search, seed)?.action;
+        game.apply(action, events)?;
+        taken += 1;
+    }
+    Ok(taken)
+}
+
+/// The seed of the bots' choices in a match seeded with `seed`: a fixed bijection that
+/// moves every seed to another (rotation, then a constant xor'ed in).
+fn bot_seed(seed: u64) -> u64 {
+    seed.rotate_left(32) ^ 0x5851_f42d_4c95_7f2d
+}
+
 /// The index of the highest value, ties broken at random.
 fn best(values: &[f32], rng: &mut ChaCha8Rng) -> usize {
     let top = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -278,6 +319,57 @@ mod tests {
         let mut game = Game::new(Rules::for_players(players), seed).unwrap();
         game.deal().unwrap();
         game
+    }
+
+    #[test]
+    fn bots_play_until_a_human_is_on_turn_or_the_hand_ends() {
+        let search = Search::worlds(Some(8));
+        for seed in 0..40 {
+            // Seat 0 human, the others bots at every level.
+            let bots = [None, Some(Level::Easy), Some(Level::Medium), Some(Level::Hard)];
+            let mut game = dealt(4, seed);
+            let mut events = Vec::new();
+            let taken = play_bots(&mut game, &bots, search, &mut events).unwrap();
+            assert_eq!(taken, game.scorecard().actions.len(), "seed {seed}");
+            match game.phase() {
+                Phase::Playing => assert_eq!(game.turn(), Some(0), "seed {seed}"),
+                _ => assert!(taken > 0, "seed {seed}"),
+            }
+            // Every event is of a bot's action (or what it caused), none of seat 0's.
+            assert!(events.iter().all(|e| !matches!(
+                e,
+                Event::Played { seat: 0, .. } | Event::Drew { seat: 0, .. }
+            )));
+            // The same game plays the same moves: a retried call answers the same.
+            let mut again = dealt(4, seed);
+            play_bots(&mut again, &bots, search, &mut Vec::new()).unwrap();
+            assert_eq!(again, game);
+        }
+    }
+
+    #[test]
+    fn a_table_of_bots_plays_a_whole_hand_in_one_go() {
+        let bots = [Some(Level::Hard), Some(Level::Medium), Some(Level::Easy)];
+        for seed in 0..10 {
+            let mut game = dealt(3, seed);
+            let hand = game.hand_number();
+            play_bots(&mut game, &bots, Search::worlds(Some(4)), &mut Vec::new()).unwrap();
+            assert_ne!(game.phase(), Phase::Playing, "seed {seed}");
+            assert_eq!(game.hand_number(), hand);
+            // Nothing more to do between hands: dealing is the caller's.
+            assert_eq!(
+                play_bots(&mut game, &bots, Search::worlds(Some(4)), &mut Vec::new()).unwrap(),
+                0
+            );
+        }
+    }
+
+    #[test]
+    fn the_bots_seed_is_never_the_deals() {
+        // Halves swapped, then a constant with unequal halves xor'ed in: no fixed point.
+        for seed in [0, 1, u64::MAX, 0x5851_f42d_4c95_7f2d, 0x4c95_7f2d_5851_f42d] {
+            assert_ne!(bot_seed(seed), seed);
+        }
     }
 
     #[test]

@@ -169,15 +169,29 @@ pub fn write_answer(message: &dyn Any, buf: &mut Vec<u8>) -> bool {
             state,
             view,
             events,
+            credentials,
         } = m;
         put_changed(buf, state, view, events);
+        for pb::SeatCredential { seat, credential } in credentials {
+            put_len(buf, 4, |b| {
+                put_uint32(b, 1, *seat);
+                put_bytes(b, 2, credential);
+            });
+        }
     } else if let Some(m) = message.downcast_ref::<pb::ScoreResponse>() {
-        let pb::ScoreResponse { sheet, view } = m;
+        let pb::ScoreResponse {
+            sheet,
+            view,
+            hand_events,
+        } = m;
         if let Some(sheet) = sheet {
             put_len(buf, 1, |b| put_sheet(b, sheet));
         }
         if let Some(view) = view {
             put_len(buf, 2, |b| put_view(b, view));
+        }
+        for event in hand_events {
+            put_len(buf, 3, |b| put_event(b, event));
         }
     } else {
         return false;
@@ -279,6 +293,9 @@ fn put_view(buf: &mut Vec<u8>, view: &pb::GameView) {
         winner_side,
         winner_seats,
         last_hand,
+        state_id,
+        previous_state_id,
+        seats,
     } = view;
     put_bytes(buf, 1, match_id.as_bytes());
     put_uint32(buf, 2, *moves);
@@ -299,6 +316,7 @@ fn put_view(buf: &mut Vec<u8>, view: &pb::GameView) {
             crosswise,
             spinner,
             order,
+            seat,
         } = placed;
         put_len(buf, 8, |b| {
             put_tile(b, 1, tile);
@@ -309,6 +327,7 @@ fn put_view(buf: &mut Vec<u8>, view: &pb::GameView) {
             put_bool(b, 6, *crosswise);
             put_bool(b, 7, *spinner);
             put_uint32(b, 8, *order);
+            put_uint32(b, 9, *seat);
         });
     }
     for &pb::OpenEnd { end, pip, value } in open_ends {
@@ -341,6 +360,15 @@ fn put_view(buf: &mut Vec<u8>, view: &pb::GameView) {
     put_packed_uint32(buf, 18, winner_seats);
     if let Some(result) = last_hand {
         put_len(buf, 19, |b| put_hand_result(b, result));
+    }
+    put_bytes(buf, 20, state_id);
+    put_bytes(buf, 21, previous_state_id);
+    for &pb::SeatStatus { seat, kind, bot } in seats {
+        put_len(buf, 22, |b| {
+            put_uint32(b, 1, seat);
+            put_int32(b, 2, kind);
+            put_int32(b, 3, bot);
+        });
     }
 }
 
@@ -521,7 +549,19 @@ mod tests {
             let state: Vec<u8> = (0..200).map(|b| b as u8).collect();
             loop {
                 for viewer in std::iter::once(None).chain((0..players).map(Some)) {
-                    let view = Some(view_out(&game.view(viewer).unwrap(), "0123abcd"));
+                    let seats = crate::state::Seats([
+                        crate::state::Player::Open,
+                        crate::state::Player::Human([1; 16]),
+                        crate::state::Player::Bot(crate::engine::suggest::Level::Medium),
+                        crate::state::Player::Bot(crate::engine::suggest::Level::Hard),
+                    ]);
+                    let table = crate::service::convert::Table {
+                        match_id: "0123abcd",
+                        state_id: &[7; 16],
+                        previous_state_id: if answers % 2 == 0 { &[] } else { &[9; 16] },
+                        seats: &seats,
+                    };
+                    let view = Some(view_out(&game.view(viewer).unwrap(), &table));
                     let events: Vec<pb::Event> = events
                         .iter()
                         .map(|&e| event_out(&rules, e, viewer))
@@ -545,11 +585,18 @@ mod tests {
                     same_as_prost(&pb::NewGameResponse {
                         state,
                         view: None,
-                        events,
+                        events: events.clone(),
+                        credentials: (0..answers % 5)
+                            .map(|seat| pb::SeatCredential {
+                                seat: seat as u32,
+                                credential: vec![seat as u8; 16],
+                            })
+                            .collect(),
                     });
                     same_as_prost(&pb::ScoreResponse {
                         sheet: Some(sheet_out(&rules, game.sheet(), game.winner())),
                         view,
+                        hand_events: events,
                     });
                     answers += 1;
                 }
@@ -577,6 +624,7 @@ mod tests {
                         hand: vec![pb::Tile { a, b }],
                         ..Default::default()
                     }),
+                    hand_events: Vec::new(),
                 };
                 same_as_prost(&answer);
             }

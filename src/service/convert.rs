@@ -9,6 +9,7 @@ use crate::engine::{
 use std::cell::RefCell;
 
 use crate::proto::v1 as pb;
+use crate::state::{Player, Seats};
 
 use super::status::ApiError;
 
@@ -157,6 +158,7 @@ fn placement_out(order: usize, p: &Placement) -> pb::PlacedTile {
         crosswise: p.crosswise(),
         spinner: p.spinner,
         order: order as u32,
+        seat: u32::from(p.seat),
     }
 }
 
@@ -262,8 +264,40 @@ fn refill<T>(mut room: Vec<T>, items: impl IntoIterator<Item = T>) -> Vec<T> {
     room
 }
 
-/// The table as the engine's view shows it, with the match id.
-pub fn view_out(view: &View, match_id: &str) -> pb::GameView {
+/// What a view shows beside the engine's: the match id, the state's ids, the seats.
+pub struct Table<'a> {
+    pub match_id: &'a str,
+    pub state_id: &'a [u8],
+    /// Empty for NewGame's state.
+    pub previous_state_id: &'a [u8],
+    pub seats: &'a Seats,
+}
+
+/// Who plays each seat, as the API shows it.
+fn seat_out(seat: usize, player: &Player) -> pb::SeatStatus {
+    let (kind, level) = match player {
+        Player::Open => (pb::SeatKind::Open, pb::BotLevel::Unspecified),
+        Player::Human(_) => (pb::SeatKind::Claimed, pb::BotLevel::Unspecified),
+        Player::Bot(level) => (pb::SeatKind::Bot, level_out(*level)),
+    };
+    pb::SeatStatus {
+        seat: seat as u32,
+        kind: kind as i32,
+        bot: level as i32,
+    }
+}
+
+/// A bot level as the API names it.
+pub fn level_out(level: Level) -> pb::BotLevel {
+    match level {
+        Level::Easy => pb::BotLevel::Easy,
+        Level::Medium => pb::BotLevel::Medium,
+        Level::Hard => pb::BotLevel::Hard,
+    }
+}
+
+/// The table as the engine's view shows it, with the match's id, ids and seats.
+pub fn view_out(view: &View, table: &Table<'_>) -> pb::GameView {
     let rules = &view.rules;
     let spare = SPARE_VIEWS
         .try_with(|spare| spare.borrow_mut().pop())
@@ -279,10 +313,13 @@ pub fn view_out(view: &View, match_id: &str) -> pb::GameView {
         hand,
         legal_moves,
         winner_seats,
+        state_id,
+        previous_state_id,
+        seats: seat_statuses,
         ..
     } = spare;
     id.clear();
-    id.push_str(match_id);
+    id.push_str(table.match_id);
     scores.truncate(view.scores.len());
     scores.resize_with(view.scores.len(), Default::default);
     for (side, (slot, &score)) in scores.iter_mut().zip(view.scores).enumerate() {
@@ -335,6 +372,15 @@ pub fn view_out(view: &View, match_id: &str) -> pb::GameView {
             view.winner.into_iter().flat_map(|w| seats(rules, w)),
         ),
         last_hand: view.last_result.as_ref().map(|r| hand_result_out(rules, r)),
+        state_id: refill(state_id, table.state_id.iter().copied()),
+        previous_state_id: refill(previous_state_id, table.previous_state_id.iter().copied()),
+        seats: refill(
+            seat_statuses,
+            table.seats.0[..rules.players]
+                .iter()
+                .enumerate()
+                .map(|(seat, player)| seat_out(seat, player)),
+        ),
     }
 }
 
@@ -513,8 +559,16 @@ mod tests {
     fn a_recycled_view_carries_nothing_into_the_next() {
         let views = views_of_a_game();
         assert!(views.last().unwrap().0.winner().is_some());
-        let render =
-            |(game, viewer): &(Game, Option<Seat>), id| view_out(&game.view(*viewer).unwrap(), id);
+        let render = |(game, viewer): &(Game, Option<Seat>), id| {
+            let seats = crate::state::Seats([Player::Bot(Level::Hard); 4]);
+            let table = Table {
+                match_id: id,
+                state_id: if id == "b" { &[1; 16] } else { &[2; 3] },
+                previous_state_id: if id == "b" { &[] } else { &[3; 16] },
+                seats: &seats,
+            };
+            view_out(&game.view(*viewer).unwrap(), &table)
+        };
         // Each view after each other one (the richest and poorest included), against
         // the same view rendered with nothing to reuse.
         let step = views.len() / 60 + 1;

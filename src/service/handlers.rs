@@ -1,23 +1,50 @@
-//! One handler per RPC, each: parse the request, open the token, apply the engine,
-//! seal the new token, render the view.
+//! One handler per RPC, each: parse the request, open the token, check the request's
+//! right to the seat it names, apply the engine (and the bots that come on turn), seal
+//! the new token, render the view.
+//!
+//! Order matters for what a refusal may tell: request fields are read first (they say
+//! nothing about the match), then the token, then the seat's credential (which depends
+//! only on the seats), and only then the move, so a request that may not act or look
+//! for a seat is refused before anything that depends on hidden tiles is looked at.
 
-use std::cell::RefCell;
-
-use crate::engine::{self, Action, Event, Game, Seat};
+use crate::engine::suggest::{self, Level, Search};
+use crate::engine::{Action, Event, Game, Phase, Seat};
 use crate::proto::v1 as pb;
-use crate::state::{self, MATCH_ID_LEN, Opened, Record, Tokens};
+use crate::state::seats::CREDENTIAL_LEN;
+use crate::state::{self, MATCH_ID_LEN, Opened, Player, Record, Seats, Tokens};
 
 use super::convert::{
-    end_in, event_out, level_in, rules_in, seat_in, sheet_out, suggestion_out, tile_in, view_out,
-    viewer_in, worlds_in,
+    Table, end_in, event_out, level_in, rules_in, seat_in, sheet_out, suggestion_out, tile_in,
+    view_out, viewer_in, worlds_in,
 };
 use super::status::ApiError;
 
-/// What every changing call answers: the new token, the view and the events.
+/// What the server allows beyond the rules, from its configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct Policy {
+    /// NewGame takes a client's seed, and claims keep it (`--allow-client-seeds`): for
+    /// tests, walkthroughs and replays, never for real play.
+    pub allow_client_seeds: bool,
+    /// The search of the server-played HARD bots.
+    pub bot_search: Search,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            allow_client_seeds: false,
+            bot_search: Search::worlds(None),
+        }
+    }
+}
+
+/// What every changing call answers: the new token, the view and the events, and the
+/// credentials of seats claimed in the call (NewGame only).
 pub struct Answer {
     pub state: Vec<u8>,
     pub view: pb::GameView,
     pub events: Vec<pb::Event>,
+    pub credentials: Vec<pb::SeatCredential>,
 }
 
 /// A match id in lower-case hex, written on the stack: no formatting machinery and no
@@ -46,8 +73,26 @@ fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
     Ok(bytes)
 }
 
-/// Seals the game and renders it for `viewer`, with `events` redacted for that viewer;
-/// the game is then kept under its new token for the call that brings it back.
+fn random_seed() -> Result<u64, ApiError> {
+    Ok(u64::from_le_bytes(random_bytes()?))
+}
+
+/// The view of `opened` for `viewer`, with its match id, state ids and seats.
+fn render(opened: &Opened, viewer: Option<Seat>) -> Result<pb::GameView, ApiError> {
+    let previous = opened.previous;
+    Ok(view_out(
+        &opened.game.view(viewer)?,
+        &Table {
+            match_id: Hex::new(&opened.match_id).as_str(),
+            state_id: &opened.state_id(),
+            previous_state_id: previous.as_ref().map_or(&[], |id| id.as_slice()),
+            seats: &opened.seats,
+        },
+    ))
+}
+
+/// Seals the match and renders it for `viewer`, with `events` redacted for that
+/// viewer; the match is then kept under its new token for the call that brings it back.
 fn answer(
     tokens: &Tokens,
     mut opened: Opened,
@@ -56,115 +101,288 @@ fn answer(
 ) -> Result<Answer, ApiError> {
     let state = tokens.seal(&mut opened)?;
     let rules = opened.game.rules();
-    let view = opened.game.view(viewer)?;
     let answer = Answer {
         state,
-        view: view_out(&view, Hex::new(&opened.match_id).as_str()),
+        view: render(&opened, viewer)?,
         events: events
             .iter()
             .map(|&e| event_out(rules, e, viewer))
             .collect(),
+        credentials: Vec::new(),
     };
     tokens.keep(opened);
     Ok(answer)
 }
 
-/// Opens the token and reads the viewer against its rules.
+/// Checks that `credential` is `seat`'s, when a seat is named.
+fn authorize(seats: &Seats, seat: Option<Seat>, credential: &[u8]) -> Result<(), ApiError> {
+    match seat {
+        Some(seat) => Ok(seats.authorize(seat, credential)?),
+        None => Ok(()),
+    }
+}
+
+/// Opens the token and reads the viewer against its rules, and the credential
+/// against the viewer.
 fn open(
     tokens: &Tokens,
     token: &[u8],
     viewer: Option<u32>,
+    credential: &[u8],
 ) -> Result<(Opened, Option<Seat>), ApiError> {
     let opened = tokens.open(token)?;
     let viewer = viewer_in(viewer, opened.game.rules())?;
+    authorize(&opened.seats, viewer, credential)?;
     Ok((opened, viewer))
 }
 
-/// Applies one action to the game in `token`. A refused call keeps nothing: its token,
-/// if it comes again, is opened by the cipher.
+/// A changing call after its own move, before the bots that come on turn: see
+/// [`finish`].
+pub struct Step {
+    opened: Opened,
+    viewer: Option<Seat>,
+    events: Vec<Event>,
+}
+
+impl Step {
+    /// Whether finishing it may run a HARD bot's search (milliseconds of CPU): then the
+    /// service runs [`finish`] off the async workers.
+    pub fn searches(&self) -> bool {
+        self.opened.game.phase() == Phase::Playing
+            && self
+                .opened
+                .seats
+                .bots()
+                .contains(&Some(Level::Hard))
+    }
+}
+
+/// Applies one move to the match in `token`, by the request holding `credential`: it
+/// must be the credential of `seat` (the seat acting, if any) and of the viewer. A
+/// refused call keeps nothing: its token, if it comes again, is opened by the cipher.
 fn act(
     tokens: &Tokens,
     token: &[u8],
     viewer: Option<u32>,
-    action: impl FnOnce(&Game) -> Result<Action, ApiError>,
-) -> Result<Answer, ApiError> {
-    let (mut opened, viewer) = open(tokens, token, viewer)?;
-    let action = action(&opened.game)?;
-    EVENTS.with_borrow_mut(|events| {
-        events.clear();
-        opened.game.apply(action, events)?;
-        answer(tokens, opened, viewer, events)
+    credential: &[u8],
+    seat: Option<u32>,
+    action: impl FnOnce(&Record, Option<Seat>) -> Result<Action, ApiError>,
+) -> Result<Step, ApiError> {
+    let (mut opened, viewer) = open(tokens, token, viewer, credential)?;
+    let seat = seat
+        .map(|s| seat_in(s, opened.game.rules(), "seat"))
+        .transpose()?;
+    authorize(&opened.seats, seat, credential)?;
+    let action = action(&opened, seat)?;
+    let previous = opened.state_id();
+    let mut events = Vec::with_capacity(8);
+    opened.game.apply(action, &mut events)?;
+    opened.previous = Some(previous);
+    Ok(Step {
+        opened,
+        viewer,
+        events,
     })
 }
 
-thread_local! {
-    /// The engine's events of the call in hand on this thread, kept for the room: each
-    /// call empties it before the engine fills it, so nothing passes between calls.
-    static EVENTS: RefCell<Vec<Event>> = const { RefCell::new(Vec::new()) };
+/// Ends a changing call: the bots play while one is on turn in the hand (each on its
+/// own seat's knowledge, `engine::suggest::play_bots`), then the match is sealed and
+/// rendered.
+pub fn finish(tokens: &Tokens, policy: &Policy, step: Step) -> Result<Answer, ApiError> {
+    let Step {
+        mut opened,
+        viewer,
+        mut events,
+    } = step;
+    let bots = opened.seats.bots();
+    if opened.game.phase() == Phase::Playing && bots.iter().any(Option::is_some) {
+        suggest::play_bots(&mut opened.game, &bots, policy.bot_search, &mut events)?;
+    }
+    answer(tokens, opened, viewer, &events)
 }
 
-pub fn new_game(tokens: &Tokens, req: &pb::NewGameRequest) -> Result<Answer, ApiError> {
+pub fn new_game(
+    tokens: &Tokens,
+    policy: &Policy,
+    req: &pb::NewGameRequest,
+) -> Result<Answer, ApiError> {
     let rules = rules_in(req.rules.as_ref())?;
     let viewer = viewer_in(req.viewer, &rules)?;
     let seed = match req.seed {
+        Some(_) if !policy.allow_client_seeds => return Err(ApiError::SeedNotAllowed),
         Some(seed) => seed,
-        None => u64::from_le_bytes(random_bytes()?),
+        None => random_seed()?,
     };
+    let mut seats = Seats::OPEN;
+    let mut credentials = Vec::new();
+    match req.seats.len() {
+        0 => {}
+        n if n == rules.players => {
+            for (seat, (slot, setup)) in seats.0.iter_mut().zip(&req.seats).enumerate() {
+                *slot = match (setup.bot, setup.claim) {
+                    (0, false) => Player::Open,
+                    (0, true) => {
+                        let credential = random_bytes::<CREDENTIAL_LEN>()?;
+                        credentials.push(pb::SeatCredential {
+                            seat: seat as u32,
+                            credential: credential.to_vec(),
+                        });
+                        Player::Human(credential)
+                    }
+                    (level, false) => Player::Bot(
+                        level_in(level).map_err(|_| {
+                            ApiError::field("seats.bot", "not a known BotLevel value")
+                        })?,
+                    ),
+                    (_, true) => {
+                        return Err(ApiError::field(
+                            "seats.claim",
+                            "a bot's seat has no credential to claim",
+                        ));
+                    }
+                };
+            }
+        }
+        _ => {
+            return Err(ApiError::field(
+                "seats",
+                "one entry per player, in seat order (or none: every seat open)",
+            ));
+        }
+    }
+    if let Some(v) = viewer
+        && !matches!(seats.0[v], Player::Human(_))
+    {
+        return Err(ApiError::field(
+            "viewer",
+            "a new match is shown only to a seat claimed in the same call",
+        ));
+    }
     let opened = Opened::new(Record {
         match_id: random_bytes::<MATCH_ID_LEN>()?,
         game: Game::new(rules, seed)?,
+        seats,
+        secret: random_bytes()?,
+        previous: None,
     });
-    answer(tokens, opened, viewer, &[])
+    let mut answer = answer(tokens, opened, viewer, &[])?;
+    answer.credentials = credentials;
+    Ok(answer)
 }
 
-pub fn deal(tokens: &Tokens, req: &pb::DealRequest) -> Result<Answer, ApiError> {
-    act(tokens, &req.state, req.viewer, |_| Ok(Action::Deal))
+pub fn claim_seat(
+    tokens: &Tokens,
+    policy: &Policy,
+    req: &pb::ClaimSeatRequest,
+) -> Result<pb::ClaimSeatResponse, ApiError> {
+    let mut opened = tokens.open(&req.state)?;
+    let rules = *opened.game.rules();
+    let seat = seat_in(req.seat, &rules, "seat")?;
+    if opened.game.hand_number() != 0 {
+        return Err(ApiError::Rules(crate::engine::Error::WrongPhase {
+            phase: opened.game.phase(),
+        }));
+    }
+    if opened.seats.0[seat] != Player::Open {
+        return Err(ApiError::SeatTaken(seat));
+    }
+    let credential = random_bytes::<CREDENTIAL_LEN>()?;
+    let previous = opened.state_id();
+    // A claim in another branch (an older token) must not deal the hands of this one,
+    // so each claim draws the seed anew: nothing has been dealt yet.
+    if !policy.allow_client_seeds {
+        opened.game = Game::new(rules, random_seed()?)?;
+    }
+    opened.seats.0[seat] = Player::Human(credential);
+    opened.previous = Some(previous);
+    let answer = answer(tokens, opened, Some(seat), &[])?;
+    Ok(pb::ClaimSeatResponse {
+        state: answer.state,
+        credential: Some(pb::SeatCredential {
+            seat: seat as u32,
+            credential: credential.to_vec(),
+        }),
+        view: Some(answer.view),
+    })
 }
 
-pub fn play(tokens: &Tokens, req: &pb::PlayRequest) -> Result<Answer, ApiError> {
+pub fn deal(tokens: &Tokens, req: &pb::DealRequest) -> Result<Step, ApiError> {
+    act(tokens, &req.state, req.viewer, &req.credential, None, |record, _| {
+        let players = record.game.rules().players;
+        if record.game.hand_number() == 0 && record.seats.any_open(players) {
+            return Err(ApiError::SeatsOpen);
+        }
+        Ok(Action::Deal)
+    })
+}
+
+pub fn play(tokens: &Tokens, req: &pb::PlayRequest) -> Result<Step, ApiError> {
     let tile = tile_in(req.tile.as_ref())?;
     let end = end_in(req.end)?;
-    act(tokens, &req.state, req.viewer, |game| {
-        Ok(Action::Play {
-            seat: seat_in(req.seat, game.rules(), "seat")?,
-            tile,
-            end,
-        })
-    })
+    act(
+        tokens,
+        &req.state,
+        req.viewer,
+        &req.credential,
+        Some(req.seat),
+        |_, seat| {
+            Ok(Action::Play {
+                seat: seat.unwrap_or_default(),
+                tile,
+                end,
+            })
+        },
+    )
 }
 
-pub fn draw(tokens: &Tokens, req: &pb::DrawRequest) -> Result<Answer, ApiError> {
-    act(tokens, &req.state, req.viewer, |game| {
-        Ok(Action::Draw {
-            seat: seat_in(req.seat, game.rules(), "seat")?,
-        })
-    })
+pub fn draw(tokens: &Tokens, req: &pb::DrawRequest) -> Result<Step, ApiError> {
+    act(
+        tokens,
+        &req.state,
+        req.viewer,
+        &req.credential,
+        Some(req.seat),
+        |_, seat| {
+            Ok(Action::Draw {
+                seat: seat.unwrap_or_default(),
+            })
+        },
+    )
 }
 
 pub fn score(tokens: &Tokens, req: &pb::ScoreRequest) -> Result<pb::ScoreResponse, ApiError> {
-    let (opened, viewer) = open(tokens, &req.state, req.viewer)?;
+    let (opened, viewer) = open(tokens, &req.state, req.viewer, &req.credential)?;
     let game = &opened.game;
+    let rules = game.rules();
+    let hand_events = match req.include_hand_events {
+        true => game
+            .hand_events()
+            .into_iter()
+            .map(|e| event_out(rules, e, viewer))
+            .collect(),
+        false => Vec::new(),
+    };
     let response = pb::ScoreResponse {
-        sheet: Some(sheet_out(game.rules(), game.sheet(), game.winner())),
-        view: Some(view_out(
-            &game.view(viewer)?,
-            Hex::new(&opened.match_id).as_str(),
-        )),
+        sheet: Some(sheet_out(rules, game.sheet(), game.winner())),
+        view: Some(render(&opened, viewer)?),
+        hand_events,
     };
     tokens.keep(opened);
     Ok(response)
 }
 
 /// A bot's advice to the seat on turn, from that seat's knowledge only (the engine's
-/// `suggest` never sees the game). Changes nothing.
+/// `suggest` never sees the game), for the holder of that seat's credential. Changes
+/// nothing.
 pub fn suggest(tokens: &Tokens, req: &pb::SuggestRequest) -> Result<pb::SuggestResponse, ApiError> {
     let level = level_in(req.level)?;
     let worlds = worlds_in(req.worlds)?;
     let opened = tokens.open(&req.state)?;
     let seat = seat_in(req.seat, opened.game.rules(), "seat")?;
+    opened.seats.authorize(seat, &req.credential)?;
     let knowledge = opened.game.knowledge(seat)?;
     tokens.keep(opened);
-    let suggestion = engine::suggest::suggest(&knowledge, level, worlds, req.seed.unwrap_or(0))?;
+    let suggestion = suggest::suggest(&knowledge, level, worlds, req.seed.unwrap_or(0))?;
     Ok(suggestion_out(&suggestion, level, worlds))
 }
 
@@ -183,58 +401,325 @@ mod tests {
         assert!(hex.as_str().ends_with("0010"));
     }
 
+    fn ring() -> std::sync::Arc<crate::state::KeyRing> {
+        std::sync::Arc::new(crate::state::KeyRing::new(vec![(1, [3; 32])], None).unwrap())
+    }
+
     fn tokens() -> Tokens {
-        let ring = crate::state::KeyRing::new(vec![(1, [3; 32])], None).unwrap();
-        Tokens::new(std::sync::Arc::new(ring), 64)
+        Tokens::new(ring(), 64)
+    }
+
+    /// A server's policy that takes client seeds, as the tests' servers do.
+    const SEEDED: Policy = Policy {
+        allow_client_seeds: true,
+        bot_search: Search {
+            worlds: 16,
+            horizon: None,
+        },
+    };
+
+    /// A hot-seat match of `players` (every seat claimed in NewGame), seeded.
+    fn hot_seat(players: u32, seed: u64) -> pb::NewGameRequest {
+        pb::NewGameRequest {
+            rules: Some(pb::Rules {
+                players,
+                ..Default::default()
+            }),
+            seed: Some(seed),
+            viewer: None,
+            seats: vec![
+                pb::SeatSetup {
+                    bot: 0,
+                    claim: true
+                };
+                players as usize
+            ],
+        }
+    }
+
+    /// The credentials NewGame answered, by seat.
+    fn credentials(answer: &Answer) -> Vec<Vec<u8>> {
+        let mut out = vec![Vec::new(); 4];
+        for c in &answer.credentials {
+            out[c.seat as usize] = c.credential.clone();
+        }
+        out
+    }
+
+    fn dealt(tokens: &Tokens, state: &[u8]) -> Answer {
+        let req = pb::DealRequest {
+            state: state.to_vec().into(),
+            ..Default::default()
+        };
+        finish(tokens, &SEEDED, deal(tokens, &req).unwrap()).unwrap()
+    }
+
+    fn look(tokens: &Tokens, state: &[u8], seat: Option<u32>, credential: &[u8]) -> pb::GameView {
+        score(
+            tokens,
+            &pb::ScoreRequest {
+                state: state.to_vec().into(),
+                viewer: seat,
+                credential: credential.to_vec().into(),
+                include_hand_events: false,
+            },
+        )
+        .unwrap()
+        .view
+        .unwrap()
+    }
+
+    fn played(
+        tokens: &Tokens,
+        state: &[u8],
+        seat: u32,
+        m: pb::LegalMove,
+        credential: &[u8],
+    ) -> Result<Answer, ApiError> {
+        let req = pb::PlayRequest {
+            state: state.to_vec().into(),
+            seat,
+            tile: m.tile,
+            end: m.end,
+            viewer: Some(seat),
+            credential: credential.to_vec().into(),
+        };
+        finish(tokens, &SEEDED, play(tokens, &req)?)
     }
 
     #[test]
     fn a_game_goes_new_deal_play_through_the_handlers() {
         let tokens = tokens();
-        let req = pb::NewGameRequest {
-            rules: None,
-            seed: Some(1),
-            viewer: Some(0),
-        };
-        let new = new_game(&tokens, &req).unwrap();
+        let mut req = hot_seat(2, 1);
+        req.viewer = Some(0);
+        let new = new_game(&tokens, &SEEDED, &req).unwrap();
         assert!(new.events.is_empty());
         assert_eq!(new.view.viewer, Some(0));
-        let dealt = deal(
+        assert_eq!(new.credentials.len(), 2);
+        assert!(new.view.previous_state_id.is_empty());
+        assert_eq!(new.view.state_id.len(), 16);
+        let creds = credentials(&new);
+        let dealt = dealt(&tokens, &new.state);
+        assert_eq!(dealt.view.previous_state_id, new.view.state_id);
+        let turn = dealt.view.turn.unwrap();
+        assert!(dealt.view.hand.is_empty(), "a spectator sees no hand");
+        let seen = look(&tokens, &dealt.state, Some(turn), &creds[turn as usize]);
+        assert_eq!(seen.hand.len(), 9);
+        assert_eq!(seen.state_id, dealt.view.state_id, "Score shows the same state");
+        let lead = seen.legal_moves[0];
+        let after = played(&tokens, &dealt.state, turn, lead, &creds[turn as usize]).unwrap();
+        assert_eq!(after.view.layout.len(), 1);
+        assert_eq!(after.view.layout[0].seat, turn);
+        assert_eq!(after.view.moves, 2);
+        assert!(after.state.len() <= 512);
+        // The other seat's credential does not open the seat on turn, nor none.
+        let other = &creds[1 - turn as usize];
+        assert!(matches!(
+            played(&tokens, &dealt.state, turn, lead, other),
+            Err(ApiError::Denied(crate::state::Denied::CredentialInvalid(_)))
+        ));
+        assert!(matches!(
+            played(&tokens, &dealt.state, turn, lead, &[]),
+            Err(ApiError::Denied(crate::state::Denied::CredentialRequired(_)))
+        ));
+    }
+
+    #[test]
+    fn a_retried_move_has_the_same_state_id_and_another_move_another() {
+        let tokens = Tokens::uncached(ring());
+        let new = new_game(&tokens, &SEEDED, &hot_seat(2, 9)).unwrap();
+        let creds = credentials(&new);
+        let dealt = dealt(&tokens, &new.state);
+        let turn = dealt.view.turn.unwrap();
+        let cred = &creds[turn as usize];
+        let seen = look(&tokens, &dealt.state, Some(turn), cred);
+        let (a, b) = (seen.legal_moves[0], seen.legal_moves[1]);
+        let first = played(&tokens, &dealt.state, turn, a, cred).unwrap();
+        let again = played(&tokens, &dealt.state, turn, a, cred).unwrap();
+        let other = played(&tokens, &dealt.state, turn, b, cred).unwrap();
+        assert_ne!(first.state, again.state, "every token is sealed anew");
+        assert_eq!(first.view.state_id, again.view.state_id);
+        assert_ne!(first.view.state_id, other.view.state_id);
+        assert_eq!(first.view.previous_state_id, dealt.view.state_id);
+        assert_eq!(other.view.previous_state_id, dealt.view.state_id);
+    }
+
+    #[test]
+    fn seeds_are_refused_unless_the_server_allows_them() {
+        let tokens = tokens();
+        let policy = Policy::default();
+        assert_eq!(
+            new_game(&tokens, &policy, &hot_seat(2, 1)).err(),
+            Some(ApiError::SeedNotAllowed)
+        );
+        let mut req = hot_seat(2, 1);
+        req.seed = None;
+        assert!(new_game(&tokens, &policy, &req).is_ok());
+    }
+
+    #[test]
+    fn seats_are_claimed_once_before_the_deal_and_each_claim_reseeds() {
+        let tokens = Tokens::uncached(ring());
+        let policy = Policy::default();
+        let new = new_game(
             &tokens,
-            &pb::DealRequest {
-                state: new.state.into(),
-                viewer: None,
+            &policy,
+            &pb::NewGameRequest {
+                seats: vec![
+                    pb::SeatSetup {
+                        bot: 0,
+                        claim: true
+                    },
+                    pb::SeatSetup::default()
+                ],
+                ..Default::default()
             },
         )
         .unwrap();
-        let turn = dealt.view.turn.unwrap();
-        assert!(dealt.view.hand.is_empty(), "a spectator sees no hand");
-        let seen = score(
+        let deal_now = |state: &[u8]| {
+            deal(
+                &tokens,
+                &pb::DealRequest {
+                    state: state.to_vec().into(),
+                    ..Default::default()
+                },
+            )
+            .map(|_| ())
+        };
+        assert_eq!(deal_now(&new.state).err(), Some(ApiError::SeatsOpen));
+        let claim = |state: &[u8], seat| {
+            claim_seat(
+                &tokens,
+                &policy,
+                &pb::ClaimSeatRequest {
+                    state: state.to_vec().into(),
+                    seat,
+                },
+            )
+        };
+        assert_eq!(claim(&new.state, 0).err(), Some(ApiError::SeatTaken(0)));
+        let a = claim(&new.state, 1).unwrap();
+        let b = claim(&new.state, 1).unwrap();
+        // Two claims of one seat from one token: two branches, two credentials, and
+        // two seeds, so neither branch's holder learns the other's hands.
+        assert_ne!(a.credential, b.credential);
+        assert_ne!(a.view.as_ref().unwrap().state_id, b.view.as_ref().unwrap().state_id);
+        let seed = |state: &[u8]| tokens.open(state).unwrap().game.seed();
+        assert_ne!(seed(&a.state), seed(&b.state));
+        assert_ne!(seed(&a.state), seed(&new.state));
+        assert!(deal_now(&a.state).is_ok());
+        let after = dealt(&tokens, &a.state);
+        assert!(matches!(
+            claim(&after.state, 1),
+            Err(ApiError::Rules(crate::engine::Error::WrongPhase { .. }))
+        ));
+        // The claimed credential is the seat's: it sees its hand.
+        let cred = a.credential.unwrap().credential;
+        assert_eq!(look(&tokens, &after.state, Some(1), &cred).hand.len(), 9);
+    }
+
+    #[test]
+    fn bots_play_within_the_call_until_a_human_is_on_turn() {
+        let tokens = tokens();
+        for seed in 0..20 {
+            let hard = pb::SeatSetup {
+                bot: pb::BotLevel::Hard as i32,
+                claim: false,
+            };
+            let me = pb::SeatSetup {
+                bot: 0,
+                claim: true,
+            };
+            let new = new_game(
+                &tokens,
+                &SEEDED,
+                &pb::NewGameRequest {
+                    rules: Some(pb::Rules {
+                        players: 4,
+                        ..Default::default()
+                    }),
+                    seed: Some(seed),
+                    viewer: Some(0),
+                    seats: vec![me, hard, hard, hard],
+                },
+            )
+            .unwrap();
+            let answer = dealt(&tokens, &new.state);
+            let view = answer.view;
+            assert!(
+                view.turn == Some(0) || view.phase != pb::Phase::Playing as i32,
+                "seed {seed}: {view:?}"
+            );
+            assert_eq!(view.seats[1].kind, pb::SeatKind::Bot as i32);
+            // Every bot move is in the events, in order, after the deal.
+            let played = answer
+                .events
+                .iter()
+                .filter(|e| matches!(e.kind, Some(pb::event::Kind::TilePlayed(_))))
+                .count();
+            assert_eq!(played, view.layout.len(), "seed {seed}");
+            // Nobody may act or look for a bot's seat.
+            let creds = credentials(&new);
+            let req = pb::ScoreRequest {
+                state: answer.state.clone().into(),
+                viewer: Some(1),
+                credential: creds[0].clone().into(),
+                include_hand_events: false,
+            };
+            assert_eq!(
+                score(&tokens, &req).err(),
+                Some(ApiError::Denied(crate::state::Denied::SeatIsBot(1)))
+            );
+        }
+    }
+
+    #[test]
+    fn score_answers_the_hands_events_redacted_for_its_viewer() {
+        let tokens = tokens();
+        let new = new_game(&tokens, &SEEDED, &hot_seat(2, 4)).unwrap();
+        let creds = credentials(&new);
+        let mut state = dealt(&tokens, &new.state).state;
+        let mut all = Vec::new();
+        for _ in 0..12 {
+            let view = look(&tokens, &state, None, &[]);
+            let Some(turn) = view.turn else { break };
+            let cred = &creds[turn as usize];
+            let seen = look(&tokens, &state, Some(turn), cred);
+            let answer = if seen.must_draw {
+                let req = pb::DrawRequest {
+                    state: state.clone().into(),
+                    seat: turn,
+                    viewer: None,
+                    credential: cred.clone().into(),
+                };
+                finish(&tokens, &SEEDED, draw(&tokens, &req).unwrap()).unwrap()
+            } else {
+                let req = pb::PlayRequest {
+                    state: state.clone().into(),
+                    seat: turn,
+                    tile: seen.legal_moves[0].tile,
+                    end: seen.legal_moves[0].end,
+                    viewer: None,
+                    credential: cred.clone().into(),
+                };
+                finish(&tokens, &SEEDED, play(&tokens, &req).unwrap()).unwrap()
+            };
+            all.extend(answer.events);
+            state = answer.state;
+        }
+        let events = score(
             &tokens,
             &pb::ScoreRequest {
-                state: dealt.state.clone().into(),
-                viewer: Some(turn),
+                state: state.into(),
+                include_hand_events: true,
+                ..Default::default()
             },
         )
         .unwrap()
-        .view
-        .unwrap();
-        assert_eq!(seen.hand.len(), 9);
-        let lead = seen.legal_moves[0];
-        let played = play(
-            &tokens,
-            &pb::PlayRequest {
-                state: dealt.state.into(),
-                seat: turn,
-                tile: lead.tile,
-                end: lead.end,
-                viewer: None,
-            },
-        )
-        .unwrap();
-        assert_eq!(played.view.layout.len(), 1);
-        assert_eq!(played.view.moves, 2);
-        assert!(played.state.len() <= 512);
+        .hand_events;
+        // The deal first, then exactly what the spectator was told move by move.
+        assert!(matches!(events[0].kind, Some(pb::event::Kind::Dealt(_))));
+        assert_eq!(events[1..], all[..]);
     }
 
     /// What an answer shows, without its token and match id (random in each).
@@ -251,121 +736,80 @@ mod tests {
 
     #[test]
     fn answers_are_the_same_with_the_cache_and_without() {
-        let ring =
-            std::sync::Arc::new(crate::state::KeyRing::new(vec![(1, [3; 32])], None).unwrap());
+        let ring = ring();
         let (cached, uncached) = (
             Tokens::new(std::sync::Arc::clone(&ring), 64),
             Tokens::uncached(ring),
         );
         for players in 2..=4 {
-            let new = pb::NewGameRequest {
-                rules: Some(pb::Rules {
-                    players,
-                    ..Default::default()
-                }),
-                seed: Some(u64::from(players)),
-                viewer: None,
-            };
+            let new = hot_seat(players, u64::from(players));
             let (mut a, mut b) = (
-                new_game(&cached, &new).unwrap(),
-                new_game(&uncached, &new).unwrap(),
+                new_game(&cached, &SEEDED, &new).unwrap(),
+                new_game(&uncached, &SEEDED, &new).unwrap(),
             );
+            let (ca, cb) = (credentials(&a), credentials(&b));
+            // Each match has its own secret, so its own state ids: compare the rest.
+            let strip = |mut shown: Result<(pb::GameView, Vec<pb::Event>), String>| {
+                if let Ok((view, _)) = shown.as_mut() {
+                    view.state_id.clear();
+                    view.previous_state_id.clear();
+                }
+                shown
+            };
             for step in 0..2000 {
                 let (sa, sb) = (a.state.clone(), b.state.clone());
-                assert_eq!(shown(Ok(a)), shown(Ok(b)), "{players} players, step {step}");
-                let view = score(
-                    &uncached,
-                    &pb::ScoreRequest {
-                        state: sb.clone().into(),
-                        viewer: None,
-                    },
-                )
-                .unwrap()
-                .view
-                .unwrap();
+                assert_eq!(strip(shown(Ok(a))), strip(shown(Ok(b))), "{players} players, step {step}");
+                let view = look(&uncached, &sb, None, &[]);
                 let Some(turn) = view.turn else {
                     if view.phase == pb::Phase::Over as i32 {
                         break;
                     }
-                    (a, b) = (
-                        deal(
-                            &cached,
-                            &pb::DealRequest {
-                                state: sa.into(),
-                                viewer: None,
-                            },
-                        )
-                        .unwrap(),
-                        deal(
-                            &uncached,
-                            &pb::DealRequest {
-                                state: sb.into(),
-                                viewer: None,
-                            },
-                        )
-                        .unwrap(),
-                    );
+                    (a, b) = (dealt(&cached, &sa), dealt(&uncached, &sb));
                     continue;
                 };
+                let t = turn as usize;
                 // The seat on turn looks (Score keeps the game under the same token),
                 // and every fifth step a seat out of turn tries a draw first.
-                let look = |tokens: &Tokens, state: &[u8]| {
-                    score(
-                        tokens,
-                        &pb::ScoreRequest {
-                            state: state.to_vec().into(),
-                            viewer: Some(turn),
-                        },
-                    )
-                    .map(|mut r| {
-                        if let Some(v) = r.view.as_mut() {
-                            v.match_id.clear();
-                        }
-                        r
-                    })
-                    .map_err(|e| format!("{e:?}"))
-                };
-                let seen = look(&cached, &sa);
-                assert_eq!(seen, look(&uncached, &sb));
-                let seen = seen.unwrap().view.unwrap();
+                let seen = look(&cached, &sa, Some(turn), &ca[t]);
+                let mut other = look(&uncached, &sb, Some(turn), &cb[t]);
+                other.match_id.clone_from(&seen.match_id);
+                other.state_id.clone_from(&seen.state_id);
+                other.previous_state_id.clone_from(&seen.previous_state_id);
+                assert_eq!(seen, other);
                 if step % 5 == 0 {
-                    let wrong = |tokens: &Tokens, state: &[u8]| {
+                    let o = (t + 1) % players as usize;
+                    let wrong = |tokens: &Tokens, state: &[u8], cred: &[u8]| {
                         draw(
                             tokens,
                             &pb::DrawRequest {
                                 state: state.to_vec().into(),
-                                seat: (turn + 1) % players,
+                                seat: o as u32,
                                 viewer: None,
+                                credential: cred.to_vec().into(),
                             },
                         )
                         .map(|_| ())
                         .map_err(|e| format!("{e:?}"))
                     };
-                    assert_eq!(wrong(&cached, &sa), wrong(&uncached, &sb));
+                    assert_eq!(wrong(&cached, &sa, &ca[o]), wrong(&uncached, &sb, &cb[o]));
                 }
-                let viewer = Some((turn + 1) % players);
                 (a, b) = if seen.must_draw {
-                    let req = |state: Vec<u8>| pb::DrawRequest {
+                    let req = |state: Vec<u8>, cred: &[u8]| pb::DrawRequest {
                         state: state.into(),
                         seat: turn,
-                        viewer,
+                        viewer: None,
+                        credential: cred.to_vec().into(),
                     };
                     (
-                        draw(&cached, &req(sa)).unwrap(),
-                        draw(&uncached, &req(sb)).unwrap(),
+                        finish(&cached, &SEEDED, draw(&cached, &req(sa, &ca[t])).unwrap()).unwrap(),
+                        finish(&uncached, &SEEDED, draw(&uncached, &req(sb, &cb[t])).unwrap())
+                            .unwrap(),
                     )
                 } else {
                     let m = seen.legal_moves[step % seen.legal_moves.len()];
-                    let req = |state: Vec<u8>| pb::PlayRequest {
-                        state: state.into(),
-                        seat: turn,
-                        tile: m.tile,
-                        end: m.end,
-                        viewer,
-                    };
                     (
-                        play(&cached, &req(sa)).unwrap(),
-                        play(&uncached, &req(sb)).unwrap(),
+                        played(&cached, &sa, turn, m, &ca[t]).unwrap(),
+                        played(&uncached, &sb, turn, m, &cb[t]).unwrap(),
                     )
                 };
             }
@@ -380,86 +824,38 @@ mod tests {
         let tokens = tokens();
         // Play seeded games until someone must draw; compare the drawer's and others' events.
         for seed in 0..50 {
-            let new = new_game(
-                &tokens,
-                &pb::NewGameRequest {
-                    rules: None,
-                    seed: Some(seed),
-                    viewer: None,
-                },
-            )
-            .unwrap();
-            let mut state = deal(
-                &tokens,
-                &pb::DealRequest {
-                    state: new.state.into(),
-                    viewer: None,
-                },
-            )
-            .unwrap()
-            .state;
+            let new = new_game(&tokens, &SEEDED, &hot_seat(2, seed)).unwrap();
+            let creds = credentials(&new);
+            let mut state = dealt(&tokens, &new.state).state;
             for _ in 0..40 {
-                let view = score(
-                    &tokens,
-                    &pb::ScoreRequest {
-                        state: state.clone().into(),
-                        viewer: None,
-                    },
-                )
-                .unwrap()
-                .view
-                .unwrap();
+                let view = look(&tokens, &state, None, &[]);
                 let Some(turn) = view.turn else { break };
-                let seen = score(
-                    &tokens,
-                    &pb::ScoreRequest {
-                        state: state.clone().into(),
-                        viewer: Some(turn),
-                    },
-                )
-                .unwrap()
-                .view
-                .unwrap();
+                let cred = &creds[turn as usize];
+                let seen = look(&tokens, &state, Some(turn), cred);
                 if seen.must_draw {
-                    let mine = draw(
-                        &tokens,
-                        &pb::DrawRequest {
-                            state: state.clone().into(),
-                            seat: turn,
-                            viewer: Some(turn),
-                        },
-                    )
-                    .unwrap();
-                    let theirs = draw(
-                        &tokens,
-                        &pb::DrawRequest {
-                            state: state.into(),
-                            seat: turn,
-                            viewer: Some(1 - turn),
-                        },
-                    )
-                    .unwrap();
+                    let req = |viewer: Option<u32>| pb::DrawRequest {
+                        state: state.clone().into(),
+                        seat: turn,
+                        viewer,
+                        credential: cred.clone().into(),
+                    };
+                    let mine =
+                        finish(&tokens, &SEEDED, draw(&tokens, &req(Some(turn))).unwrap()).unwrap();
+                    let theirs =
+                        finish(&tokens, &SEEDED, draw(&tokens, &req(None)).unwrap()).unwrap();
                     let drawn = |a: &Answer| match &a.events[0].kind {
                         Some(pb::event::Kind::TileDrawn(d)) => d.tile,
                         other => panic!("{other:?}"),
                     };
                     assert!(drawn(&mine).is_some());
                     assert_eq!(drawn(&theirs), None);
+                    // And the other seat cannot ask to see the drawer's tile.
+                    assert!(draw(&tokens, &req(Some(1 - turn))).is_err());
                     return;
                 }
-                let m = seen.legal_moves[0];
-                state = play(
-                    &tokens,
-                    &pb::PlayRequest {
-                        state: state.into(),
-                        seat: turn,
-                        tile: m.tile,
-                        end: m.end,
-                        viewer: None,
-                    },
-                )
-                .unwrap()
-                .state;
+                state = played(&tokens, &state, turn, seen.legal_moves[0], cred)
+                    .unwrap()
+                    .state;
             }
         }
         panic!("no seat ever had to draw");
@@ -482,17 +878,14 @@ mod tests {
         }
         let hands = game.hand_number();
         assert!(hands > 32, "a long game: {hands} hands");
-        let record = Record {
-            match_id: [1; MATCH_ID_LEN],
-            game: game.clone(),
-        };
+        let record = Record::new([1; MATCH_ID_LEN], game.clone());
         let token = tokens.seal(&mut Opened::new(record)).unwrap();
         assert!(token.len() <= 512, "{} bytes", token.len());
         let sheet = score(
             &tokens,
             &pb::ScoreRequest {
                 state: token.into(),
-                viewer: None,
+                ..Default::default()
             },
         )
         .unwrap()

@@ -1,8 +1,9 @@
 //! The tonic service: maps `allfives.v1` requests to the engine through the state
 //! token, and failures to gRPC statuses. Nothing else.
 //!
-//! - [`handlers`]: one function per RPC (parse, open, engine, seal, view).
-//!   Suggest's HARD searches run on tokio's blocking pool, at most one per core.
+//! - [`handlers`]: one function per RPC (parse, open, check the credential, engine,
+//!   bots, seal, view). HARD searches (Suggest's, and the server-played HARD bots')
+//!   run on tokio's blocking pool, at most one per core.
 //! - [`convert`]: engine types <-> protobuf messages.
 //! - [`answer_writer`]: the generated services' gRPC codec, which writes the answers in
 //!   one pass ([`wire`]: the protobuf writer it uses).
@@ -26,6 +27,7 @@ use crate::metrics::Metrics;
 use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
 use crate::state::Tokens;
+use handlers::{Answer, Policy, Step};
 use status::ApiError;
 
 /// The service: holds the key ring with its cache of lately sealed games, and the
@@ -35,6 +37,7 @@ use status::ApiError;
 pub struct Api {
     tokens: Arc<Tokens>,
     metrics: Arc<Metrics>,
+    policy: Policy,
     /// One permit per HARD search allowed to run at once (one per core): searches take
     /// milliseconds, so they run off the async workers, and a flood of them queues here
     /// instead of starving every other call of CPU.
@@ -42,15 +45,67 @@ pub struct Api {
 }
 
 impl Api {
-    pub fn new(tokens: Arc<Tokens>, metrics: Arc<Metrics>) -> Api {
+    pub fn new(tokens: Arc<Tokens>, metrics: Arc<Metrics>, policy: Policy) -> Api {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Api {
             tokens,
             metrics,
+            policy,
             searches: Arc::new(Semaphore::new(cores)),
         }
     }
+
+    /// Runs `work` on the blocking pool under a search permit (HARD searches take
+    /// milliseconds of CPU, which must not stall the async workers).
+    async fn searching<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Api) -> Result<Response<T>, Status> + Send + 'static,
+    ) -> Result<Response<T>, Status> {
+        // A closed semaphore cannot happen (it is never closed); answer UNAVAILABLE
+        // rather than panic if it ever were.
+        let permit = Arc::clone(&self.searches)
+            .acquire_owned()
+            .await
+            .map_err(|_| Status::unavailable("the service is shutting down"))?;
+        let api = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work(&api)
+        })
+        .await
+        .map_err(|_| Status::internal("the search failed"))?
+    }
+
+    /// A Deal, Play or Draw: its own move, then the bots that come on turn (on the
+    /// blocking pool when a HARD one may search), sealed and answered as `response`.
+    async fn changing<R: Send + 'static>(
+        &self,
+        method: &'static str,
+        seat: Option<u32>,
+        begin: impl FnOnce(&Tokens) -> Result<Step, ApiError>,
+        response: fn(Answer) -> R,
+    ) -> Result<Response<R>, Status> {
+        let step = match begin(&self.tokens) {
+            Ok(step) => step,
+            Err(error) => return traced(&self.metrics, method, seat, || Err(error)),
+        };
+        let searches = step.searches();
+        let end = move |api: &Api| {
+            traced(&api.metrics, method, seat, || {
+                let answer = handlers::finish(&api.tokens, &api.policy, step)?;
+                api.metrics.events(&answer.events);
+                Ok(response(answer))
+            })
+        };
+        if searches {
+            self.searching(end).await
+        } else {
+            end(self)
+        }
+    }
 }
+
+
 
 /// Runs one call, counts a refusal, and turns a failure into a status. The call's log
 /// lines are in span `rpc` (method, seat, result): a refusal at `info`, and a served
@@ -81,17 +136,14 @@ fn traced<T>(
     }
 }
 
-/// A changing call's answer as its response, its events counted.
-macro_rules! changing {
-    ($metrics:expr, $response:ident, $answer:expr) => {
-        $answer.map(|a| {
-            $metrics.events(&a.events);
-            pb::$response {
-                state: a.state,
-                view: Some(a.view),
-                events: a.events,
-            }
-        })
+/// A changing call's answer as its response.
+macro_rules! respond {
+    ($response:ident) => {
+        |a: Answer| pb::$response {
+            state: a.state,
+            view: Some(a.view),
+            events: a.events,
+        }
     };
 }
 
@@ -102,15 +154,23 @@ impl AllFivesService for Api {
         req: Request<pb::NewGameRequest>,
     ) -> Result<Response<pb::NewGameResponse>, Status> {
         traced(&self.metrics, "NewGame", None, || {
-            let answer = changing!(
-                self.metrics,
-                NewGameResponse,
-                handlers::new_game(&self.tokens, req.get_ref())
-            );
-            if answer.is_ok() {
-                self.metrics.game_created();
-            }
-            answer
+            let answer = handlers::new_game(&self.tokens, &self.policy, req.get_ref())?;
+            self.metrics.game_created();
+            Ok(pb::NewGameResponse {
+                state: answer.state,
+                view: Some(answer.view),
+                events: answer.events,
+                credentials: answer.credentials,
+            })
+        })
+    }
+
+    async fn claim_seat(
+        &self,
+        req: Request<pb::ClaimSeatRequest>,
+    ) -> Result<Response<pb::ClaimSeatResponse>, Status> {
+        traced(&self.metrics, "ClaimSeat", Some(req.get_ref().seat), || {
+            handlers::claim_seat(&self.tokens, &self.policy, req.get_ref())
         })
     }
 
@@ -118,39 +178,42 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::DealRequest>,
     ) -> Result<Response<pb::DealResponse>, Status> {
-        traced(&self.metrics, "Deal", None, || {
-            changing!(
-                self.metrics,
-                DealResponse,
-                handlers::deal(&self.tokens, req.get_ref())
-            )
-        })
+        let req = req.into_inner();
+        self.changing(
+            "Deal",
+            None,
+            |tokens| handlers::deal(tokens, &req),
+            respond!(DealResponse),
+        )
+        .await
     }
 
     async fn play(
         &self,
         req: Request<pb::PlayRequest>,
     ) -> Result<Response<pb::PlayResponse>, Status> {
-        traced(&self.metrics, "Play", Some(req.get_ref().seat), || {
-            changing!(
-                self.metrics,
-                PlayResponse,
-                handlers::play(&self.tokens, req.get_ref())
-            )
-        })
+        let req = req.into_inner();
+        self.changing(
+            "Play",
+            Some(req.seat),
+            |tokens| handlers::play(tokens, &req),
+            respond!(PlayResponse),
+        )
+        .await
     }
 
     async fn draw(
         &self,
         req: Request<pb::DrawRequest>,
     ) -> Result<Response<pb::DrawResponse>, Status> {
-        traced(&self.metrics, "Draw", Some(req.get_ref().seat), || {
-            changing!(
-                self.metrics,
-                DrawResponse,
-                handlers::draw(&self.tokens, req.get_ref())
-            )
-        })
+        let req = req.into_inner();
+        self.changing(
+            "Draw",
+            Some(req.seat),
+            |tokens| handlers::draw(tokens, &req),
+            respond!(DrawResponse),
+        )
+        .await
     }
 
     async fn score(
@@ -172,20 +235,11 @@ impl AllFivesService for Api {
                 handlers::suggest(&self.tokens, req.get_ref())
             });
         }
-        // A closed semaphore cannot happen (it is never closed); answer UNAVAILABLE
-        // rather than panic if it ever were.
-        let permit = Arc::clone(&self.searches)
-            .acquire_owned()
-            .await
-            .map_err(|_| Status::unavailable("the service is shutting down"))?;
-        let api = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
+        self.searching(move |api| {
             traced(&api.metrics, "Suggest", seat, || {
                 handlers::suggest(&api.tokens, req.get_ref())
             })
         })
         .await
-        .map_err(|_| Status::internal("the search failed"))?
     }
 }

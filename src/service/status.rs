@@ -7,7 +7,8 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::engine;
-use crate::state::TokenError;
+use crate::proto::v1::ErrorReason;
+use crate::state::{Denied, TokenError};
 
 /// The `ErrorInfo` domain of every reason this service reports.
 pub const DOMAIN: &str = "allfives.v1";
@@ -24,6 +25,14 @@ pub enum ApiError {
     Token(TokenError),
     /// The rules refuse the move.
     Rules(engine::Error),
+    /// The request may not act or look for the seat it names.
+    Denied(Denied),
+    /// NewGame with a seed, which this server does not take.
+    SeedNotAllowed,
+    /// Deal while a human seat is open.
+    SeatsOpen,
+    /// ClaimSeat for a seat that is claimed already or a bot's.
+    SeatTaken(engine::Seat),
 }
 
 impl ApiError {
@@ -31,31 +40,50 @@ impl ApiError {
         ApiError::Field { field, description }
     }
 
-    /// The machine-readable reason, as in `ErrorInfo.reason`.
+    /// The machine-readable reason, as in `ErrorInfo.reason`: the name of an
+    /// `ErrorReason` value of the proto.
     pub fn reason(&self) -> &'static str {
+        self.error_reason().as_str_name()
+    }
+
+    /// The proto's `ErrorReason` for this error.
+    pub fn error_reason(&self) -> ErrorReason {
+        use ErrorReason as R;
         use engine::Error as E;
         match self {
-            ApiError::Field { .. } => "INVALID_FIELD",
-            ApiError::Token(TokenError::Malformed) => "TOKEN_MALFORMED",
-            ApiError::Token(TokenError::UnknownKey(_)) => "TOKEN_UNKNOWN_KEY",
-            ApiError::Token(TokenError::UnsupportedVersion(_)) => "TOKEN_UNSUPPORTED_VERSION",
-            ApiError::Token(TokenError::Invalid | TokenError::Corrupt) => "TOKEN_INVALID",
-            ApiError::Token(TokenError::Random) => "RANDOM_UNAVAILABLE",
+            ApiError::Field { .. } => R::InvalidField,
+            ApiError::Token(TokenError::Malformed) => R::TokenMalformed,
+            ApiError::Token(TokenError::UnknownKey(_)) => R::TokenUnknownKey,
+            ApiError::Token(TokenError::UnsupportedVersion(_)) => R::TokenUnsupportedVersion,
+            ApiError::Token(TokenError::Invalid | TokenError::Corrupt) => R::TokenInvalid,
+            ApiError::Token(TokenError::Random) => R::RandomUnavailable,
             ApiError::Rules(e) => match e {
-                E::NotYourTurn { .. } => "NOT_YOUR_TURN",
-                E::WrongPhase { .. } => "WRONG_PHASE",
-                E::GameOver => "GAME_OVER",
-                E::TileNotInHand(_) => "TILE_NOT_IN_HAND",
-                E::TileDoesNotMatch { .. } => "TILE_DOES_NOT_MATCH",
-                E::EndNotOpen(_) => "END_NOT_OPEN",
-                E::MustPlay => "MUST_PLAY",
-                E::AmbiguousEnd(_) => "AMBIGUOUS_END",
-                E::BoneyardEmpty => "BONEYARD_EMPTY",
+                E::NotYourTurn { .. } => R::NotYourTurn,
+                E::WrongPhase { .. } => R::WrongPhase,
+                E::GameOver => R::GameOver,
+                E::TileNotInHand(_) => R::TileNotInHand,
+                E::TileDoesNotMatch { .. } => R::TileDoesNotMatch,
+                E::EndNotOpen(_) => R::EndNotOpen,
+                E::MustPlay => R::MustPlay,
+                E::AmbiguousEnd(_) => R::AmbiguousEnd,
+                E::BoneyardEmpty => R::BoneyardEmpty,
                 E::InvalidSeat { .. } | E::InvalidTile(..) | E::InvalidOption { .. } => {
-                    "INVALID_FIELD"
+                    R::InvalidField
                 }
             },
+            ApiError::Denied(Denied::CredentialRequired(_)) => R::CredentialRequired,
+            ApiError::Denied(Denied::CredentialInvalid(_)) => R::CredentialInvalid,
+            ApiError::Denied(Denied::SeatIsBot(_)) => R::SeatIsBot,
+            ApiError::SeedNotAllowed => R::SeedNotAllowed,
+            ApiError::SeatsOpen => R::SeatsOpen,
+            ApiError::SeatTaken(_) => R::SeatTaken,
         }
+    }
+}
+
+impl From<Denied> for ApiError {
+    fn from(e: Denied) -> ApiError {
+        ApiError::Denied(e)
     }
 }
 
@@ -112,6 +140,27 @@ impl From<ApiError> for Status {
                 details.add_bad_request_violation("state", e.to_string());
                 Status::with_error_details(Code::InvalidArgument, e.to_string(), details)
             }
+            ApiError::Denied(e) => Status::with_error_details(
+                Code::PermissionDenied,
+                e.to_string(),
+                info(HashMap::new()),
+            ),
+            ApiError::SeedNotAllowed => Status::with_error_details(
+                Code::PermissionDenied,
+                "this server picks every match's seed: leave `seed` out \
+                 (servers started with --allow-client-seeds take one)",
+                info(HashMap::new()),
+            ),
+            ApiError::SeatsOpen => Status::with_error_details(
+                Code::FailedPrecondition,
+                "every human seat must be claimed (ClaimSeat) before the first deal",
+                info(HashMap::new()),
+            ),
+            ApiError::SeatTaken(seat) => Status::with_error_details(
+                Code::FailedPrecondition,
+                format!("seat {seat} is claimed already or a bot's"),
+                info(HashMap::new()),
+            ),
             ApiError::Rules(e) => {
                 let mut metadata = HashMap::new();
                 if let engine::Error::NotYourTurn { turn, .. } = e {
@@ -172,6 +221,61 @@ mod tests {
         let status = Status::from(ApiError::from(E::NotYourTurn { seat: 1, turn: 0 }));
         let info = status.get_error_details().error_info().cloned().unwrap();
         assert_eq!(info.metadata.get("turn").map(String::as_str), Some("0"));
+    }
+
+    #[test]
+    fn refusals_of_seats_and_seeds_have_their_codes_and_reasons() {
+        let cases = [
+            (
+                ApiError::Denied(Denied::CredentialRequired(1)),
+                Code::PermissionDenied,
+                "CREDENTIAL_REQUIRED",
+            ),
+            (
+                ApiError::Denied(Denied::CredentialInvalid(1)),
+                Code::PermissionDenied,
+                "CREDENTIAL_INVALID",
+            ),
+            (
+                ApiError::Denied(Denied::SeatIsBot(1)),
+                Code::PermissionDenied,
+                "SEAT_IS_BOT",
+            ),
+            (
+                ApiError::SeedNotAllowed,
+                Code::PermissionDenied,
+                "SEED_NOT_ALLOWED",
+            ),
+            (
+                ApiError::SeatsOpen,
+                Code::FailedPrecondition,
+                "SEATS_OPEN",
+            ),
+            (
+                ApiError::SeatTaken(2),
+                Code::FailedPrecondition,
+                "SEAT_TAKEN",
+            ),
+        ];
+        for (error, code, reason) in cases {
+            assert_eq!(
+                details(&Status::from(error)),
+                (code, reason.to_string(), vec![])
+            );
+        }
+    }
+
+    #[test]
+    fn every_reason_is_an_error_reason_of_the_proto() {
+        // The reason strings are the enum's value names, which clients compare with.
+        for n in 1.. {
+            let Ok(reason) = ErrorReason::try_from(n) else {
+                break;
+            };
+            assert_eq!(ErrorReason::from_str_name(reason.as_str_name()), Some(reason));
+        }
+        assert_eq!(ErrorReason::NotYourTurn.as_str_name(), "NOT_YOUR_TURN");
+        assert_eq!(ErrorReason::TokenInvalid.as_str_name(), "TOKEN_INVALID");
     }
 
     #[test]

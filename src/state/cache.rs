@@ -28,6 +28,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::lineage::{ID_LEN, StateId};
 use super::plaintext;
 use super::token::MAX_TOKEN_LEN;
 use super::{KeyRing, Record, TokenError};
@@ -84,6 +85,8 @@ fn key(token: &[u8]) -> Option<u64> {
 struct Entry {
     token: Vec<u8>,
     record: Record,
+    /// The id of the state `token` holds (`state::lineage`); zero before the first seal.
+    state_id: StateId,
 }
 
 /// A game opened from a token, by the cache or the cipher, and the token that carries
@@ -98,15 +101,22 @@ impl Opened {
         Opened(Box::new(Entry {
             token: Vec::new(),
             record,
+            state_id: [0; ID_LEN],
         }))
     }
 
-    /// A game the cipher opened from `token`.
-    fn opened_from(record: Record, token: &[u8]) -> Opened {
+    /// A game the cipher opened from `token`, whose state has id `state_id`.
+    fn opened_from(record: Record, state_id: StateId, token: &[u8]) -> Opened {
         Opened(Box::new(Entry {
             token: token.to_vec(),
             record,
+            state_id,
         }))
+    }
+
+    /// The id of the state this game was opened from, or last sealed as.
+    pub fn state_id(&self) -> StateId {
+        self.0.state_id
     }
 }
 
@@ -204,16 +214,18 @@ impl Tokens {
                 return Ok(Opened(entry));
             }
             self.counts.misses.fetch_add(1, Relaxed);
-            let record = super::open(&self.ring, token)?;
-            return Ok(Opened::opened_from(record, token));
+            let (record, id) = super::open(&self.ring, token)?;
+            return Ok(Opened::opened_from(record, id, token));
         }
-        super::open(&self.ring, token).map(Opened::new)
+        let (record, id) = super::open(&self.ring, token)?;
+        Ok(Opened::opened_from(record, id, &[]))
     }
 
     /// Encodes and seals a game under the ring's active key; the new token is then the
     /// one that carries it.
     pub fn seal(&self, opened: &mut Opened) -> Result<Vec<u8>, TokenError> {
-        let token = super::seal(&self.ring, &opened.0.record)?;
+        let (token, id) = super::seal(&self.ring, &opened.0.record)?;
+        opened.0.state_id = id;
         let carried = &mut opened.0.token;
         carried.clear();
         if !self.sets.is_empty() {
@@ -277,10 +289,7 @@ mod tests {
     fn dealt() -> Record {
         let mut game = Game::new(Rules::for_players(2), 7).unwrap();
         game.apply(Action::Deal, &mut Vec::new()).unwrap();
-        Record {
-            match_id: [5; MATCH_ID_LEN],
-            game,
-        }
+        Record::new([5; MATCH_ID_LEN], game)
     }
 
     /// Seals `record` and keeps it, as a handler does.
@@ -298,7 +307,7 @@ mod tests {
         let opened = tokens.open(&token).unwrap();
         assert_eq!(tokens.cache_counts(), (1, 0));
         assert_eq!(*opened, dealt());
-        assert_eq!(*opened, crate::state::open(tokens.ring(), &token).unwrap());
+        assert_eq!(*opened, crate::state::open(tokens.ring(), &token).unwrap().0);
     }
 
     #[test]
@@ -454,17 +463,11 @@ mod tests {
             let action = choose(&game, Strategy::Greedy, &mut rng, &mut scratch).unwrap();
             game.apply(action, &mut Vec::new()).unwrap();
         }
-        let ended = Record {
-            match_id: [5; MATCH_ID_LEN],
-            game: game.clone(),
-        };
+        let ended = Record::new([5; MATCH_ID_LEN], game.clone());
         game.apply(Action::Deal, &mut Vec::new()).unwrap();
         (
             ended,
-            Record {
-                match_id: [5; MATCH_ID_LEN],
-                game,
-            },
+            Record::new([5; MATCH_ID_LEN], game),
         )
     }
 

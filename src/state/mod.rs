@@ -7,28 +7,45 @@
 //! - [`token`]: the token's framing, sealing and opening bytes under the ring.
 //! - [`cache`]: [`Tokens`], what the service opens and seals with: the ring, and a
 //!   cache of the games this process sealed lately, kept by their token.
-//! - [`random`]: the random bytes of nonces, match ids and seeds.
+//! - [`seats`]: who plays each seat, and the seats' credentials.
+//! - [`lineage`]: state ids, which tell a match's branches apart.
+//! - [`random`]: the random bytes of nonces, match ids, seeds, secrets and credentials.
 
 pub mod cache;
 pub mod keyring;
+pub mod lineage;
 pub mod plaintext;
 pub mod random;
+pub mod seats;
 pub mod token;
 
 pub use cache::{Opened, Tokens};
 pub use keyring::{KeyRing, KeyRingError};
+pub use lineage::StateId;
 pub use plaintext::{MATCH_ID_LEN, Record};
+pub use seats::{Credential, Denied, Player, Seats};
 pub use token::TokenError;
 
-/// Encodes and seals a record, writing the plaintext straight into the token.
-pub fn seal(ring: &KeyRing, record: &Record) -> Result<Vec<u8>, TokenError> {
-    token::seal_with(ring, plaintext::PLAINTEXT_CAPACITY, |buf| {
-        plaintext::encode_into(record, buf)
-    })
+/// Encodes and seals a record, writing the plaintext straight into the token: the
+/// token, and the id of the state it holds.
+pub fn seal(ring: &KeyRing, record: &Record) -> Result<(Vec<u8>, StateId), TokenError> {
+    let mut id = [0; lineage::ID_LEN];
+    let token = token::seal_with(ring, plaintext::PLAINTEXT_CAPACITY, |buf| {
+        let start = buf.len();
+        plaintext::encode_into(record, buf);
+        id = lineage::state_id(&record.secret, &buf[start..]);
+    })?;
+    Ok((token, id))
 }
 
 /// Opens a token and replays the match it holds: a game legal moves produced, or why
-/// there is none.
-pub fn open(ring: &KeyRing, token: &[u8]) -> Result<Record, TokenError> {
-    token::open_with(ring, token, plaintext::decode)?.map_err(|_| TokenError::Corrupt)
+/// there is none; and the id of the state it holds.
+pub fn open(ring: &KeyRing, token: &[u8]) -> Result<(Record, StateId), TokenError> {
+    token::open_with(ring, token, |bytes| {
+        plaintext::decode(bytes).map(|r| {
+            let id = lineage::state_id(&r.secret, bytes);
+            (r, id)
+        })
+    })?
+    .map_err(|_| TokenError::Corrupt)
 }

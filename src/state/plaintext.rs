@@ -11,11 +11,15 @@
 
 use prost::Message;
 
+use crate::engine::suggest::Level;
 use crate::engine::{
     End, Game, HandAction, HandSizeRule, ReplayError, Rules, Scorecard, SettlementRule, SheetRow,
     Tile,
 };
 use crate::proto::internal as pb;
+
+use super::lineage::{ID_LEN, StateId};
+use super::seats::{CREDENTIAL_LEN, Player, Seats};
 
 /// Bytes in a match id.
 pub const MATCH_ID_LEN: usize = 16;
@@ -24,11 +28,35 @@ pub const PLAINTEXT_CAPACITY: usize = 512;
 /// The byte of a draw in `State.actions`; a play's byte is below 140.
 const DRAW: u8 = 255;
 
-/// A game as carried by a token: the engine's game and the match id.
+/// A match as carried by a token: the engine's game, the match id, who plays each
+/// seat, the match's secret and the id of the state this one was made from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     pub match_id: [u8; MATCH_ID_LEN],
     pub game: Game,
+    pub seats: Seats,
+    /// The key of the match's state ids (`state::lineage`); never shown.
+    pub secret: [u8; ID_LEN],
+    /// The id of the state this one was made from; `None` for NewGame's.
+    pub previous: Option<StateId>,
+}
+
+impl Record {
+    /// A record of `game` for tests and tools: every seat a human's with an all-zero
+    /// credential, a zero secret, no previous state. The service never makes one.
+    pub fn new(match_id: [u8; MATCH_ID_LEN], game: Game) -> Record {
+        let mut seats = Seats::OPEN;
+        for slot in &mut seats.0[..game.rules().players] {
+            *slot = Player::Human([0; CREDENTIAL_LEN]);
+        }
+        Record {
+            match_id,
+            game,
+            seats,
+            secret: [0; ID_LEN],
+            previous: None,
+        }
+    }
 }
 
 /// Why a plaintext does not give a game.
@@ -77,6 +105,21 @@ pub fn encode_into(record: &Record, buf: &mut Vec<u8>) {
         sheet,
         carried,
         actions: card.actions.iter().map(|&a| action_byte(a)).collect(),
+        seats: record.seats.0[..rules.players]
+            .iter()
+            .map(|&p| seat_byte(p))
+            .collect(),
+        credentials: record.seats.0[..rules.players]
+            .iter()
+            .filter_map(|p| match p {
+                Player::Human(credential) => Some(credential),
+                _ => None,
+            })
+            .flatten()
+            .copied()
+            .collect(),
+        secret: record.secret.to_vec(),
+        previous: record.previous.map_or_else(Vec::new, |id| id.to_vec()),
     };
     // A Vec grows as needed: encoding into it cannot fail.
     let _ = state.encode(buf);
@@ -113,6 +156,42 @@ fn action_byte(action: HandAction) -> u8 {
             tile.index() * 5 + arm
         }
     }
+}
+
+fn seat_byte(player: Player) -> u8 {
+    match player {
+        Player::Open => 0,
+        Player::Human(_) => 1,
+        Player::Bot(Level::Easy) => 2,
+        Player::Bot(Level::Medium) => 3,
+        Player::Bot(Level::Hard) => 4,
+    }
+}
+
+/// The seats from `State.seats` and `State.credentials`.
+fn seats_in(kinds: &[u8], credentials: &[u8], players: usize) -> Result<Seats, DecodeError> {
+    if kinds.len() != players {
+        return Err(corrupt("seats"));
+    }
+    let mut seats = Seats::OPEN;
+    let mut credentials = credentials.chunks_exact(CREDENTIAL_LEN);
+    for (seat, &kind) in seats.0.iter_mut().zip(kinds) {
+        *seat = match kind {
+            0 => Player::Open,
+            1 => {
+                let held = credentials.next().ok_or(corrupt("credentials"))?;
+                Player::Human(held.try_into().map_err(|_| corrupt("credentials"))?)
+            }
+            2 => Player::Bot(Level::Easy),
+            3 => Player::Bot(Level::Medium),
+            4 => Player::Bot(Level::Hard),
+            _ => return Err(corrupt("seat")),
+        };
+    }
+    if credentials.next().is_some() || !credentials.remainder().is_empty() {
+        return Err(corrupt("credentials"));
+    }
+    Ok(seats)
 }
 
 fn action_in(byte: u8) -> Result<HandAction, DecodeError> {
@@ -174,8 +253,20 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
         rows: &rows,
         actions: &actions[..state.actions.len()],
     };
+    let seats = seats_in(&state.seats, &state.credentials, rules.players)?;
+    let secret = <[u8; ID_LEN]>::try_from(state.secret.as_slice()).map_err(|_| corrupt("secret"))?;
+    let previous = match state.previous.len() {
+        0 => None,
+        _ => Some(StateId::try_from(state.previous.as_slice()).map_err(|_| corrupt("previous"))?),
+    };
     let game = Game::replay(rules, seed, &card).map_err(DecodeError::Replay)?;
-    Ok(Record { match_id, game })
+    Ok(Record {
+        match_id,
+        game,
+        seats,
+        secret,
+        previous,
+    })
 }
 
 fn rules_in(r: &pb::Rules) -> Result<Rules, DecodeError> {
@@ -245,9 +336,10 @@ mod tests {
     /// Seals `record` and opens it again: the same game, and the same view for every
     /// seat and for a spectator.
     fn assert_round_trip(ring: &KeyRing, record: &Record) {
-        let token = seal(ring, record).expect("seal");
-        let opened = open(ring, &token).expect("open");
+        let (token, id) = seal(ring, record).expect("seal");
+        let (opened, opened_id) = open(ring, &token).expect("open");
         assert_eq!(&opened, record);
+        assert_eq!(id, opened_id, "the state id is the plaintext's, read or written");
         let game = &record.game;
         for viewer in (0..game.rules().players).map(Some).chain([None]) {
             assert_eq!(opened.game.view(viewer), game.view(viewer), "{viewer:?}");
@@ -263,10 +355,35 @@ mod tests {
             seed in any::<u64>(),
             greedy in any::<bool>(),
             match_id in any::<[u8; MATCH_ID_LEN]>(),
+            kinds in any::<[u8; 4]>(),
+            secret in any::<[u8; ID_LEN]>(),
+            previous in any::<Option<[u8; ID_LEN]>>(),
         ) {
             let ring = KeyRing::new(vec![(3, [0x33; 32])], None).unwrap();
             let strategy = if greedy { Strategy::Greedy } else { Strategy::Random };
-            let mut record = Record { match_id, game: Game::new(rules(table), seed).unwrap() };
+            // Any mix of open, claimed and bot seats, each claimed one's credential its
+            // own.
+            let mut seats = Seats::OPEN;
+            for (seat, (slot, kind)) in seats.0.iter_mut().zip(kinds).enumerate() {
+                *slot = match kind % 5 {
+                    0 => Player::Open,
+                    1 => Player::Human([seat as u8 ^ kind; CREDENTIAL_LEN]),
+                    2 => Player::Bot(Level::Easy),
+                    3 => Player::Bot(Level::Medium),
+                    _ => Player::Bot(Level::Hard),
+                };
+            }
+            let mut record = Record {
+                match_id,
+                game: Game::new(rules(table), seed).unwrap(),
+                seats,
+                secret,
+                previous,
+            };
+            // Seats past the table's players are not written.
+            for slot in &mut record.seats.0[record.game.rules().players..] {
+                *slot = Player::Open;
+            }
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let mut scratch = Vec::new();
             assert_round_trip(&ring, &record);
@@ -282,10 +399,7 @@ mod tests {
     fn the_plaintext_is_prosts_state_and_decodes_as_it() {
         let mut game = Game::new(Rules::for_players(3), 0).unwrap();
         game.deal().unwrap();
-        let record = Record {
-            match_id: [9; MATCH_ID_LEN],
-            game,
-        };
+        let record = Record::new([9; MATCH_ID_LEN], game);
         let bytes = encode(&record);
         let state = pb::State::decode(bytes.as_slice()).unwrap();
         assert_eq!(state.seed, Some(0), "a zero seed is written all the same");
@@ -317,6 +431,10 @@ mod tests {
             sheet,
             carried: Vec::new(),
             actions: Vec::new(),
+            seats: vec![1; players as usize],
+            credentials: vec![0; CREDENTIAL_LEN * players as usize],
+            secret: vec![0; ID_LEN],
+            previous: Vec::new(),
         };
         let decoded = |s: pb::State| decode(&s.encode_to_vec());
         assert!(matches!(

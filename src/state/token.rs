@@ -15,9 +15,11 @@
 //! Format history (the version names the framing and the plaintext together):
 //! version 1 was XChaCha20-Poly1305 with 24-byte nonces (42 bytes of framing); version
 //! 2 took AES-256-GCM-SIV and 30 bytes, with the table itself as the plaintext; version
-//! 3, this one, keeps version 2's framing and cipher around the scorekeeper's record
-//! of the match ([`super::plaintext`]). Tokens of versions 1 and 2 are refused as
-//! [`TokenError::UnsupportedVersion`] (docs/operations.md, "Upgrading").
+//! 3 kept version 2's framing and cipher around the scorekeeper's record of the match
+//! ([`super::plaintext`]); version 4, this one, adds the seats, their credentials, the
+//! match's secret and the previous state's id to that record. Tokens of versions 1 to
+//! 3 are refused as [`TokenError::UnsupportedVersion`] (docs/operations.md,
+//! "Upgrading").
 
 use aes_gcm_siv::aead::AeadInOut;
 use aes_gcm_siv::aead::inout::InOutBuf;
@@ -25,7 +27,7 @@ use aes_gcm_siv::aead::inout::InOutBuf;
 use super::keyring::KeyRing;
 
 /// The token framing this build writes and reads.
-pub const TOKEN_VERSION: u8 = 3;
+pub const TOKEN_VERSION: u8 = 4;
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
 const HEADER_LEN: usize = 2 + NONCE_LEN;
@@ -158,7 +160,7 @@ mod tests {
         assert_eq!(OVERHEAD, 30);
         assert_eq!(token.len(), 40 + 30);
         assert_eq!(token[0], TOKEN_VERSION);
-        assert_eq!(token[0], 3);
+        assert_eq!(token[0], 4);
         assert_eq!(token[1], 9);
         let nonces: std::collections::HashSet<Vec<u8>> = (0..1000)
             .map(|_| seal(&r, b"x").unwrap()[2..2 + NONCE_LEN].to_vec())
@@ -215,6 +217,10 @@ mod tests {
         let mut v2 = seal(&r, b"a table").unwrap();
         v2[0] = 2;
         assert_eq!(open(&r, &v2), Err(TokenError::UnsupportedVersion(2)));
+        // Version 3: the same again, with a record that had no seats.
+        let mut v3 = seal(&r, b"a record").unwrap();
+        v3[0] = 3;
+        assert_eq!(open(&r, &v3), Err(TokenError::UnsupportedVersion(3)));
     }
 
     #[test]
