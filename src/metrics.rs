@@ -57,6 +57,8 @@ pub enum Route {
     Play,
     Draw,
     Score,
+    Suggest,
+    ClaimSeat,
     HealthCheck,
     HealthWatch,
     ReflectionV1,
@@ -65,7 +67,7 @@ pub enum Route {
     Other,
 }
 
-const ROUTES: usize = 10;
+const ROUTES: usize = 12;
 const API: &str = "allfives.v1.AllFivesService";
 const HEALTH: &str = "grpc.health.v1.Health";
 const REFLECTION_V1: &str = "grpc.reflection.v1.ServerReflection";
@@ -78,6 +80,8 @@ impl Route {
         Route::Play,
         Route::Draw,
         Route::Score,
+        Route::Suggest,
+        Route::ClaimSeat,
         Route::HealthCheck,
         Route::HealthWatch,
         Route::ReflectionV1,
@@ -96,6 +100,8 @@ impl Route {
             (API, "Play") => Route::Play,
             (API, "Draw") => Route::Draw,
             (API, "Score") => Route::Score,
+            (API, "Suggest") => Route::Suggest,
+            (API, "ClaimSeat") => Route::ClaimSeat,
             (HEALTH, "Check") => Route::HealthCheck,
             (HEALTH, "Watch") => Route::HealthWatch,
             (REFLECTION_V1, "ServerReflectionInfo") => Route::ReflectionV1,
@@ -112,6 +118,8 @@ impl Route {
             Route::Play => (API, "Play"),
             Route::Draw => (API, "Draw"),
             Route::Score => (API, "Score"),
+            Route::Suggest => (API, "Suggest"),
+            Route::ClaimSeat => (API, "ClaimSeat"),
             Route::HealthCheck => (HEALTH, "Check"),
             Route::HealthWatch => (HEALTH, "Watch"),
             Route::ReflectionV1 => (REFLECTION_V1, "ServerReflectionInfo"),
@@ -536,6 +544,27 @@ mod tests {
     use crate::proto::v1::all_fives_service_server::AllFivesServiceServer;
     use crate::service::Api;
     use tonic::server::NamedService;
+
+    #[test]
+    fn every_rpc_of_the_proto_has_its_own_route() {
+        use prost::Message;
+        let set = prost_types::FileDescriptorSet::decode(crate::proto::v1::FILE_DESCRIPTOR_SET)
+            .expect("the descriptor set decodes");
+        let mut methods = 0;
+        for file in &set.file {
+            for service in &file.service {
+                let name = format!("{}.{}", file.package(), service.name());
+                for method in &service.method {
+                    let path = format!("/{name}/{}", method.name());
+                    let route = Route::from_path(&path);
+                    assert_ne!(route, Route::Other, "{path} has no metrics label");
+                    assert_eq!(route.labels(), (name.as_str(), method.name()), "{path}");
+                    methods += 1;
+                }
+            }
+        }
+        assert!(methods >= 7, "{methods} methods");
+    }
 
     #[test]
     fn routes_cover_the_served_services() {
