@@ -330,7 +330,25 @@ def check_cors(docs):
     return f"CORS: {source} lists {len(origins)} origin(s), not `*`: {', '.join(origins)}"
 
 
-CHECKS = [check_gateway, check_grpcroute, check_wiring, check_pods, check_cors]
+# --- Seeds: production never takes a client's seed (docs/security.md) -------------
+
+
+def check_seeds(docs):
+    _, _, _, container = pod_parts(docs)
+    argv = [*(container.get("command") or []), *(container.get("args") or [])]
+    need(
+        not any(isinstance(a, str) and a.startswith("--allow-client-seeds") for a in argv),
+        "the pods do not take client seeds (--allow-client-seeds is for tests and replays)",
+    )
+    for e in container.get("env", []):
+        need(
+            e["name"] != "ALLFIVES_ALLOW_CLIENT_SEEDS",
+            "the pods do not take client seeds (ALLFIVES_ALLOW_CLIENT_SEEDS is for tests and replays)",
+        )
+    return "seeds: the pods refuse client seeds (the server's default)"
+
+
+CHECKS = [check_gateway, check_grpcroute, check_wiring, check_pods, check_cors, check_seeds]
 
 
 def run(docs, quiet=False):
@@ -386,6 +404,8 @@ MUTATIONS = {
         env=[e for e in container_of(d)["env"] if e["name"] != "ALLFIVES_CORS_ORIGINS"]
     ),
     "CORS `*` as a flag over the listed origins": lambda d: container_of(d).update(args=["--cors-origins=*"]),
+    "client seeds taken (environment)": lambda d: set_env(d, "ALLFIVES_ALLOW_CLIENT_SEEDS", "true"),
+    "client seeds taken (flag)": lambda d: container_of(d).update(args=["--allow-client-seeds"]),
 }
 
 
