@@ -1,25 +1,38 @@
 #!/usr/bin/env python3
 """Plays one whole match of All Fives against an allfives server, in Python.
 
-Every seat is played by the same simple strategy: from the legal moves the server lists
-for the seat on turn, the one that scores most (then the heaviest tile); a seat told to
-draw draws. With --bots, the server's own computer players fill chosen seats: the
-client asks Suggest (EASY, MEDIUM or HARD) and plays what it advises, as a game with
-empty seats would. The table is printed as the match goes and the score sheet at the end. On
-the way the client checks what the API promises (tokens change and stay small, the
-move counter rises by one, scores move only by the points the events announce, hands,
-layout and boneyard always hold 28 tiles, legal moves are listed unless the seat must
-draw, the match ends with a winner at or past the target, the sheet adds up), and exits
-non-zero on any unexpected error or inconsistency.
+The client holds the credential of every human seat (hot seat: one screen, every
+player in turn): it claims them in NewGame (`seats` with `claim`), or with
+--claim-seats leaves them open and claims each with ClaimSeat, as players on their own
+devices would. Every request naming a seat or a viewer carries that seat's credential.
+With --bots, the server plays chosen seats itself: their moves arrive as events of the
+human seats' calls, redacted for the seat that asked. Every human seat plays one simple
+strategy: from the legal moves the server lists, the one that scores most (then the
+heaviest tile); a seat told to draw draws; with --hints the human seats play what the
+server's Suggest advises instead.
 
-With --check-errors it also provokes the errors the API documents that a client can
-cause (a malformed, altered or foreign token, a move out of turn, a tile it does not
-hold, ...) and checks each comes back with its code, reason and details.
+The table is printed as the match goes and the score sheet at the end. On the way the
+client checks what the API promises: tokens change and stay small; every answer's
+previous_state_id is the state_id it was made from; the move counter rises by one per
+deal, play and draw (the bots' included); scores move only by the points the events
+announce; hands, layout and boneyard always hold 28 tiles; every placed tile names the
+seat that played it; a view shows only its viewer's hand and no event shows a tile
+another seat drew; Score with include_hand_events answers the hand so far exactly as
+the seat saw it; the match ends with a winner at or past the target; the sheet adds
+up. It exits non-zero on any unexpected error or inconsistency.
+
+With --check-errors it also provokes every error the API documents that a client can
+cause (a malformed, altered or foreign token, a missing or wrong credential, a bot's
+seat, a seed, open seats, a move out of turn, a tile it does not hold, ...), checks
+each comes back with its code, reason (compared with the generated ErrorReason
+constants) and details, and that a refusal for want of a credential says the same
+whatever tile was named.
 
     ./generate.sh                      # once: the client code, from proto/
     python allfives_client.py --addr 127.0.0.1:50051 --players 3
-    python allfives_client.py --players 4 --partnership --seed 7 --check-errors
-    python allfives_client.py --players 2 --bots hard,-     # seat 0: the HARD bot
+    python allfives_client.py --players 4 --partnership --claim-seats --check-errors
+    python allfives_client.py --players 2 --bots human,hard  # seat 1: the server's HARD bot
+    python allfives_client.py --players 2 --seed 7           # a server with --allow-client-seeds
 
 Exit status: 0 when the match finished and every check held, 1 otherwise.
 """
@@ -47,73 +60,104 @@ except ImportError:
 
 DOMAIN = "allfives.v1"
 MAX_TOKEN_BYTES = 512
+STATE_ID_BYTES = 16
+CREDENTIAL_BYTES = 16
 ALL_TILES = [(a, b) for a in range(7) for b in range(a, 7)]
 # A bound on the calls of one match: a 4-player match under "own pips off" can take a
 # few thousand; far more means the loop is stuck.
 MAX_CALLS = 100_000
 
-# Every reason the API documents (proto/allfives/v1/allfives.proto, README "Error
-# reasons"): the status code it comes with, and what a client does about it.
-REASONS: dict[str, tuple[grpc.StatusCode, str]] = {
-    "INVALID_FIELD": (
+# Every reason of the ErrorReason enum (proto/allfives/v1/allfives.proto): the status
+# code it comes with, and what a client does about it. Keyed by the generated
+# constants; ErrorInfo.reason is the value's name.
+REASONS: dict[int, tuple[grpc.StatusCode, str]] = {
+    pb.INVALID_FIELD: (
         grpc.StatusCode.INVALID_ARGUMENT,
         "a bug in the request: the BadRequest names the field to fix",
     ),
-    "TOKEN_MALFORMED": (
+    pb.TOKEN_MALFORMED: (
         grpc.StatusCode.INVALID_ARGUMENT,
         "send the latest token exactly as received (raw bytes; base64 only in JSON)",
     ),
-    "TOKEN_UNSUPPORTED_VERSION": (
+    pb.TOKEN_UNSUPPORTED_VERSION: (
         grpc.StatusCode.INVALID_ARGUMENT,
         "a token this server version cannot read: the match cannot go on here",
     ),
-    "TOKEN_UNKNOWN_KEY": (
+    pb.TOKEN_UNKNOWN_KEY: (
         grpc.StatusCode.INVALID_ARGUMENT,
         "sealed under a key the service no longer holds (retired): start a new match",
     ),
-    "TOKEN_INVALID": (
+    pb.TOKEN_INVALID: (
         grpc.StatusCode.INVALID_ARGUMENT,
         "altered or not from this service: restore the stored token or start anew",
     ),
-    "NOT_YOUR_TURN": (
+    pb.RANDOM_UNAVAILABLE: (
+        grpc.StatusCode.UNAVAILABLE,
+        "the server had no randomness: retry after a short wait",
+    ),
+    pb.NOT_YOUR_TURN: (
         grpc.StatusCode.FAILED_PRECONDITION,
         "refresh the view (Score); the seat in metadata 'turn' is to act",
     ),
-    "TILE_NOT_IN_HAND": (
+    pb.TILE_NOT_IN_HAND: (
         grpc.StatusCode.FAILED_PRECONDITION,
         "refresh the view and choose from its legal_moves",
     ),
-    "TILE_DOES_NOT_MATCH": (
+    pb.TILE_DOES_NOT_MATCH: (
         grpc.StatusCode.FAILED_PRECONDITION,
         "choose from legal_moves: they list every tile and end that fit",
     ),
-    "END_NOT_OPEN": (
+    pb.END_NOT_OPEN: (
         grpc.StatusCode.FAILED_PRECONDITION,
         "name an end from open_ends (UP and DOWN open once the spinner has both sides)",
     ),
-    "MUST_PLAY": (
+    pb.MUST_PLAY: (
         grpc.StatusCode.FAILED_PRECONDITION,
         "the seat holds a playable tile: Play one of legal_moves",
     ),
-    "AMBIGUOUS_END": (
+    pb.AMBIGUOUS_END: (
         grpc.StatusCode.FAILED_PRECONDITION,
         "name the end: legal_moves has one entry per tile and end",
     ),
-    "WRONG_PHASE": (
+    pb.WRONG_PHASE: (
         grpc.StatusCode.FAILED_PRECONDITION,
-        "check view.phase: Deal in PHASE_DEALING, Play and Draw in PHASE_PLAYING",
+        "check view.phase: Deal in PHASE_DEALING, Play and Draw in PHASE_PLAYING, "
+        "ClaimSeat before the first deal",
     ),
-    "GAME_OVER": (
+    pb.GAME_OVER: (
         grpc.StatusCode.FAILED_PRECONDITION,
         "the match is over: show the sheet (Score) and offer a new match",
     ),
-    "BONEYARD_EMPTY": (
+    pb.BONEYARD_EMPTY: (
         grpc.StatusCode.FAILED_PRECONDITION,
         "cannot happen in a well-formed match (empty boneyard: automatic pass): a bug",
     ),
-    "RANDOM_UNAVAILABLE": (
-        grpc.StatusCode.UNAVAILABLE,
-        "the server had no randomness: retry after a short wait",
+    pb.CREDENTIAL_REQUIRED: (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "send the seat's credential with every request naming it as seat or viewer "
+        "(or name no viewer, for the public view)",
+    ),
+    pb.CREDENTIAL_INVALID: (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "not this seat's credential in this match: send the one its claim answered "
+        "(a seat still open has none: ClaimSeat it)",
+    ),
+    pb.SEAT_IS_BOT: (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "the server plays that seat: act and look only for your own seat",
+    ),
+    pb.SEED_NOT_ALLOWED: (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "leave `seed` out: this server picks every seed (seeded replays need a server "
+        "started with --allow-client-seeds)",
+    ),
+    pb.SEATS_OPEN: (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "wait until every human seat is claimed (view.seats shows the open ones)",
+    ),
+    pb.SEAT_TAKEN: (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "someone claimed that seat first (or it is a bot's): pick an open one from view.seats",
     ),
 }
 # Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
@@ -124,7 +168,11 @@ RETRYABLE_CODES = {
     grpc.StatusCode.CANCELLED,
 }
 # Reasons a client cannot cause on purpose against a healthy server.
-UNPROVOKABLE = {"BONEYARD_EMPTY", "RANDOM_UNAVAILABLE"}
+UNPROVOKABLE = {pb.BONEYARD_EMPTY, pb.RANDOM_UNAVAILABLE}
+
+
+def reason_name(reason: int) -> str:
+    return pb.ErrorReason.Name(reason)
 
 
 class Inconsistency(Exception):
@@ -143,7 +191,11 @@ class ApiError(Exception):
     method: str
     code: grpc.StatusCode
     message: str
-    reason: str | None = None
+    # The ErrorInfo's reason as a generated ErrorReason constant (pb.NOT_YOUR_TURN, ...);
+    # ERROR_REASON_UNSPECIFIED for a name newer than this client's proto; None without
+    # an ErrorInfo.
+    reason: int | None = None
+    reason_text: str | None = None  # the name as sent
     domain: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     fields: dict[str, str] = field(default_factory=dict)  # BadRequest: field -> why
@@ -158,7 +210,11 @@ class ApiError(Exception):
             if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
                 info = error_details_pb2.ErrorInfo()
                 detail.Unpack(info)
-                e.reason, e.domain, e.metadata = info.reason, info.domain, dict(info.metadata)
+                e.reason_text, e.domain, e.metadata = info.reason, info.domain, dict(info.metadata)
+                known = info.reason in pb.ErrorReason.keys()
+                e.reason = (
+                    pb.ErrorReason.Value(info.reason) if known else pb.ERROR_REASON_UNSPECIFIED
+                )
             elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
                 bad = error_details_pb2.BadRequest()
                 detail.Unpack(bad)
@@ -169,7 +225,7 @@ class ApiError(Exception):
     def retryable(self) -> bool:
         # Every call may be repeated safely: the token holds the whole match, so the
         # same request gives the same match again.
-        if self.reason == "RANDOM_UNAVAILABLE":
+        if self.reason == pb.RANDOM_UNAVAILABLE:
             return True
         # No reason: the transport's or the server's limits (docs/clients.md, "Errors").
         return self.reason is None and self.code in RETRYABLE_CODES
@@ -178,6 +234,8 @@ class ApiError(Exception):
     def advice(self) -> str:
         if self.reason in REASONS:
             return REASONS[self.reason][1]
+        if self.reason is not None:
+            return "a reason newer than this client: act on the status code"
         return "not an error of the API (a transport or server failure)"
 
     def check_documented(self) -> None:
@@ -185,11 +243,13 @@ class ApiError(Exception):
         check(self.domain == DOMAIN, f"{self}: ErrorInfo domain {self.domain!r}")
         check(self.reason in REASONS, f"{self}: an undocumented reason")
         check(self.code == REASONS[self.reason][0], f"{self}: wrong code for the reason")
-        if self.reason == "INVALID_FIELD":
+        if self.reason == pb.INVALID_FIELD:
             check(bool(self.fields), f"{self}: INVALID_FIELD without a BadRequest")
 
     def __str__(self) -> str:
-        text = f"{self.method}: {self.code.name} {self.reason or '(no reason)'}: {self.message}"
+        text = (
+            f"{self.method}: {self.code.name} {self.reason_text or '(no reason)'}: {self.message}"
+        )
         if self.fields:
             text += f" [fields: {', '.join(self.fields)}]"
         if self.metadata:
@@ -293,6 +353,10 @@ def sheet_lines(sheet, view) -> list[str]:
 
 # --- Playing -----------------------------------------------------------------------
 
+LEVELS = {"easy": pb.BOT_LEVEL_EASY, "medium": pb.BOT_LEVEL_MEDIUM, "hard": pb.BOT_LEVEL_HARD}
+# What the move counter counts: every deal, play and draw (the bots' too), not passes.
+ACTIONS = {"dealt", "tile_played", "tile_drawn"}
+
 
 def choose(moves):
     """The simple strategy: the most points, then the heaviest tile, doubles first."""
@@ -303,32 +367,199 @@ def round_five(pips: int) -> int:
     return (pips + 2) // 5 * 5
 
 
-class Match:
-    """One match, with the last token and view, and the checks of every answer."""
+def redacted(events, viewer: int | None) -> list:
+    """The events as `viewer` (None: a spectator) may see them: a drawn tile is shown
+    only to its drawer."""
+    out = []
+    for ev in events:
+        copy = pb.Event()
+        copy.CopyFrom(ev)
+        if copy.WhichOneof("kind") == "tile_drawn" and copy.tile_drawn.seat != viewer:
+            copy.tile_drawn.ClearField("tile")
+        out.append(copy)
+    return out
 
-    def __init__(self, client: Client, say, verbose: bool) -> None:
+
+def level_name(level: int) -> str:
+    return pb.BotLevel.Name(level).removeprefix("BOT_LEVEL_")
+
+
+class Match:
+    """One match, with the last token and view, every human seat's credential, and the
+    checks of every answer."""
+
+    def __init__(
+        self,
+        client: Client,
+        say,
+        verbose: bool,
+        bots: dict[int, int],
+        claim_seats: bool,
+        hints: int | None,
+    ) -> None:
         self.client = client
         self.say = say
         self.verbose = verbose
+        self.bots = bots  # seat -> BotLevel, for the seats the server plays
+        self.claim_seats = claim_seats
+        self.hints = hints  # the level whose Suggest the human seats follow, if any
         self.token = b""
         self.view = None
-        self.first_dealt = None  # (token, moves) of the first deal, to test staleness
+        self.creds: dict[int, bytes] = {}  # seat -> credential, for every human seat
+        self.humans: list[int] = []
+        self.hand_events: list = []  # this hand's events as they came, from its Dealt
+        self.first_dealt = None  # the first deal's (token, view), to show a stale token
         self.game_ended = None
-        self.bots: dict[int, int] = {}  # seat -> BotLevel, for seats Suggest plays
+        self.bot_moves = 0
+        self.claims = 0
         self.suggestions = 0
+
+    # Requests name a seat or viewer together with its credential.
+    def as_viewer(self, seat: int) -> dict:
+        return {"viewer": seat, "credential": self.creds[seat]}
+
+    def as_seat(self, seat: int) -> dict:
+        return {"seat": seat, "viewer": seat, "credential": self.creds[seat]}
+
+    def seat_name(self, seat: int) -> str:
+        level = self.bots.get(seat)
+        return f"seat {seat}" + (f" ({level_name(level).lower()} bot)" if level else "")
 
     def side_of(self, seat: int) -> int:
         return next(s.side for s in self.view.scores if seat in s.seats)
 
-    def accept(self, response, seat: int | None = None, played=None) -> None:
-        """Checks a Deal, Play or Draw answer against the previous view, then keeps it."""
+    def check_chain(self, old, view) -> None:
+        """A relay's compare-and-set holds: the new state names the one it came from."""
+        check(len(view.state_id) == STATE_ID_BYTES, f"a state_id of {len(view.state_id)} bytes")
+        check(view.previous_state_id == old.state_id, "previous_state_id is not the last state_id")
+        check(view.state_id != old.state_id, "the state_id did not change")
+
+    def new_game(self, rules, seed: int | None) -> None:
+        players = rules.players or 2
+        self.humans = [s for s in range(players) if s not in self.bots]
+        request = pb.NewGameRequest(rules=rules)
+        if self.bots or not self.claim_seats:
+            # One entry per seat: a bot at its level, or a human seat, claimed now (hot
+            # seat: this client holds every human credential) or left open for ClaimSeat.
+            for seat in range(players):
+                if seat in self.bots:
+                    request.seats.add(bot=self.bots[seat])
+                else:
+                    request.seats.add(claim=not self.claim_seats)
+        # (No `seats` at all: every seat a human one, open.)
+        if not self.claim_seats:
+            request.viewer = self.humans[0]
+        if seed is not None:
+            request.seed = seed
+        response = self.client.call("NewGame", request)
+        self.token, self.view = response.state, response.view
+        v = self.view
+        check(
+            v.phase == pb.PHASE_DEALING and v.hand_number == 0 and v.moves == 0,
+            "a new match is not waiting for its first deal",
+        )
+        check(0 < len(self.token) <= MAX_TOKEN_BYTES, "a long first token")
+        check(len(v.state_id) == STATE_ID_BYTES, "NewGame's view has no state_id")
+        check(not v.previous_state_id, "NewGame's view names a previous state")
+        claimed = [] if self.claim_seats else self.humans
+        check(
+            [c.seat for c in response.credentials] == claimed,
+            f"NewGame answered credentials for seats {[c.seat for c in response.credentials]}",
+        )
+        self.creds = {c.seat: c.credential for c in response.credentials}
+        check(
+            all(len(c) == CREDENTIAL_BYTES for c in self.creds.values())
+            and len(set(self.creds.values())) == len(self.creds),
+            "the credentials are not distinct 16-byte secrets",
+        )
+        want = [
+            (
+                (s, pb.SEAT_KIND_BOT, self.bots[s])
+                if s in self.bots
+                else (s, pb.SEAT_KIND_OPEN if self.claim_seats else pb.SEAT_KIND_CLAIMED, 0)
+            )
+            for s in range(players)
+        ]
+        check(
+            [(s.seat, s.kind, s.bot) for s in v.seats] == want,
+            f"view.seats is {[(s.seat, s.kind, s.bot) for s in v.seats]}, expected {want}",
+        )
+        if self.claim_seats:
+            check(not v.HasField("viewer"), "NewGame without a viewer answered a seat's view")
+        else:
+            check(v.viewer == self.humans[0] and not v.hand, "NewGame's view is not the viewer's")
+        r = v.rules
+        settlement = pb.SettlementRule.Name(r.settlement).removeprefix("SETTLEMENT_RULE_")
+        hand_size = pb.HandSizeRule.Name(r.hand_size).removeprefix("HAND_SIZE_RULE_")
+        self.say(
+            f"match {v.match_id}: {r.players} players"
+            f"{' in partnerships' if r.partnership else ''}, target {r.target}, "
+            f"{settlement.lower()}, {hand_size.lower()}"
+        )
+        for seat in self.humans if self.claim_seats else []:
+            self.claim(seat)
+        self.say(
+            "seats: "
+            + ", ".join(
+                f"{s.seat} " + (f"{level_name(s.bot).lower()} bot" if s.bot else "human")
+                for s in self.view.seats
+            )
+            + (" (claimed with ClaimSeat)" if self.claim_seats else " (claimed in NewGame)")
+        )
+
+    def claim(self, seat: int) -> None:
+        """ClaimSeat, as a player on their own device does: only the caller learns the
+        credential."""
+        response = self.client.call("ClaimSeat", pb.ClaimSeatRequest(state=self.token, seat=seat))
+        old, v, cred = self.view, response.view, response.credential
+        check(cred.seat == seat, f"ClaimSeat({seat}) answered seat {cred.seat}'s credential")
+        check(len(cred.credential) == CREDENTIAL_BYTES, "a credential not of 16 bytes")
+        check(cred.credential not in self.creds.values(), "two seats got the same credential")
+        check(v.viewer == seat and v.match_id == old.match_id, "ClaimSeat's view is not the seat's")
+        check(v.moves == old.moves and v.phase == pb.PHASE_DEALING, "a claim moved the match on")
+        check(
+            0 < len(response.state) <= MAX_TOKEN_BYTES and response.state != self.token, "the token"
+        )
+        self.check_chain(old, v)
+        for before, after in zip(old.seats, v.seats, strict=True):
+            kind = pb.SEAT_KIND_CLAIMED if after.seat == seat else before.kind
+            check(
+                after.kind == kind, f"after claiming seat {seat}, seat {after.seat} is {after.kind}"
+            )
+        self.creds[seat] = cred.credential
+        self.token, self.view = response.state, v
+        self.claims += 1
+
+    def accept(self, response, viewer: int, played=None) -> None:
+        """Checks a Deal, Play or Draw answer, asked by `viewer`, against the previous
+        view, then keeps it."""
         old, view = self.view, response.view
         token = response.state
         check(0 < len(token) <= MAX_TOKEN_BYTES, f"token of {len(token)} bytes")
         check(token != self.token, "the token did not change")
         check(view.match_id == old.match_id, "the match id changed")
-        check(view.moves == old.moves + 1, f"moves went {old.moves} -> {view.moves}")
         check(view.rules == old.rules, "the rules changed")
+        check(list(view.seats) == list(old.seats), "view.seats changed during play")
+        self.check_chain(old, view)
+        actions = sum(ev.WhichOneof("kind") in ACTIONS for ev in response.events)
+        check(
+            view.moves == old.moves + actions,
+            f"moves went {old.moves} -> {view.moves} over {actions} deals, plays and draws",
+        )
+        # The view and the events are the viewer's: its own hand, no tile another seat
+        # drew (the bots' included).
+        check(view.HasField("viewer") and view.viewer == viewer, "not the asking seat's view")
+        for ev in response.events:
+            if ev.WhichOneof("kind") == "tile_drawn":
+                drawn = ev.tile_drawn
+                check(
+                    drawn.HasField("tile") == (drawn.seat == viewer),
+                    f"seat {viewer} was shown a draw of seat {drawn.seat}"
+                    + (" with its tile" if drawn.HasField("tile") else " without the tile"),
+                )
+        if response.events and response.events[0].WhichOneof("kind") == "dealt":
+            self.hand_events = []
+        self.hand_events.extend(response.events)
         # Scores move by the points the events announce, and only by multiples of 5.
         delta = {s.side: 0 for s in view.scores}
         for ev in response.events:
@@ -340,6 +571,9 @@ class Match:
                     f"a play at count {tp.count} scored {tp.points}",
                 )
                 delta[self.side_of(tp.seat)] += tp.points
+                self.bot_moves += tp.seat in self.bots
+            elif kind == "tile_drawn":
+                self.bot_moves += ev.tile_drawn.seat in self.bots
             elif kind == "hand_ended":
                 self.check_hand_result(ev.hand_ended, view)
                 for amount in ev.hand_ended.settlement:
@@ -358,6 +592,9 @@ class Match:
             tiles = sum(view.hand_sizes) + view.boneyard_size + len(view.layout)
             check(tiles == 28, f"hands, boneyard and table hold {tiles} tiles, not 28")
             check(view.HasField("turn"), "a hand in play without a seat on turn")
+            check(view.turn not in self.bots, "the server left a bot's turn to the client")
+            check(len(view.hand) == view.hand_sizes[viewer], "the viewer's hand and its size")
+        self.check_layout(view)
         if played is not None:
             check(
                 bool(response.events) and response.events[0].WhichOneof("kind") == "tile_played",
@@ -365,7 +602,7 @@ class Match:
             )
             first = response.events[0].tile_played
             check(
-                first.seat == seat and first.tile == played.tile and first.end == played.end,
+                first.seat == viewer and first.tile == played.tile and first.end == played.end,
                 "the first event is not the tile played",
             )
             check(
@@ -375,6 +612,34 @@ class Match:
             check(played.tile not in view.hand, "the tile played is still in hand")
         self.token, self.view = token, view
         self.show(response.events)
+
+    def check_layout(self, view) -> None:
+        """Every placed tile names the seat whose TilePlayed put it there."""
+        by = {
+            (ev.tile_played.tile.a, ev.tile_played.tile.b): ev.tile_played.seat
+            for ev in self.hand_events
+            if ev.WhichOneof("kind") == "tile_played"
+        }
+        check(
+            len(view.layout) == len(by), f"{len(view.layout)} tiles on the table, {len(by)} played"
+        )
+        for p in view.layout:
+            check(
+                by.get((p.tile.a, p.tile.b)) == p.seat,
+                f"placed tile {tile_text(p.tile)} names seat {p.seat}, "
+                f"the events seat {by.get((p.tile.a, p.tile.b))}",
+            )
+
+    def check_hand_events(self, hand_events, viewer: int | None) -> None:
+        """Score's include_hand_events (what a device that reconnects asks for): the hand
+        so far, exactly as `viewer` saw or would have seen it."""
+        want = redacted(self.hand_events, viewer)
+        got = list(hand_events)
+        check(
+            got == want,
+            f"Score's hand_events for {'a spectator' if viewer is None else f'seat {viewer}'} "
+            f"({len(got)} events) are not the hand's events as that seat saw them ({len(want)})",
+        )
 
     def check_hand_result(self, result, view) -> None:
         for hand in result.hands:
@@ -398,7 +663,9 @@ class Match:
     def check_turn_view(self, seen, seat: int) -> None:
         """Checks the view of the seat on turn before it acts."""
         check(
-            seen.match_id == self.view.match_id and seen.moves == self.view.moves,
+            seen.match_id == self.view.match_id
+            and seen.moves == self.view.moves
+            and seen.state_id == self.view.state_id,
             "Score showed another point of the match",
         )
         check(seen.viewer == seat and seen.turn == seat, "not the view of the seat on turn")
@@ -415,26 +682,33 @@ class Match:
                 (m.end == pb.END_UNSPECIFIED) == (not seen.layout),
                 "lead moves name no end, later ones do",
             )
+        self.check_layout(seen)
 
     def show(self, events) -> None:
-        for ev in events:
+        # The view is the table after the whole call (the bots' moves included): draw it
+        # once, after the call's last placement.
+        plays = [i for i, ev in enumerate(events) if ev.WhichOneof("kind") == "tile_played"]
+        for i, ev in enumerate(events):
             kind = ev.WhichOneof("kind")
             if kind == "dealt":
                 self.say(
-                    f"hand {ev.dealt.hand}: dealt, seat {ev.dealt.starter} leads "
+                    f"hand {ev.dealt.hand}: dealt, {self.seat_name(ev.dealt.starter)} leads "
                     f"({scores_text(self.view)})"
                 )
             elif kind == "tile_played" and self.verbose:
                 tp = ev.tile_played
                 where = "leads" if tp.end == pb.END_UNSPECIFIED else f"on {end_name(tp.end)}"
                 gain = f"  +{tp.points}" if tp.points else ""
-                self.say(f"  seat {tp.seat} plays {tile_text(tp.tile)} {where}{gain}")
-                for line in table_lines(self.view):
-                    self.say("    " + line)
+                self.say(f"  {self.seat_name(tp.seat)} plays {tile_text(tp.tile)} {where}{gain}")
+                if i == plays[-1]:
+                    for line in table_lines(self.view):
+                        self.say("    " + line)
             elif kind == "tile_drawn" and self.verbose:
-                self.say(f"  seat {ev.tile_drawn.seat} draws {tile_text(ev.tile_drawn.tile)}")
+                drawn = ev.tile_drawn
+                what = tile_text(drawn.tile) if drawn.HasField("tile") else "a tile"
+                self.say(f"  {self.seat_name(drawn.seat)} draws {what}")
             elif kind == "passed" and self.verbose:
-                self.say(f"  seat {ev.passed.seat} passes")
+                self.say(f"  {self.seat_name(ev.passed.seat)} passes")
             elif kind == "hand_ended":
                 r = ev.hand_ended
                 how = pb.HandEndReason.Name(r.reason).removeprefix("HAND_END_REASON_").lower()
@@ -444,91 +718,95 @@ class Match:
                     for h in r.hands
                 )
                 settle = " ".join(f"{a.points:+}" for a in r.settlement)
+                # PlacedTile.seat: who laid what.
+                laid = ", ".join(
+                    f"seat {s.seat} {sum(p.seat == s.seat for p in self.view.layout)}"
+                    for s in self.view.seats
+                )
                 self.say(
                     f"  hand {r.hand} ended: {how}{who}; left {left}; "
-                    f"settlement {settle}; {scores_text(self.view)}"
+                    f"settlement {settle}; {scores_text(self.view)}; tiles laid: {laid}"
                 )
             elif kind == "game_ended":
                 seats = "+".join(map(str, ev.game_ended.winner_seats))
                 self.say(f"match over: side {ev.game_ended.winner_side} (seats {seats}) wins")
 
     def play(self, rules, seed: int | None, probe: ErrorProbe | None):
-        request = pb.NewGameRequest(rules=rules)
-        if seed is not None:
-            request.seed = seed
-        response = self.client.call("NewGame", request)
-        self.token, self.view = response.state, response.view
-        v = self.view
-        check(
-            v.phase == pb.PHASE_DEALING and v.hand_number == 0 and v.moves == 0,
-            "a new match is not waiting for its first deal",
-        )
-        check(len(self.token) <= MAX_TOKEN_BYTES, "a long first token")
-        r = v.rules
-        settlement = pb.SettlementRule.Name(r.settlement).removeprefix("SETTLEMENT_RULE_")
-        hand_size = pb.HandSizeRule.Name(r.hand_size).removeprefix("HAND_SIZE_RULE_")
-        self.say(
-            f"match {v.match_id}: {r.players} players"
-            f"{' in partnerships' if r.partnership else ''}, target {r.target}, "
-            f"{settlement.lower()}, {hand_size.lower()}"
-        )
+        self.new_game(rules, seed)
         if probe:
             probe.new_game(self)
         while self.view.phase != pb.PHASE_OVER:
             if self.view.phase == pb.PHASE_DEALING:
-                self.accept(self.client.call("Deal", pb.DealRequest(state=self.token)))
+                # Anyone holding the token may deal; the human seats take turns.
+                dealer = self.humans[self.view.hand_number % len(self.humans)]
+                response = self.client.call(
+                    "Deal", pb.DealRequest(state=self.token, **self.as_viewer(dealer))
+                )
+                self.accept(response, dealer)
                 if self.first_dealt is None:
-                    self.first_dealt = (self.token, self.view.moves)
+                    self.first_dealt = (self.token, self.view)
                 continue
             seat = self.view.turn
-            # The seat on turn looks at the table: its hand and its legal moves.
-            seen = self.client.call("Score", pb.ScoreRequest(state=self.token, viewer=seat)).view
+            # The seat on turn looks at the table (its hand, its legal moves) and at the
+            # hand so far, as a device that reconnects would.
+            score = self.client.call(
+                "Score",
+                pb.ScoreRequest(state=self.token, include_hand_events=True, **self.as_viewer(seat)),
+            )
+            seen = score.view
             self.check_turn_view(seen, seat)
+            self.check_hand_events(score.hand_events, seat)
             if probe:
                 probe.on_turn(self, seen)
-            advice = self.ask_bot(seat, seen)
+            advice = self.hint(seat, seen)
             if seen.must_draw:
                 before = len(seen.hand)
                 response = self.client.call(
-                    "Draw", pb.DrawRequest(state=self.token, seat=seat, viewer=seat)
+                    "Draw", pb.DrawRequest(state=self.token, **self.as_seat(seat))
                 )
                 drawn = response.events[0].tile_drawn if response.events else None
                 check(
                     drawn is not None and drawn.seat == seat and drawn.HasField("tile"),
                     "the drawer does not see the tile it drew",
                 )
+                draws = sum(ev.WhichOneof("kind") == "tile_drawn" for ev in response.events)
                 check(
-                    response.view.boneyard_size == seen.boneyard_size - 1,
-                    "the boneyard did not shrink by one",
+                    response.view.boneyard_size == seen.boneyard_size - draws,
+                    "the boneyard did not shrink by the tiles drawn",
                 )
                 if response.view.phase == pb.PHASE_PLAYING:
                     check(
                         len(response.view.hand) == before + 1 and drawn.tile in response.view.hand,
                         "the tile drawn is not in hand",
                     )
-                self.accept(response)
+                self.accept(response, seat)
             else:
                 move = advice.play if advice else choose(seen.legal_moves)
                 response = self.client.call(
                     "Play",
                     pb.PlayRequest(
-                        state=self.token, seat=seat, tile=move.tile, end=move.end, viewer=seat
+                        state=self.token, tile=move.tile, end=move.end, **self.as_seat(seat)
                     ),
                 )
-                self.accept(response, seat=seat, played=move)
+                self.accept(response, seat, played=move)
         if probe:
             probe.over(self)
         return self.finish()
 
-    def ask_bot(self, seat: int, seen):
-        """For a seat filled by a computer player: the server's Suggest, checked
-        against the seat's own view (None for a seat this client plays itself)."""
-        level = self.bots.get(seat)
-        if level is None:
+    def hint(self, seat: int, seen):
+        """With --hints: the server's Suggest for the seat on turn (its credential
+        along), checked against the seat's own view."""
+        if self.hints is None:
             return None
         advice = self.client.call(
             "Suggest",
-            pb.SuggestRequest(state=self.token, seat=seat, level=level, seed=self.view.moves),
+            pb.SuggestRequest(
+                state=self.token,
+                seat=seat,
+                level=self.hints,
+                seed=self.view.moves,
+                credential=self.creds[seat],
+            ),
         )
         check(advice.draw == seen.must_draw, "Suggest's draw differs from must_draw")
         check(
@@ -555,13 +833,17 @@ class Match:
             self.game_ended is not None and self.game_ended.winner_side == v.winner_side,
             "no GameEnded event naming the winner",
         )
-        # The sheet, as a spectator sees it.
-        score = self.client.call("Score", pb.ScoreRequest(state=self.token))
+        # The sheet and the last hand, as a spectator (no viewer, no credential) sees them.
+        score = self.client.call(
+            "Score", pb.ScoreRequest(state=self.token, include_hand_events=True)
+        )
         sheet, seen = score.sheet, score.view
         check(
             not seen.HasField("viewer") and not seen.hand and not seen.legal_moves,
             "a spectator sees a hand",
         )
+        check(seen.state_id == v.state_id, "the spectator's view has another state_id")
+        self.check_hand_events(score.hand_events, None)
         check(sheet.target == v.rules.target, "the sheet's target")
         check(
             sheet.HasField("winner_side") and sheet.winner_side == v.winner_side,
@@ -595,24 +877,28 @@ class ErrorProbe:
     """Provokes, during one match, every documented error a client can cause, checking
     each comes back with its code, reason and details, and that it changed nothing."""
 
-    def __init__(self, client: Client, say) -> None:
+    def __init__(self, client: Client, say, seeded: bool) -> None:
         self.client = client
         self.say = say
-        self.seen: set[str] = set()
+        # A server that took this match's seed takes client seeds: SEED_NOT_ALLOWED
+        # cannot come back from it.
+        self.seeded = seeded
+        self.seen: set[int] = set()
         self.turns = 0
+        self.lineage_shown = False
 
     def expect(
         self,
-        reason: str,
+        reason: int,
         method: str,
         request,
         field: str | None = None,
         metadata: dict[str, str] | None = None,
-    ) -> None:
+    ) -> ApiError:
         try:
             self.client.call(method, request, retries=0)
         except ApiError as e:
-            check(e.reason == reason, f"expected {reason}, got {e}")
+            check(e.reason == reason, f"expected {reason_name(reason)}, got {e}")
             e.check_documented()
             if field is not None:
                 check(field in e.fields, f"{e}: the BadRequest does not name {field!r}")
@@ -622,75 +908,193 @@ class ErrorProbe:
                 self.say(f"  provoked {e}")
                 self.say(f"    what a client does: {e.advice}")
             self.seen.add(reason)
-            return
-        raise Inconsistency(f"{method} succeeded; expected {reason}")
+            return e
+        raise Inconsistency(f"{method} succeeded; expected {reason_name(reason)}")
 
     def new_game(self, match: Match) -> None:
-        token = match.token
+        token, creds, humans = match.token, match.creds, match.humans
+        me = humans[0]
         self.say("provoking the documented errors:")
+        two = pb.Rules(players=2)
+        claimed, open_, easy = (
+            pb.SeatSetup(claim=True),
+            pb.SeatSetup(),
+            pb.SeatSetup(bot=pb.BOT_LEVEL_EASY),
+        )
         self.expect(
-            "INVALID_FIELD",
+            pb.INVALID_FIELD,
             "NewGame",
             pb.NewGameRequest(rules=pb.Rules(players=5)),
             field="rules.players",
         )
         self.expect(
-            "INVALID_FIELD",
+            pb.INVALID_FIELD,
             "NewGame",
             pb.NewGameRequest(rules=pb.Rules(target=7)),
             field="rules.target",
         )
         self.expect(
-            "INVALID_FIELD", "Score", pb.ScoreRequest(state=token, viewer=9), field="viewer"
+            pb.INVALID_FIELD,
+            "NewGame",
+            pb.NewGameRequest(rules=two, seats=[claimed]),
+            field="seats",
         )
-        self.expect("TOKEN_MALFORMED", "Deal", pb.DealRequest(state=b""))
-        self.expect("TOKEN_MALFORMED", "Deal", pb.DealRequest(state=token[:20]))
-        self.expect("TOKEN_INVALID", "Deal", pb.DealRequest(state=flip(token, -1, 0x01)))
-        self.expect("TOKEN_INVALID", "Deal", pb.DealRequest(state=flip(token, 30, 0x80)))
+        self.expect(
+            pb.INVALID_FIELD,
+            "NewGame",
+            pb.NewGameRequest(
+                rules=two, seats=[claimed, pb.SeatSetup(bot=pb.BOT_LEVEL_EASY, claim=True)]
+            ),
+            field="seats.claim",
+        )
+        self.expect(
+            pb.INVALID_FIELD,
+            "NewGame",
+            pb.NewGameRequest(rules=two, seats=[claimed, open_], viewer=1),
+            field="viewer",
+        )
+        if not self.seeded:
+            self.expect(pb.SEED_NOT_ALLOWED, "NewGame", pb.NewGameRequest(rules=two, seed=7))
+        self.expect(
+            pb.INVALID_FIELD, "Score", pb.ScoreRequest(state=token, viewer=9), field="viewer"
+        )
+        self.expect(pb.TOKEN_MALFORMED, "Deal", pb.DealRequest(state=b""))
+        self.expect(pb.TOKEN_MALFORMED, "Deal", pb.DealRequest(state=token[:20]))
+        self.expect(pb.TOKEN_INVALID, "Deal", pb.DealRequest(state=flip(token, -1, 0x01)))
+        self.expect(pb.TOKEN_INVALID, "Deal", pb.DealRequest(state=flip(token, 30, 0x80)))
         # The next two rely on the token's framing (src/state/token.rs: a version byte,
         # then a key id), which is the server's business: a real client never looks
         # inside a token. Here only to see those reasons come back.
-        self.expect("TOKEN_UNSUPPORTED_VERSION", "Deal", pb.DealRequest(state=flip(token, 0, 0x40)))
-        self.expect("TOKEN_UNKNOWN_KEY", "Deal", pb.DealRequest(state=flip(token, 1, 0x40)))
         self.expect(
-            "WRONG_PHASE", "Play", pb.PlayRequest(state=token, seat=0, tile=pb.Tile(a=0, b=0))
+            pb.TOKEN_UNSUPPORTED_VERSION, "Deal", pb.DealRequest(state=flip(token, 0, 0x40))
         )
-        self.expect("WRONG_PHASE", "Draw", pb.DrawRequest(state=token, seat=0))
+        self.expect(pb.TOKEN_UNKNOWN_KEY, "Deal", pb.DealRequest(state=flip(token, 1, 0x40)))
+        self.expect(
+            pb.WRONG_PHASE,
+            "Play",
+            pb.PlayRequest(state=token, tile=pb.Tile(a=0, b=0), **match.as_seat(me)),
+        )
+        self.expect(pb.WRONG_PHASE, "Draw", pb.DrawRequest(state=token, **match.as_seat(me)))
+        # Credentials: none, another seat's, made up.
+        self.expect(pb.CREDENTIAL_REQUIRED, "Score", pb.ScoreRequest(state=token, viewer=me))
+        self.expect(pb.CREDENTIAL_REQUIRED, "Deal", pb.DealRequest(state=token, viewer=me))
+        self.expect(
+            pb.CREDENTIAL_INVALID,
+            "Score",
+            pb.ScoreRequest(state=token, viewer=me, credential=bytes(CREDENTIAL_BYTES)),
+        )
+        self.expect(
+            pb.CREDENTIAL_INVALID,
+            "Score",
+            pb.ScoreRequest(state=token, viewer=me, credential=creds[humans[1]]),
+        )
+        for seat in match.bots:
+            self.expect(
+                pb.SEAT_IS_BOT,
+                "Score",
+                pb.ScoreRequest(state=token, viewer=seat, credential=creds[me]),
+            )
+        # A second match, its seat 0 open and seat 1 a bot: Deal waits for the claim;
+        # a seat is claimed once; a bot's seat is nobody's; a credential is good in its
+        # own match only; claims end at the first deal.
+        side = self.client.call("NewGame", pb.NewGameRequest(rules=two, seats=[open_, easy]))
+        self.expect(pb.SEATS_OPEN, "Deal", pb.DealRequest(state=side.state))
+        self.expect(pb.SEAT_TAKEN, "ClaimSeat", pb.ClaimSeatRequest(state=side.state, seat=1))
+        mine = self.client.call("ClaimSeat", pb.ClaimSeatRequest(state=side.state, seat=0))
+        self.expect(pb.SEAT_TAKEN, "ClaimSeat", pb.ClaimSeatRequest(state=mine.state, seat=0))
+        side_cred = mine.credential.credential
+        self.expect(
+            pb.SEAT_IS_BOT,
+            "Score",
+            pb.ScoreRequest(state=mine.state, viewer=1, credential=side_cred),
+        )
+        self.expect(
+            pb.CREDENTIAL_INVALID,
+            "Score",
+            pb.ScoreRequest(state=token, viewer=me, credential=side_cred),
+        )
+        dealt = self.client.call(
+            "Deal", pb.DealRequest(state=mine.state, viewer=0, credential=side_cred)
+        )
+        self.expect(pb.WRONG_PHASE, "ClaimSeat", pb.ClaimSeatRequest(state=dealt.state, seat=0))
 
     def on_turn(self, match: Match, seen) -> None:
         token, seat, n = match.token, seen.turn, seen.rules.players
+        cred = match.creds[seat]
+        other = next(s for s in match.humans if s != seat)
         self.turns += 1
 
-        def play(tile, end=pb.END_UNSPECIFIED, at=seat):
-            return pb.PlayRequest(state=token, seat=at, tile=tile, end=end)
+        def play(tile, end=pb.END_UNSPECIFIED, at=seat, credential=cred):
+            return pb.PlayRequest(state=token, seat=at, tile=tile, end=end, credential=credential)
 
+        missing = next(
+            pb.Tile(a=a, b=b) for a, b in ALL_TILES if pb.Tile(a=a, b=b) not in seen.hand
+        )
         if self.turns == 1:
-            self.expect("WRONG_PHASE", "Deal", pb.DealRequest(state=token))
+            self.expect(pb.WRONG_PHASE, "Deal", pb.DealRequest(state=token))
+            self.expect(pb.WRONG_PHASE, "ClaimSeat", pb.ClaimSeatRequest(state=token, seat=seat))
             self.expect(
-                "NOT_YOUR_TURN",
+                pb.NOT_YOUR_TURN,
                 "Play",
-                play(seen.hand[0], at=(seat + 1) % n),
+                play(seen.hand[0], at=other, credential=match.creds[other]),
                 metadata={"turn": str(seat)},
             )
             self.expect(
-                "NOT_YOUR_TURN",
+                pb.NOT_YOUR_TURN,
                 "Draw",
-                pb.DrawRequest(state=token, seat=(seat + 1) % n),
+                pb.DrawRequest(state=token, seat=other, credential=match.creds[other]),
                 metadata={"turn": str(seat)},
             )
-            self.expect("INVALID_FIELD", "Play", play(seen.hand[0], at=n + 3), field="seat")
-            self.expect("INVALID_FIELD", "Play", play(pb.Tile(a=7, b=1)), field="tile.a")
             self.expect(
-                "INVALID_FIELD", "Play", pb.PlayRequest(state=token, seat=seat), field="tile"
+                pb.NOT_YOUR_TURN,
+                "Suggest",
+                pb.SuggestRequest(
+                    state=token, seat=other, level=pb.BOT_LEVEL_EASY, credential=match.creds[other]
+                ),
             )
-            missing = next(
-                pb.Tile(a=a, b=b) for a, b in ALL_TILES if pb.Tile(a=a, b=b) not in seen.hand
+            self.expect(pb.INVALID_FIELD, "Play", play(seen.hand[0], at=n + 3), field="seat")
+            self.expect(pb.INVALID_FIELD, "Play", play(pb.Tile(a=7, b=1)), field="tile.a")
+            self.expect(
+                pb.INVALID_FIELD,
+                "Play",
+                pb.PlayRequest(state=token, seat=seat, credential=cred),
+                field="tile",
             )
-            self.expect("TILE_NOT_IN_HAND", "Play", play(missing))
-        if seen.legal_moves and "MUST_PLAY" not in self.seen:
-            self.expect("MUST_PLAY", "Draw", pb.DrawRequest(state=token, seat=seat))
-        if not seen.layout and "END_NOT_OPEN" not in self.seen:
-            self.expect("END_NOT_OPEN", "Play", play(seen.hand[0], pb.END_UP))
+            self.expect(pb.TILE_NOT_IN_HAND, "Play", play(missing))
+            # Acting, looking or asking for a seat without its credential is refused
+            # before the move is looked at, so the refusal is the same whatever tile is
+            # named: it cannot be used to probe the seat's hand.
+            for credential, reason in (
+                (b"", pb.CREDENTIAL_REQUIRED),
+                (match.creds[other], pb.CREDENTIAL_INVALID),
+            ):
+                held = self.expect(reason, "Play", play(seen.hand[0], credential=credential))
+                absent = self.expect(reason, "Play", play(missing, credential=credential))
+                check(
+                    (held.code, held.message, held.metadata, held.fields)
+                    == (absent.code, absent.message, absent.metadata, absent.fields),
+                    f"a refusal for want of seat {seat}'s credential differs with the tile named",
+                )
+            self.expect(
+                pb.CREDENTIAL_REQUIRED,
+                "Suggest",
+                pb.SuggestRequest(state=token, seat=seat, level=pb.BOT_LEVEL_EASY),
+            )
+            # One credential per request: a viewer other than the seat acting needs one
+            # of its own, so it is refused.
+            self.expect(
+                pb.CREDENTIAL_INVALID,
+                "Play",
+                pb.PlayRequest(
+                    state=token, seat=seat, viewer=other, tile=seen.hand[0], credential=cred
+                ),
+            )
+        if seen.legal_moves and pb.MUST_PLAY not in self.seen:
+            self.expect(
+                pb.MUST_PLAY, "Draw", pb.DrawRequest(state=token, seat=seat, credential=cred)
+            )
+        if not seen.layout and pb.END_NOT_OPEN not in self.seen:
+            self.expect(pb.END_NOT_OPEN, "Play", play(seen.hand[0], pb.END_UP))
         if not seen.layout:
             return
         # Once each, as the chances come: a tile that fits no end, or not the end named;
@@ -701,38 +1105,94 @@ class ErrorProbe:
             ends_of.setdefault((m.tile.a, m.tile.b), set()).add(m.end)
         for t in seen.hand:
             fits = ends_of.get((t.a, t.b), set())
-            if not fits and "TILE_DOES_NOT_MATCH" not in self.seen:
-                self.expect("TILE_DOES_NOT_MATCH", "Play", play(t))
+            if not fits and pb.TILE_DOES_NOT_MATCH not in self.seen:
+                self.expect(pb.TILE_DOES_NOT_MATCH, "Play", play(t))
             elif fits and open_ends - fits and self.turns % 7 == 0:
-                self.expect("TILE_DOES_NOT_MATCH", "Play", play(t, min(open_ends - fits)))
-            if len(fits) > 1 and "AMBIGUOUS_END" not in self.seen:
-                self.expect("AMBIGUOUS_END", "Play", play(t))
+                self.expect(pb.TILE_DOES_NOT_MATCH, "Play", play(t, min(open_ends - fits)))
+            if len(fits) > 1 and pb.AMBIGUOUS_END not in self.seen:
+                self.expect(pb.AMBIGUOUS_END, "Play", play(t))
             if fits and pb.END_DOWN not in open_ends and self.turns % 5 == 0:
-                self.expect("END_NOT_OPEN", "Play", play(t, pb.END_DOWN))
-        if self.turns == 10 and match.first_dealt:
-            # An older token still works (the server keeps nothing) and starts a branch;
-            # its view shows fewer moves, which is how a client spots a stale token.
-            old_token, old_moves = match.first_dealt
-            old = self.client.call("Score", pb.ScoreRequest(state=old_token)).view
-            check(
-                old.match_id == seen.match_id and old.moves == old_moves < seen.moves,
-                "an older token's view does not show fewer moves",
+                self.expect(pb.END_NOT_OPEN, "Play", play(t, pb.END_DOWN))
+        if self.turns >= 10 and not self.lineage_shown and len(seen.legal_moves) >= 2:
+            self.lineage(match, seen)
+            self.lineage_shown = True
+
+    def lineage(self, match: Match, seen) -> None:
+        """state_id tells branches apart: a retried move gives the same id, another move
+        from the same token another id, and a relay keeping the latest id refuses both a
+        fork and a stale token by a compare-and-set on previous_state_id."""
+        old_token, old_view = match.first_dealt
+        old = self.client.call("Score", pb.ScoreRequest(state=old_token)).view
+        check(
+            old.match_id == seen.match_id and old.moves == old_view.moves < seen.moves,
+            "an older token's view does not show fewer moves",
+        )
+        check(
+            old.state_id == old_view.state_id != seen.state_id,
+            "an older token's view does not show its own state_id",
+        )
+        seat = seen.turn
+
+        def play(move):
+            request = pb.PlayRequest(
+                state=match.token, tile=move.tile, end=move.end, **match.as_seat(seat)
             )
-            self.say(
-                f"  an older token still answers: moves {old.moves} < {seen.moves}, "
-                "so a client keeping the latest token can tell it is stale"
-            )
+            return self.client.call("Play", request).view
+
+        first, retried, other = (
+            play(seen.legal_moves[0]),
+            play(seen.legal_moves[0]),
+            play(seen.legal_moves[1]),
+        )
+        check(first.state_id == retried.state_id, "a retried move gave another state_id")
+        check(first.state_id != other.state_id, "two different moves gave the same state_id")
+        check(
+            first.previous_state_id == other.previous_state_id == seen.state_id,
+            "a move's previous_state_id is not its token's state_id",
+        )
+        # What a relay holding seen.state_id does with these three answers.
+        latest = seen.state_id
+        verdicts = []
+        for view in (first, retried, other):
+            if view.previous_state_id == latest:
+                latest = view.state_id
+                verdicts.append("taken")
+            elif view.state_id == latest:
+                verdicts.append("the same state again")
+            else:
+                verdicts.append("refused")
+        check(
+            verdicts == ["taken", "the same state again", "refused"], f"relay verdicts {verdicts}"
+        )
+        stale = "taken" if old.state_id == latest else "refused"
+        check(stale == "refused", "a relay would take a stale token")
+        self.say(
+            f"  lineage: an older token still answers (moves {old.moves} < {seen.moves}) "
+            "with its own state_id; a retried move gives the same state_id and another move "
+            "another one, so a relay's compare-and-set on previous_state_id takes the move, "
+            "sees the retry as the same state and refuses the fork"
+        )
 
     def over(self, match: Match) -> None:
-        token = match.token
-        self.expect("GAME_OVER", "Deal", pb.DealRequest(state=token))
+        token, me = match.token, match.humans[0]
+        self.expect(pb.GAME_OVER, "Deal", pb.DealRequest(state=token))
         self.expect(
-            "GAME_OVER", "Play", pb.PlayRequest(state=token, seat=0, tile=pb.Tile(a=0, b=0))
+            pb.GAME_OVER,
+            "Play",
+            pb.PlayRequest(state=token, tile=pb.Tile(a=0, b=0), **match.as_seat(me)),
         )
-        self.expect("GAME_OVER", "Draw", pb.DrawRequest(state=token, seat=0))
-        missing = set(REASONS) - UNPROVOKABLE - self.seen
-        check(not missing, f"never had the chance to provoke {sorted(missing)}")
-        self.say(f"provoked {len(self.seen)} documented reasons: {', '.join(sorted(self.seen))}")
+        self.expect(pb.GAME_OVER, "Draw", pb.DrawRequest(state=token, **match.as_seat(me)))
+        unprovokable = UNPROVOKABLE | ({pb.SEED_NOT_ALLOWED} if self.seeded else set())
+        missing = set(REASONS) - unprovokable - self.seen
+        check(
+            not missing,
+            f"never had the chance to provoke {sorted(map(reason_name, missing))}",
+        )
+        check(self.lineage_shown, "never had the chance to show the state lineage")
+        self.say(
+            f"provoked {len(self.seen)} documented reasons: "
+            f"{', '.join(sorted(map(reason_name, self.seen)))}"
+        )
 
 
 def flip(token: bytes, index: int, bits: int) -> bytes:
@@ -753,25 +1213,56 @@ def main() -> int:
         action="store_true",
         help="settle by 'winner takes the pips' (default: own pips off)",
     )
-    parser.add_argument("--seed", type=int, help="replayable match (leave out for real play)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="a replayable match; only a server started with --allow-client-seeds takes it",
+    )
+    parser.add_argument(
+        "--claim-seats",
+        action="store_true",
+        help="leave the human seats open in NewGame and claim each with ClaimSeat",
+    )
+    parser.add_argument(
+        "--bots",
+        default="",
+        help="who plays each seat, comma-separated in seat order: easy, medium or hard for "
+        "the server's bot at that level, human (or -) for a seat this client plays "
+        "(e.g. 'human,hard': seat 1 is the server's HARD bot)",
+    )
+    parser.add_argument(
+        "--hints",
+        choices=sorted(LEVELS),
+        help="the human seats play what Suggest at this level advises",
+    )
     parser.add_argument(
         "--check-errors",
         action="store_true",
         help="also provoke every documented error a client can cause",
     )
-    parser.add_argument(
-        "--bots",
-        default="",
-        help="computer players by seat, comma-separated: easy, medium, hard, or - for a "
-        "seat this client plays itself (e.g. 'hard,-' : seat 0 is the server's HARD bot)",
-    )
     parser.add_argument("--quiet", action="store_true", help="hands and the sheet only")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per call")
     args = parser.parse_args()
 
+    # The client knows what to do about every reason of the proto's ErrorReason.
+    unknown = set(pb.ErrorReason.values()) - {pb.ERROR_REASON_UNSPECIFIED} - set(REASONS)
+    if unknown:
+        sys.exit(f"allfives client: no advice for {sorted(map(reason_name, unknown))}")
+
     rules = pb.Rules(players=args.players, partnership=args.partnership, target=args.target)
     if args.winner_takes_pips:
         rules.settlement = pb.SETTLEMENT_RULE_WINNER_TAKES_PIPS
+    bots: dict[int, int] = {}
+    for seat, name in enumerate(n for n in args.bots.split(",") if n):
+        if name not in ("-", "human"):
+            if name not in LEVELS or seat >= args.players:
+                parser.error(f"--bots: {name!r} for seat {seat}")
+            bots[seat] = LEVELS[name]
+    humans = args.players - len(bots)
+    if humans < 1:
+        parser.error("--bots: leave at least one seat to this client")
+    if args.check_errors and humans < 2:
+        parser.error("--check-errors needs two human seats (one to act out of turn)")
 
     def say(line: str) -> None:
         print(line, flush=True)
@@ -779,14 +1270,9 @@ def main() -> int:
     started = time.monotonic()
     with grpc.insecure_channel(args.addr) as channel:
         client = Client(channel, args.timeout)
-        probe = ErrorProbe(client, say) if args.check_errors else None
-        match = Match(client, say, verbose=not args.quiet)
-        levels = {"easy": pb.BOT_LEVEL_EASY, "medium": pb.BOT_LEVEL_MEDIUM, "hard": pb.BOT_LEVEL_HARD}
-        for seat, name in enumerate(n for n in args.bots.split(",") if n):
-            if name != "-":
-                if name not in levels or seat >= args.players:
-                    parser.error(f"--bots: {name!r} for seat {seat}")
-                match.bots[seat] = levels[name]
+        probe = ErrorProbe(client, say, seeded=args.seed is not None) if args.check_errors else None
+        hints = LEVELS[args.hints] if args.hints else None
+        match = Match(client, say, not args.quiet, bots, args.claim_seats, hints)
         try:
             view = match.play(rules, args.seed, probe)
         except ApiError as e:
@@ -798,12 +1284,13 @@ def main() -> int:
             print(f"allfives client: FAILED: {e}{at}", file=sys.stderr)
             return 1
     seconds = time.monotonic() - started
+    table = "".join(f", seat {s} the {level_name(l).lower()} bot" for s, l in sorted(bots.items()))
     print(
         f"python client: {view.rules.players} players"
-        f"{' in partnerships' if view.rules.partnership else ''}: match over after "
-        f"{view.hand_number} hands and {view.moves} moves, {client.calls} calls "
-        f"({client.retries} retried, {match.suggestions} bot moves by Suggest) in "
-        f"{seconds:.1f} s; every check held"
+        f"{' in partnerships' if view.rules.partnership else ''}{table}: match over after "
+        f"{view.hand_number} hands and {view.moves} moves ({match.bot_moves} by the "
+        f"server's bots), {client.calls} calls ({client.retries} retried, {match.claims} "
+        f"ClaimSeat, {match.suggestions} hints) in {seconds:.1f} s; every check held"
     )
     return 0
 
