@@ -5,30 +5,44 @@
 // @connectrpc/connect-node) by default; with --transport grpc-web over gRPC-Web
 // (HTTP/1.1, fetch) through @connectrpc/connect-web, the transport a browser uses.
 //
-// Every seat is played by one simple strategy: from the legal moves the server lists
-// for the seat on turn, the one that scores most (then the heaviest tile); a seat told
-// to draw draws. The table is printed as the match goes and the score sheet at the
-// end. On the way the client checks what the API promises and exits non-zero on any
-// unexpected error or inconsistency. With --check-errors it also provokes every
-// documented error a client can cause and checks each reason and its details.
+// The client holds the credential of every human seat (hot seat): it claims them in
+// NewGame (`seats` with `claim`), or with --claim-seats leaves them open and claims each
+// with ClaimSeat, as players on their own devices would; every request naming a seat or
+// a viewer carries that seat's credential. With --bots the server plays chosen seats
+// itself, and their moves arrive as events of the human seats' calls. Every human seat
+// plays one simple strategy: from the legal moves the server lists for it, the one
+// that scores most (then the heaviest tile); a seat told to draw draws. The table is
+// printed as the match goes and the score sheet at the end. On the way the client
+// checks what the API promises (the state_id chain, the move counter, scores, 28
+// tiles, who placed each tile, that a view and its events show only the viewer's
+// tiles, that Score's include_hand_events replays the hand as the seat saw it, the
+// sheet) and exits non-zero on any unexpected error or inconsistency. With
+// --check-errors it also provokes every documented error a client can cause and checks
+// each reason (against the generated ErrorReason enum) and its details.
 //
 //   npm ci && npm run build
-//   node dist/main.js --addr 127.0.0.1:50051 --players 3
-//   node dist/main.js --players 4 --partnership --seed 7 --check-errors --transport grpc-web
+//   node dist/main.js --addr 127.0.0.1:50051 --players 3 --claim-seats
+//   node dist/main.js --players 3 --bots human,medium,hard
+//   node dist/main.js --players 4 --partnership --check-errors --transport grpc-web
 
 import { parseArgs } from "node:util";
-import { create, equals, type MessageInitShape } from "@bufbuild/protobuf";
+import { clone, create, equals, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import {
   AllFivesService,
   Arm,
+  BotLevel,
   End,
+  ErrorReason,
+  EventSchema,
   HandEndReason,
   HandSizeRule,
   Phase,
   RulesSchema,
+  SeatKind,
+  SeatStatusSchema,
   SettlementRule,
   TileSchema,
   type Event,
@@ -39,6 +53,7 @@ import {
   type PlacedTile,
   type Rules,
   type ScoreSheet,
+  SeatSetupSchema,
   type SideScore,
   type Tile,
 } from "./gen/allfives/v1/allfives_pb.js";
@@ -46,60 +61,97 @@ import { BadRequestSchema, ErrorInfoSchema } from "./gen/google/rpc/error_detail
 
 const DOMAIN = "allfives.v1";
 const MAX_TOKEN_BYTES = 512;
+const STATE_ID_BYTES = 16;
+const CREDENTIAL_BYTES = 16;
 // A bound on the calls of one match: a 4-player match under "own pips off" can take a
 // few thousand; far more means the loop is stuck.
 const MAX_CALLS = 100_000;
 
-// Every reason the API documents (proto/allfives/v1/allfives.proto, README "Error
-// reasons"): the status code it comes with, and what a client does about it.
-const REASONS: Record<string, [Code, string]> = {
-  INVALID_FIELD: [Code.InvalidArgument, "a bug in the request: the BadRequest names the field to fix"],
-  TOKEN_MALFORMED: [
-    Code.InvalidArgument,
-    "send the latest token exactly as received (raw bytes; base64 only in JSON)",
+// Every reason of the ErrorReason enum (proto/allfives/v1/allfives.proto): the status
+// code it comes with, and what a client does about it. Keyed by the generated enum;
+// ErrorInfo.reason is the value's name.
+const REASONS = new Map<ErrorReason, [Code, string]>([
+  [ErrorReason.INVALID_FIELD, [Code.InvalidArgument, "a bug in the request: the BadRequest names the field to fix"]],
+  [
+    ErrorReason.TOKEN_MALFORMED,
+    [Code.InvalidArgument, "send the latest token exactly as received (raw bytes; base64 only in JSON)"],
   ],
-  TOKEN_UNSUPPORTED_VERSION: [
-    Code.InvalidArgument,
-    "a token this server version cannot read: the match cannot go on here",
+  [
+    ErrorReason.TOKEN_UNSUPPORTED_VERSION,
+    [Code.InvalidArgument, "a token this server version cannot read: the match cannot go on here"],
   ],
-  TOKEN_UNKNOWN_KEY: [
-    Code.InvalidArgument,
-    "sealed under a key the service no longer holds (retired): start a new match",
+  [
+    ErrorReason.TOKEN_UNKNOWN_KEY,
+    [Code.InvalidArgument, "sealed under a key the service no longer holds (retired): start a new match"],
   ],
-  TOKEN_INVALID: [
-    Code.InvalidArgument,
-    "altered or not from this service: restore the stored token or start anew",
+  [
+    ErrorReason.TOKEN_INVALID,
+    [Code.InvalidArgument, "altered or not from this service: restore the stored token or start anew"],
   ],
-  NOT_YOUR_TURN: [
-    Code.FailedPrecondition,
-    "refresh the view (Score); the seat in metadata 'turn' is to act",
+  [ErrorReason.RANDOM_UNAVAILABLE, [Code.Unavailable, "the server had no randomness: retry after a short wait"]],
+  [
+    ErrorReason.NOT_YOUR_TURN,
+    [Code.FailedPrecondition, "refresh the view (Score); the seat in metadata 'turn' is to act"],
   ],
-  TILE_NOT_IN_HAND: [Code.FailedPrecondition, "refresh the view and choose from its legal_moves"],
-  TILE_DOES_NOT_MATCH: [
-    Code.FailedPrecondition,
-    "choose from legal_moves: they list every tile and end that fit",
+  [ErrorReason.TILE_NOT_IN_HAND, [Code.FailedPrecondition, "refresh the view and choose from its legal_moves"]],
+  [
+    ErrorReason.TILE_DOES_NOT_MATCH,
+    [Code.FailedPrecondition, "choose from legal_moves: they list every tile and end that fit"],
   ],
-  END_NOT_OPEN: [
-    Code.FailedPrecondition,
-    "name an end from open_ends (UP and DOWN open once the spinner has both sides)",
+  [
+    ErrorReason.END_NOT_OPEN,
+    [Code.FailedPrecondition, "name an end from open_ends (UP and DOWN open once the spinner has both sides)"],
   ],
-  MUST_PLAY: [Code.FailedPrecondition, "the seat holds a playable tile: Play one of legal_moves"],
-  AMBIGUOUS_END: [Code.FailedPrecondition, "name the end: legal_moves has one entry per tile and end"],
-  WRONG_PHASE: [
-    Code.FailedPrecondition,
-    "check view.phase: Deal in PHASE_DEALING, Play and Draw in PHASE_PLAYING",
+  [ErrorReason.MUST_PLAY, [Code.FailedPrecondition, "the seat holds a playable tile: Play one of legal_moves"]],
+  [ErrorReason.AMBIGUOUS_END, [Code.FailedPrecondition, "name the end: legal_moves has one entry per tile and end"]],
+  [
+    ErrorReason.WRONG_PHASE,
+    [
+      Code.FailedPrecondition,
+      "check view.phase: Deal in PHASE_DEALING, Play and Draw in PHASE_PLAYING, ClaimSeat before the first deal",
+    ],
   ],
-  GAME_OVER: [Code.FailedPrecondition, "the match is over: show the sheet (Score) and offer a new match"],
-  BONEYARD_EMPTY: [
-    Code.FailedPrecondition,
-    "cannot happen in a well-formed match (empty boneyard: automatic pass): a bug",
+  [ErrorReason.GAME_OVER, [Code.FailedPrecondition, "the match is over: show the sheet (Score) and offer a new match"]],
+  [
+    ErrorReason.BONEYARD_EMPTY,
+    [Code.FailedPrecondition, "cannot happen in a well-formed match (empty boneyard: automatic pass): a bug"],
   ],
-  RANDOM_UNAVAILABLE: [Code.Unavailable, "the server had no randomness: retry after a short wait"],
-};
+  [
+    ErrorReason.CREDENTIAL_REQUIRED,
+    [
+      Code.PermissionDenied,
+      "send the seat's credential with every request naming it as seat or viewer (or name no viewer, for the public view)",
+    ],
+  ],
+  [
+    ErrorReason.CREDENTIAL_INVALID,
+    [
+      Code.PermissionDenied,
+      "not this seat's credential in this match: send the one its claim answered (a seat still open has none: ClaimSeat it)",
+    ],
+  ],
+  [ErrorReason.SEAT_IS_BOT, [Code.PermissionDenied, "the server plays that seat: act and look only for your own seat"]],
+  [
+    ErrorReason.SEED_NOT_ALLOWED,
+    [
+      Code.PermissionDenied,
+      "leave `seed` out: this server picks every seed (seeded replays need a server started with --allow-client-seeds)",
+    ],
+  ],
+  [
+    ErrorReason.SEATS_OPEN,
+    [Code.FailedPrecondition, "wait until every human seat is claimed (view.seats shows the open ones)"],
+  ],
+  [
+    ErrorReason.SEAT_TAKEN,
+    [Code.FailedPrecondition, "someone claimed that seat first (or it is a bot's): pick an open one from view.seats"],
+  ],
+]);
 // Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled]);
 // Reasons a client cannot cause on purpose against a healthy server.
-const UNPROVOKABLE = new Set(["BONEYARD_EMPTY", "RANDOM_UNAVAILABLE"]);
+const UNPROVOKABLE = new Set([ErrorReason.BONEYARD_EMPTY, ErrorReason.RANDOM_UNAVAILABLE]);
+const reasonName = (r: ErrorReason) => ErrorReason[r] ?? String(r);
 
 /** The server's answer breaks a promise of the API. */
 class Inconsistency extends Error {}
@@ -110,7 +162,11 @@ function check(ok: boolean, what: string): asserts ok {
 
 /** A refused call, with the google.rpc details of its status. */
 class ApiError extends Error {
-  reason?: string;
+  // The ErrorInfo's reason as the generated enum (ErrorReason.NOT_YOUR_TURN, ...);
+  // ERROR_REASON_UNSPECIFIED for a name newer than this client's proto; undefined
+  // without an ErrorInfo.
+  reason?: ErrorReason;
+  reasonText?: string; // the name as sent
   domain?: string;
   metadata: Record<string, string> = {};
   fields: Record<string, string> = {}; // BadRequest: field -> why
@@ -129,7 +185,9 @@ class ApiError extends Error {
     // Connect decodes the google.rpc.Status of the `grpc-status-details-bin` trailer;
     // findDetails picks the details of one type out of it.
     for (const info of ce.findDetails(ErrorInfoSchema)) {
-      e.reason = info.reason;
+      const known: unknown = ErrorReason[info.reason as keyof typeof ErrorReason];
+      e.reason = typeof known === "number" ? (known as ErrorReason) : ErrorReason.ERROR_REASON_UNSPECIFIED;
+      e.reasonText = info.reason;
       e.domain = info.domain;
       e.metadata = { ...info.metadata };
     }
@@ -142,29 +200,31 @@ class ApiError extends Error {
   get retryable(): boolean {
     // Every call may be repeated safely: the token holds the whole match, so the same
     // request gives the same match again.
-    if (this.reason === "RANDOM_UNAVAILABLE") return true;
+    if (this.reason === ErrorReason.RANDOM_UNAVAILABLE) return true;
     // No reason: the transport's or the server's limits (docs/clients.md, "Errors").
     return this.reason === undefined && RETRYABLE_CODES.has(this.code);
   }
 
   get advice(): string {
-    const known = this.reason !== undefined ? REASONS[this.reason] : undefined;
-    return known ? known[1] : "not an error of the API (a transport or server failure)";
+    const known = this.reason !== undefined ? REASONS.get(this.reason) : undefined;
+    if (known) return known[1];
+    if (this.reason !== undefined) return "a reason newer than this client: act on the status code";
+    return "not an error of the API (a transport or server failure)";
   }
 
   /** Checks the error is one the API documents, with the code of its reason. */
   checkDocumented(): void {
     check(this.domain === DOMAIN, `${this}: ErrorInfo domain ${this.domain}`);
-    const known = this.reason !== undefined ? REASONS[this.reason] : undefined;
+    const known = this.reason !== undefined ? REASONS.get(this.reason) : undefined;
     check(known !== undefined, `${this}: an undocumented reason`);
     check(this.code === known[0], `${this}: wrong code for the reason`);
-    if (this.reason === "INVALID_FIELD") {
+    if (this.reason === ErrorReason.INVALID_FIELD) {
       check(Object.keys(this.fields).length > 0, `${this}: INVALID_FIELD without a BadRequest`);
     }
   }
 
   override toString(): string {
-    let text = `${rpcName(this.method)}: ${codeName(this.code)} ${this.reason ?? "(no reason)"}: ${this.rawMessage}`;
+    let text = `${rpcName(this.method)}: ${codeName(this.code)} ${this.reasonText ?? "(no reason)"}: ${this.rawMessage}`;
     const fields = Object.keys(this.fields);
     if (fields.length) text += ` [fields: ${fields.join(", ")}]`;
     if (Object.keys(this.metadata).length) text += ` [metadata: ${JSON.stringify(this.metadata)}]`;
@@ -200,10 +260,7 @@ class Api {
       this.calls++;
       check(this.calls <= MAX_CALLS, `more than ${MAX_CALLS} calls: the match is stuck`);
       try {
-        const fn = this.client[method] as (
-          r: Request<M>,
-          o: { timeoutMs: number },
-        ) => Promise<Response<M>>;
+        const fn = this.client[method] as (r: Request<M>, o: { timeoutMs: number }) => Promise<Response<M>>;
         return await fn(request, { timeoutMs: this.timeoutMs });
       } catch (err) {
         if (err instanceof Inconsistency) throw err;
@@ -239,7 +296,9 @@ function placedText(p: PlacedTile, flip: boolean): string {
 function tableLines(view: GameView): string[] {
   const arm = (a: Arm) => view.layout.filter((p) => p.arm === a).sort((x, y) => x.index - y.index);
   const line = [
-    ...arm(Arm.LEFT).reverse().map((p) => placedText(p, true)),
+    ...arm(Arm.LEFT)
+      .reverse()
+      .map((p) => placedText(p, true)),
     ...[...arm(Arm.LEAD), ...arm(Arm.RIGHT)].map((p) => placedText(p, false)),
   ];
   const lines = ["table " + line.join("")];
@@ -278,6 +337,11 @@ function sheetLines(sheet: ScoreSheet, view: GameView): string[] {
 
 // --- Playing ----------------------------------------------------------------------
 
+const LEVELS: Record<string, BotLevel> = { easy: BotLevel.EASY, medium: BotLevel.MEDIUM, hard: BotLevel.HARD };
+const levelName = (l: BotLevel) => enumName(BotLevel, l).toLowerCase();
+// What the move counter counts: every deal, play and draw (the bots' too), not passes.
+const ACTIONS = new Set(["dealt", "tilePlayed", "tileDrawn"]);
+
 /** The simple strategy: the most points, then the heaviest tile, doubles first. */
 function choose(moves: LegalMove[]): LegalMove {
   const key = (m: LegalMove) => [m.points, m.tile!.a + m.tile!.b, m.tile!.a === m.tile!.b ? 1 : 0];
@@ -290,22 +354,54 @@ function choose(moves: LegalMove[]): LegalMove {
 
 const roundFive = (pips: number) => Math.floor((pips + 2) / 5) * 5;
 const sameBytes = (x: Uint8Array, y: Uint8Array) => x.length === y.length && x.every((b, i) => b === y[i]);
+const tileKey = (t: Tile | undefined) => (t ? `${t.a}|${t.b}` : "?");
+
+/** The events as `viewer` (undefined: a spectator) may see them: a drawn tile is shown
+ * only to its drawer. */
+function redacted(events: Event[], viewer: number | undefined): Event[] {
+  return events.map((ev) => {
+    const copy = clone(EventSchema, ev);
+    if (copy.kind.case === "tileDrawn" && copy.kind.value.seat !== viewer) copy.kind.value.tile = undefined;
+    return copy;
+  });
+}
 
 type Say = (line: string) => void;
 type Changed = { state: Uint8Array; view?: GameView; events: Event[] };
 
-/** One match, with the last token and view, and the checks of every answer. */
+/** One match, with the last token and view, every human seat's credential, and the
+ * checks of every answer. */
 class Match {
   token: Uint8Array = new Uint8Array();
   view!: GameView;
-  firstDealt?: { token: Uint8Array; moves: number }; // to show how a stale token looks
+  creds = new Map<number, Uint8Array>(); // seat -> credential, for every human seat
+  humans: number[] = [];
+  handEvents: Event[] = []; // this hand's events as they came, from its Dealt
+  firstDealt?: { token: Uint8Array; view: GameView }; // to show how a stale token looks
   gameEnded?: Event_GameEnded;
+  botMoves = 0;
+  claims = 0;
 
   constructor(
     readonly api: Api,
     readonly say: Say,
     readonly verbose: boolean,
+    readonly bots: Map<number, BotLevel>, // the seats the server plays
+    readonly claimSeats: boolean,
   ) {}
+
+  // Requests name a seat or viewer together with its credential.
+  asViewer(seat: number) {
+    return { viewer: seat, credential: this.creds.get(seat)! };
+  }
+  asSeat(seat: number) {
+    return { seat, viewer: seat, credential: this.creds.get(seat)! };
+  }
+
+  seatName(seat: number): string {
+    const level = this.bots.get(seat);
+    return `seat ${seat}` + (level ? ` (${levelName(level)} bot)` : "");
+  }
 
   sideOf(seat: number): number {
     const side = this.view.scores.find((s) => s.seats.includes(seat));
@@ -313,8 +409,108 @@ class Match {
     return side.side;
   }
 
-  /** Checks a Deal, Play or Draw answer against the previous view, then keeps it. */
-  accept(response: Changed, played?: { seat: number; move: LegalMove }): void {
+  /** A relay's compare-and-set holds: the new state names the one it came from. */
+  checkChain(old: GameView, view: GameView): void {
+    check(view.stateId.length === STATE_ID_BYTES, `a state_id of ${view.stateId.length} bytes`);
+    check(sameBytes(view.previousStateId, old.stateId), "previous_state_id is not the last state_id");
+    check(!sameBytes(view.stateId, old.stateId), "the state_id did not change");
+  }
+
+  async newGame(rules: MessageInitShape<typeof RulesSchema>, seed?: bigint): Promise<void> {
+    const players = rules.players || 2;
+    this.humans = [...Array(players).keys()].filter((s) => !this.bots.has(s));
+    // One entry per seat: a bot at its level, or a human seat, claimed now (hot seat:
+    // this client holds every human credential) or left open for ClaimSeat. No
+    // `seats` at all: every seat a human one, open.
+    const seats: MessageInitShape<typeof SeatSetupSchema>[] =
+      this.bots.size || !this.claimSeats
+        ? [...Array(players).keys()].map((s) =>
+            this.bots.has(s) ? { bot: this.bots.get(s) } : { claim: !this.claimSeats },
+          )
+        : [];
+    const created = await this.api.call("newGame", {
+      rules,
+      seed,
+      seats,
+      viewer: this.claimSeats ? undefined : this.humans[0],
+    });
+    check(created.view !== undefined, "NewGame without a view");
+    this.token = created.state;
+    this.view = created.view;
+    const v = this.view;
+    check(
+      v.phase === Phase.DEALING && v.handNumber === 0 && v.moves === 0,
+      "a new match is not waiting for its first deal",
+    );
+    check(this.token.length > 0 && this.token.length <= MAX_TOKEN_BYTES, "a long first token");
+    check(v.stateId.length === STATE_ID_BYTES, "NewGame's view has no state_id");
+    check(v.previousStateId.length === 0, "NewGame's view names a previous state");
+    const claimed = this.claimSeats ? [] : this.humans;
+    check(
+      created.credentials.map((c) => c.seat).join() === claimed.join(),
+      `NewGame answered credentials for seats ${created.credentials.map((c) => c.seat)}`,
+    );
+    for (const c of created.credentials) {
+      check(c.credential.length === CREDENTIAL_BYTES, "a credential not of 16 bytes");
+      this.creds.set(c.seat, c.credential);
+    }
+    const want = [...Array(players).keys()].map((s) =>
+      create(SeatStatusSchema, {
+        seat: s,
+        kind: this.bots.has(s) ? SeatKind.BOT : this.claimSeats ? SeatKind.OPEN : SeatKind.CLAIMED,
+        bot: this.bots.get(s) ?? BotLevel.UNSPECIFIED,
+      }),
+    );
+    check(
+      v.seats.length === want.length && v.seats.every((s, i) => equals(SeatStatusSchema, s, want[i])),
+      "view.seats is not who plays each seat",
+    );
+    if (this.claimSeats) check(v.viewer === undefined, "NewGame without a viewer answered a seat's view");
+    else check(v.viewer === this.humans[0] && !v.hand.length, "NewGame's view is not the viewer's");
+    const r = v.rules as Rules;
+    this.say(
+      `match ${v.matchId}: ${r.players} players${r.partnership ? " in partnerships" : ""}, target ${r.target}, ` +
+        `${enumName(SettlementRule, r.settlement).toLowerCase()}, ${enumName(HandSizeRule, r.handSize).toLowerCase()}`,
+    );
+    if (this.claimSeats) for (const seat of this.humans) await this.claim(seat);
+    this.say(
+      "seats: " +
+        this.view.seats.map((s) => `${s.seat} ${s.bot ? `${levelName(s.bot)} bot` : "human"}`).join(", ") +
+        (this.claimSeats ? " (claimed with ClaimSeat)" : " (claimed in NewGame)"),
+    );
+  }
+
+  /** ClaimSeat, as a player on their own device does: only the caller learns the
+   * credential. */
+  async claim(seat: number): Promise<void> {
+    const response = await this.api.call("claimSeat", { state: this.token, seat });
+    const old = this.view;
+    const v = response.view;
+    const cred = response.credential;
+    check(v !== undefined && cred !== undefined, "ClaimSeat without a view or a credential");
+    check(cred.seat === seat, `ClaimSeat(${seat}) answered seat ${cred.seat}'s credential`);
+    check(cred.credential.length === CREDENTIAL_BYTES, "a credential not of 16 bytes");
+    check(![...this.creds.values()].some((c) => sameBytes(c, cred.credential)), "two seats got the same credential");
+    check(v.viewer === seat && v.matchId === old.matchId, "ClaimSeat's view is not the seat's");
+    check(v.moves === old.moves && v.phase === Phase.DEALING, "a claim moved the match on");
+    check(!sameBytes(response.state, this.token) && response.state.length <= MAX_TOKEN_BYTES, "the token");
+    this.checkChain(old, v);
+    v.seats.forEach((after, i) => {
+      const kind = after.seat === seat ? SeatKind.CLAIMED : old.seats[i].kind;
+      check(
+        after.kind === kind,
+        `after claiming seat ${seat}, seat ${after.seat} is ${enumName(SeatKind, after.kind)}`,
+      );
+    });
+    this.creds.set(seat, cred.credential);
+    this.token = response.state;
+    this.view = v;
+    this.claims++;
+  }
+
+  /** Checks a Deal, Play or Draw answer, asked by `viewer`, against the previous view,
+   * then keeps it. */
+  accept(response: Changed, viewer: number, played?: LegalMove): void {
     const old = this.view;
     const view = response.view;
     const token = response.state;
@@ -322,7 +518,30 @@ class Match {
     check(token.length > 0 && token.length <= MAX_TOKEN_BYTES, `token of ${token.length} bytes`);
     check(!sameBytes(token, this.token), "the token did not change");
     check(view.matchId === old.matchId, "the match id changed");
-    check(view.moves === old.moves + 1, `moves went ${old.moves} -> ${view.moves}`);
+    check(
+      view.seats.length === old.seats.length && view.seats.every((s, i) => equals(SeatStatusSchema, s, old.seats[i])),
+      "view.seats changed during play",
+    );
+    this.checkChain(old, view);
+    const actions = response.events.filter((ev) => ACTIONS.has(ev.kind.case ?? "")).length;
+    check(
+      view.moves === old.moves + actions,
+      `moves went ${old.moves} -> ${view.moves} over ${actions} deals, plays and draws`,
+    );
+    // The view and the events are the viewer's: its own hand, no tile another seat
+    // drew (the bots' included).
+    check(view.viewer === viewer, "not the asking seat's view");
+    for (const ev of response.events) {
+      if (ev.kind.case === "tileDrawn") {
+        const d = ev.kind.value;
+        check(
+          (d.tile !== undefined) === (d.seat === viewer),
+          `seat ${viewer} was shown a draw of seat ${d.seat} ${d.tile ? "with its tile" : "without the tile"}`,
+        );
+      }
+    }
+    if (response.events[0]?.kind.case === "dealt") this.handEvents = [];
+    this.handEvents.push(...response.events);
     // Scores move by the points the events announce, and only by multiples of 5.
     const delta = new Map(view.scores.map((s) => [s.side, 0]));
     for (const ev of response.events) {
@@ -331,6 +550,9 @@ class Match {
         const tp = k.value;
         check(tp.points === (tp.count % 5 === 0 ? tp.count : 0), `a play at count ${tp.count} scored ${tp.points}`);
         delta.set(this.sideOf(tp.seat), delta.get(this.sideOf(tp.seat))! + tp.points);
+        if (this.bots.has(tp.seat)) this.botMoves++;
+      } else if (k.case === "tileDrawn") {
+        if (this.bots.has(k.value.seat)) this.botMoves++;
       } else if (k.case === "handEnded") {
         this.checkHandResult(k.value, view);
         for (const a of k.value.settlement) delta.set(a.side, delta.get(a.side)! + a.points);
@@ -350,25 +572,53 @@ class Match {
       const tiles = view.handSizes.reduce((x, y) => x + y, 0) + view.boneyardSize + view.layout.length;
       check(tiles === 28, `hands, boneyard and table hold ${tiles} tiles, not 28`);
       check(view.turn !== undefined, "a hand in play without a seat on turn");
+      check(!this.bots.has(view.turn), "the server left a bot's turn to the client");
+      check(view.hand.length === view.handSizes[viewer], "the viewer's hand and its size");
     }
+    this.checkLayout(view);
     if (played) {
       const first = response.events[0]?.kind;
       check(
         first?.case === "tilePlayed" &&
-          first.value.seat === played.seat &&
-          sameTile(first.value.tile, played.move.tile) &&
-          first.value.end === played.move.end,
+          first.value.seat === viewer &&
+          sameTile(first.value.tile, played.tile) &&
+          first.value.end === played.end,
         "the first event is not the tile played",
       );
       check(
-        first.value.points === played.move.points,
-        `the move promised ${played.move.points} points and scored ${first.value.points}`,
+        first.value.points === played.points,
+        `the move promised ${played.points} points and scored ${first.value.points}`,
       );
-      check(!inHand(view.hand, played.move.tile), "the tile played is still in hand");
+      check(!inHand(view.hand, played.tile), "the tile played is still in hand");
     }
     this.token = token;
     this.view = view;
     this.show(response.events);
+  }
+
+  /** Every placed tile names the seat whose TilePlayed put it there. */
+  checkLayout(view: GameView): void {
+    const by = new Map<string, number>();
+    for (const ev of this.handEvents)
+      if (ev.kind.case === "tilePlayed") by.set(tileKey(ev.kind.value.tile), ev.kind.value.seat);
+    check(view.layout.length === by.size, `${view.layout.length} tiles on the table, ${by.size} played`);
+    for (const p of view.layout) {
+      check(
+        by.get(tileKey(p.tile)) === p.seat,
+        `placed tile ${tileText(p.tile)} names seat ${p.seat}, the events seat ${by.get(tileKey(p.tile))}`,
+      );
+    }
+  }
+
+  /** Score's include_hand_events (what a device that reconnects asks for): the hand so
+   * far, exactly as `viewer` saw or would have seen it. */
+  checkHandEvents(got: Event[], viewer: number | undefined): void {
+    const want = redacted(this.handEvents, viewer);
+    check(
+      got.length === want.length && got.every((ev, i) => equals(EventSchema, ev, want[i])),
+      `Score's hand_events for ${viewer === undefined ? "a spectator" : `seat ${viewer}`} (${got.length} events) ` +
+        `are not the hand's events as that seat saw them (${want.length})`,
+    );
   }
 
   checkHandResult(result: HandResult, view: GameView): void {
@@ -379,10 +629,7 @@ class Match {
         `seat ${h.seat} holds ${pips} pips, shown as ${h.pips}/${h.rounded}`,
       );
     }
-    if (
-      result.reason !== HandEndReason.TARGET_REACHED &&
-      view.rules?.settlement === SettlementRule.OWN_PIPS_OFF
-    ) {
+    if (result.reason !== HandEndReason.TARGET_REACHED && view.rules?.settlement === SettlementRule.OWN_PIPS_OFF) {
       for (const a of result.settlement) {
         const seats = view.scores.find((s) => s.side === a.side)?.seats ?? [];
         const owed = result.hands.filter((h) => seats.includes(h.seat)).reduce((n, h) => n + h.rounded, 0);
@@ -394,7 +641,9 @@ class Match {
   /** Checks the view of the seat on turn before it acts. */
   checkTurnView(seen: GameView, seat: number): void {
     check(
-      seen.matchId === this.view.matchId && seen.moves === this.view.moves,
+      seen.matchId === this.view.matchId &&
+        seen.moves === this.view.moves &&
+        sameBytes(seen.stateId, this.view.stateId),
       "Score showed another point of the match",
     );
     check(seen.viewer === seat && seen.turn === seat, "not the view of the seat on turn");
@@ -410,22 +659,28 @@ class Match {
       check(m.points % 5 === 0, `legal move worth ${m.points}`);
       check((m.end === End.UNSPECIFIED) === (seen.layout.length === 0), "lead moves name no end, later ones do");
     }
+    this.checkLayout(seen);
   }
 
   show(events: Event[]): void {
-    for (const ev of events) {
+    // The view is the table after the whole call (the bots' moves included): draw it
+    // once, after the call's last placement.
+    const lastPlay = events.map((ev) => ev.kind.case).lastIndexOf("tilePlayed");
+    events.forEach((ev, i) => {
       const k = ev.kind;
       if (k.case === "dealt") {
-        this.say(`hand ${k.value.hand}: dealt, seat ${k.value.starter} leads (${scoresText(this.view)})`);
+        this.say(`hand ${k.value.hand}: dealt, ${this.seatName(k.value.starter)} leads (${scoresText(this.view)})`);
       } else if (k.case === "tilePlayed" && this.verbose) {
         const tp = k.value;
         const where = tp.end === End.UNSPECIFIED ? "leads" : `on ${endName(tp.end)}`;
-        this.say(`  seat ${tp.seat} plays ${tileText(tp.tile)} ${where}${tp.points ? `  +${tp.points}` : ""}`);
-        for (const line of tableLines(this.view)) this.say("    " + line);
+        this.say(
+          `  ${this.seatName(tp.seat)} plays ${tileText(tp.tile)} ${where}${tp.points ? `  +${tp.points}` : ""}`,
+        );
+        if (i === lastPlay) for (const line of tableLines(this.view)) this.say("    " + line);
       } else if (k.case === "tileDrawn" && this.verbose) {
-        this.say(`  seat ${k.value.seat} draws ${tileText(k.value.tile)}`);
+        this.say(`  ${this.seatName(k.value.seat)} draws ${k.value.tile ? tileText(k.value.tile) : "a tile"}`);
       } else if (k.case === "passed" && this.verbose) {
-        this.say(`  seat ${k.value.seat} passes`);
+        this.say(`  ${this.seatName(k.value.seat)} passes`);
       } else if (k.case === "handEnded") {
         const r = k.value;
         const how = enumName(HandEndReason, r.reason).toLowerCase();
@@ -434,66 +689,71 @@ class Match {
           .map((h) => `seat ${h.seat} ${h.tiles.map(tileText).join("") || "-"} (${h.pips})`)
           .join("; ");
         const settle = r.settlement.map((a) => (a.points >= 0 ? `+${a.points}` : `${a.points}`)).join(" ");
-        this.say(`  hand ${r.hand} ended: ${how}${who}; left ${left}; settlement ${settle}; ${scoresText(this.view)}`);
+        // PlacedTile.seat: who laid what.
+        const laid = this.view.seats
+          .map((s) => `seat ${s.seat} ${this.view.layout.filter((p) => p.seat === s.seat).length}`)
+          .join(", ");
+        this.say(
+          `  hand ${r.hand} ended: ${how}${who}; left ${left}; settlement ${settle}; ${scoresText(this.view)}; ` +
+            `tiles laid: ${laid}`,
+        );
       } else if (k.case === "gameEnded") {
         this.say(`match over: side ${k.value.winnerSide} (seats ${k.value.winnerSeats.join("+")}) wins`);
       }
-    }
+    });
   }
 
   async play(rules: MessageInitShape<typeof RulesSchema>, seed?: bigint, probe?: ErrorProbe): Promise<GameView> {
-    const created = await this.api.call("newGame", { rules, seed });
-    check(created.view !== undefined, "NewGame without a view");
-    this.token = created.state;
-    this.view = created.view;
-    const v = this.view;
-    check(
-      v.phase === Phase.DEALING && v.handNumber === 0 && v.moves === 0,
-      "a new match is not waiting for its first deal",
-    );
-    check(this.token.length <= MAX_TOKEN_BYTES, "a long first token");
-    const r = v.rules as Rules;
-    this.say(
-      `match ${v.matchId}: ${r.players} players${r.partnership ? " in partnerships" : ""}, target ${r.target}, ` +
-        `${enumName(SettlementRule, r.settlement).toLowerCase()}, ${enumName(HandSizeRule, r.handSize).toLowerCase()}`,
-    );
+    await this.newGame(rules, seed);
     if (probe) await probe.newGame(this);
     while (this.view.phase !== Phase.OVER) {
       if (this.view.phase === Phase.DEALING) {
-        this.accept(await this.api.call("deal", { state: this.token }));
-        this.firstDealt ??= { token: this.token, moves: this.view.moves };
+        // Anyone holding the token may deal; the human seats take turns.
+        const dealer = this.humans[this.view.handNumber % this.humans.length];
+        this.accept(await this.api.call("deal", { state: this.token, ...this.asViewer(dealer) }), dealer);
+        this.firstDealt ??= { token: this.token, view: this.view };
         continue;
       }
       const seat = this.view.turn!;
-      // The seat on turn looks at the table: its hand and its legal moves.
-      const seen = (await this.api.call("score", { state: this.token, viewer: seat })).view!;
+      // The seat on turn looks at the table (its hand, its legal moves) and at the hand
+      // so far, as a device that reconnects would.
+      const score = await this.api.call("score", {
+        state: this.token,
+        includeHandEvents: true,
+        ...this.asViewer(seat),
+      });
+      const seen = score.view!;
       this.checkTurnView(seen, seat);
+      this.checkHandEvents(score.handEvents, seat);
       if (probe) await probe.onTurn(this, seen);
       if (seen.mustDraw) {
-        const response = await this.api.call("draw", { state: this.token, seat, viewer: seat });
+        const response = await this.api.call("draw", { state: this.token, ...this.asSeat(seat) });
         const drawn = response.events[0]?.kind;
         check(
           drawn?.case === "tileDrawn" && drawn.value.seat === seat && drawn.value.tile !== undefined,
           "the drawer does not see the tile it drew",
         );
-        check(response.view?.boneyardSize === seen.boneyardSize - 1, "the boneyard did not shrink by one");
+        const draws = response.events.filter((ev) => ev.kind.case === "tileDrawn").length;
+        check(
+          response.view?.boneyardSize === seen.boneyardSize - draws,
+          "the boneyard did not shrink by the tiles drawn",
+        );
         if (response.view.phase === Phase.PLAYING) {
           check(
             response.view.hand.length === seen.hand.length + 1 && inHand(response.view.hand, drawn.value.tile),
             "the tile drawn is not in hand",
           );
         }
-        this.accept(response);
+        this.accept(response, seat);
       } else {
         const move = choose(seen.legalMoves);
         const response = await this.api.call("play", {
           state: this.token,
-          seat,
           tile: move.tile,
           end: move.end,
-          viewer: seat,
+          ...this.asSeat(seat),
         });
-        this.accept(response, { seat, move });
+        this.accept(response, seat, move);
       }
     }
     if (probe) await probe.over(this);
@@ -507,11 +767,13 @@ class Match {
     check(v.winnerSeats.join() === winner.seats.join(), "winner seats and side disagree");
     check(winner.score >= v.rules!.target, `the winner has ${winner.score} of ${v.rules!.target}`);
     check(this.gameEnded?.winnerSide === v.winnerSide, "no GameEnded event naming the winner");
-    // The sheet, as a spectator sees it.
-    const score = await this.api.call("score", { state: this.token });
+    // The sheet and the last hand, as a spectator (no viewer, no credential) sees them.
+    const score = await this.api.call("score", { state: this.token, includeHandEvents: true });
     const sheet = score.sheet!;
     const seen = score.view!;
     check(seen.viewer === undefined && !seen.hand.length && !seen.legalMoves.length, "a spectator sees a hand");
+    check(sameBytes(seen.stateId, v.stateId), "the spectator's view has another state_id");
+    this.checkHandEvents(score.handEvents, undefined);
     check(sheet.target === v.rules!.target, "the sheet's target");
     check(sheet.winnerSide === v.winnerSide, "the sheet's winner");
     check(sheet.rows.length === Math.min(v.handNumber, 32), "the sheet's rows");
@@ -551,25 +813,29 @@ const ALL_TILES = PIPS.flatMap((a) => PIPS.filter((b) => b >= a).map((b) => tile
 /** Provokes, during one match, every documented error a client can cause, checking
  * each comes back with its code, reason and details. */
 class ErrorProbe {
-  seen = new Set<string>();
+  seen = new Set<ErrorReason>();
   turns = 0;
+  lineageShown = false;
 
   constructor(
     readonly api: Api,
     readonly say: Say,
+    // A server that took this match's seed takes client seeds: SEED_NOT_ALLOWED cannot
+    // come back from it.
+    readonly seeded: boolean,
   ) {}
 
   async expect<M extends Method>(
-    reason: string,
+    reason: ErrorReason,
     method: M,
     request: Request<M>,
     want: { field?: string; metadata?: Record<string, string> } = {},
-  ): Promise<void> {
+  ): Promise<ApiError> {
     try {
       await this.api.call(method, request, 0);
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
-      check(e.reason === reason, `expected ${reason}, got ${e}`);
+      check(e.reason === reason, `expected ${reasonName(reason)}, got ${e}`);
       e.checkDocumented();
       if (want.field !== undefined) check(want.field in e.fields, `${e}: the BadRequest does not name ${want.field}`);
       for (const [key, value] of Object.entries(want.metadata ?? {})) {
@@ -580,54 +846,148 @@ class ErrorProbe {
         this.say(`    what a client does: ${e.advice}`);
       }
       this.seen.add(reason);
-      return;
+      return e;
     }
-    throw new Inconsistency(`${method} succeeded; expected ${reason}`);
+    throw new Inconsistency(`${method} succeeded; expected ${reasonName(reason)}`);
   }
 
   async newGame(match: Match): Promise<void> {
     const state = match.token;
+    const me = match.humans[0];
+    const cred = match.creds.get(me)!;
     this.say("provoking the documented errors:");
-    await this.expect("INVALID_FIELD", "newGame", { rules: { players: 5 } }, { field: "rules.players" });
-    await this.expect("INVALID_FIELD", "newGame", { rules: { target: 7 } }, { field: "rules.target" });
-    await this.expect("INVALID_FIELD", "score", { state, viewer: 9 }, { field: "viewer" });
-    await this.expect("TOKEN_MALFORMED", "deal", { state: new Uint8Array() });
-    await this.expect("TOKEN_MALFORMED", "deal", { state: state.slice(0, 20) });
-    await this.expect("TOKEN_INVALID", "deal", { state: flip(state, -1, 0x01) });
-    await this.expect("TOKEN_INVALID", "deal", { state: flip(state, 30, 0x80) });
+    const two = { players: 2 };
+    await this.expect(ErrorReason.INVALID_FIELD, "newGame", { rules: { players: 5 } }, { field: "rules.players" });
+    await this.expect(ErrorReason.INVALID_FIELD, "newGame", { rules: { target: 7 } }, { field: "rules.target" });
+    await this.expect(
+      ErrorReason.INVALID_FIELD,
+      "newGame",
+      { rules: two, seats: [{ claim: true }] },
+      { field: "seats" },
+    );
+    await this.expect(
+      ErrorReason.INVALID_FIELD,
+      "newGame",
+      { rules: two, seats: [{ claim: true }, { bot: BotLevel.EASY, claim: true }] },
+      { field: "seats.claim" },
+    );
+    await this.expect(
+      ErrorReason.INVALID_FIELD,
+      "newGame",
+      { rules: two, seats: [{ claim: true }, {}], viewer: 1 },
+      { field: "viewer" },
+    );
+    if (!this.seeded) await this.expect(ErrorReason.SEED_NOT_ALLOWED, "newGame", { rules: two, seed: 7n });
+    await this.expect(ErrorReason.INVALID_FIELD, "score", { state, viewer: 9 }, { field: "viewer" });
+    await this.expect(ErrorReason.TOKEN_MALFORMED, "deal", { state: new Uint8Array() });
+    await this.expect(ErrorReason.TOKEN_MALFORMED, "deal", { state: state.slice(0, 20) });
+    await this.expect(ErrorReason.TOKEN_INVALID, "deal", { state: flip(state, -1, 0x01) });
+    await this.expect(ErrorReason.TOKEN_INVALID, "deal", { state: flip(state, 30, 0x80) });
     // The next two rely on the token's framing (src/state/token.rs: a version byte,
     // then a key id), which is the server's business: a real client never looks
     // inside a token. Here only to see those reasons come back.
-    await this.expect("TOKEN_UNSUPPORTED_VERSION", "deal", { state: flip(state, 0, 0x40) });
-    await this.expect("TOKEN_UNKNOWN_KEY", "deal", { state: flip(state, 1, 0x40) });
-    await this.expect("WRONG_PHASE", "play", { state, seat: 0, tile: tile(0, 0) });
-    await this.expect("WRONG_PHASE", "draw", { state, seat: 0 });
+    await this.expect(ErrorReason.TOKEN_UNSUPPORTED_VERSION, "deal", { state: flip(state, 0, 0x40) });
+    await this.expect(ErrorReason.TOKEN_UNKNOWN_KEY, "deal", { state: flip(state, 1, 0x40) });
+    await this.expect(ErrorReason.WRONG_PHASE, "play", { state, tile: tile(0, 0), ...match.asSeat(me) });
+    await this.expect(ErrorReason.WRONG_PHASE, "draw", { state, ...match.asSeat(me) });
+    // Credentials: none, made up, another seat's.
+    await this.expect(ErrorReason.CREDENTIAL_REQUIRED, "score", { state, viewer: me });
+    await this.expect(ErrorReason.CREDENTIAL_REQUIRED, "deal", { state, viewer: me });
+    await this.expect(ErrorReason.CREDENTIAL_INVALID, "score", {
+      state,
+      viewer: me,
+      credential: new Uint8Array(CREDENTIAL_BYTES),
+    });
+    await this.expect(ErrorReason.CREDENTIAL_INVALID, "score", {
+      state,
+      viewer: me,
+      credential: match.creds.get(match.humans[1])!,
+    });
+    for (const seat of match.bots.keys()) {
+      await this.expect(ErrorReason.SEAT_IS_BOT, "score", { state, viewer: seat, credential: cred });
+    }
+    // A second match, its seat 0 open and seat 1 a bot: Deal waits for the claim; a
+    // seat is claimed once; a bot's seat is nobody's; a credential is good in its own
+    // match only; claims end at the first deal.
+    const side = await this.api.call("newGame", { rules: two, seats: [{}, { bot: BotLevel.EASY }] });
+    await this.expect(ErrorReason.SEATS_OPEN, "deal", { state: side.state });
+    await this.expect(ErrorReason.SEAT_TAKEN, "claimSeat", { state: side.state, seat: 1 });
+    const mine = await this.api.call("claimSeat", { state: side.state, seat: 0 });
+    const sideCred = mine.credential!.credential;
+    await this.expect(ErrorReason.SEAT_TAKEN, "claimSeat", { state: mine.state, seat: 0 });
+    await this.expect(ErrorReason.SEAT_IS_BOT, "score", { state: mine.state, viewer: 1, credential: sideCred });
+    await this.expect(ErrorReason.CREDENTIAL_INVALID, "score", { state, viewer: me, credential: sideCred });
+    const dealt = await this.api.call("deal", { state: mine.state, viewer: 0, credential: sideCred });
+    await this.expect(ErrorReason.WRONG_PHASE, "claimSeat", { state: dealt.state, seat: 0 });
   }
 
   async onTurn(match: Match, seen: GameView): Promise<void> {
     const state = match.token;
     const seat = seen.turn!;
     const n = seen.rules!.players;
+    const cred = match.creds.get(seat)!;
+    const other = match.humans.find((s) => s !== seat)!;
+    const otherCred = match.creds.get(other)!;
     this.turns++;
-    const play = (t: Tile | undefined, end = End.UNSPECIFIED, at = seat) => ({ state, seat: at, tile: t, end });
+    const play = (t: Tile | undefined, end = End.UNSPECIFIED, at = seat, credential = cred) => ({
+      state,
+      seat: at,
+      tile: t,
+      end,
+      credential,
+    });
+    const missing = ALL_TILES.find((t) => !inHand(seen.hand, t));
 
     if (this.turns === 1) {
-      await this.expect("WRONG_PHASE", "deal", { state });
-      await this.expect("NOT_YOUR_TURN", "play", play(seen.hand[0], End.UNSPECIFIED, (seat + 1) % n), {
+      await this.expect(ErrorReason.WRONG_PHASE, "deal", { state });
+      await this.expect(ErrorReason.WRONG_PHASE, "claimSeat", { state, seat });
+      await this.expect(ErrorReason.NOT_YOUR_TURN, "play", play(seen.hand[0], End.UNSPECIFIED, other, otherCred), {
         metadata: { turn: String(seat) },
       });
-      await this.expect("NOT_YOUR_TURN", "draw", { state, seat: (seat + 1) % n }, { metadata: { turn: String(seat) } });
-      await this.expect("INVALID_FIELD", "play", play(seen.hand[0], End.UNSPECIFIED, n + 3), { field: "seat" });
-      await this.expect("INVALID_FIELD", "play", play(tile(7, 1)), { field: "tile.a" });
-      await this.expect("INVALID_FIELD", "play", { state, seat }, { field: "tile" });
-      const missing = ALL_TILES.find((t) => !inHand(seen.hand, t));
-      await this.expect("TILE_NOT_IN_HAND", "play", play(missing));
+      await this.expect(
+        ErrorReason.NOT_YOUR_TURN,
+        "draw",
+        { state, seat: other, credential: otherCred },
+        { metadata: { turn: String(seat) } },
+      );
+      await this.expect(ErrorReason.NOT_YOUR_TURN, "suggest", {
+        state,
+        seat: other,
+        level: BotLevel.EASY,
+        credential: otherCred,
+      });
+      await this.expect(ErrorReason.INVALID_FIELD, "play", play(seen.hand[0], End.UNSPECIFIED, n + 3), {
+        field: "seat",
+      });
+      await this.expect(ErrorReason.INVALID_FIELD, "play", play(tile(7, 1)), { field: "tile.a" });
+      await this.expect(ErrorReason.INVALID_FIELD, "play", { state, seat, credential: cred }, { field: "tile" });
+      await this.expect(ErrorReason.TILE_NOT_IN_HAND, "play", play(missing));
+      // Acting, looking or asking for a seat without its credential is refused before
+      // the move is looked at, so the refusal is the same whatever tile is named: it
+      // cannot be used to probe the seat's hand.
+      for (const [credential, reason] of [
+        [new Uint8Array(), ErrorReason.CREDENTIAL_REQUIRED],
+        [otherCred, ErrorReason.CREDENTIAL_INVALID],
+      ] as const) {
+        const held = await this.expect(reason, "play", play(seen.hand[0], End.UNSPECIFIED, seat, credential));
+        const absent = await this.expect(reason, "play", play(missing, End.UNSPECIFIED, seat, credential));
+        check(
+          held.code === absent.code &&
+            held.rawMessage === absent.rawMessage &&
+            JSON.stringify([held.metadata, held.fields]) === JSON.stringify([absent.metadata, absent.fields]),
+          `a refusal for want of seat ${seat}'s credential differs with the tile named`,
+        );
+      }
+      await this.expect(ErrorReason.CREDENTIAL_REQUIRED, "suggest", { state, seat, level: BotLevel.EASY });
+      // One credential per request: a viewer other than the seat acting needs one of
+      // its own, so it is refused.
+      await this.expect(ErrorReason.CREDENTIAL_INVALID, "play", { ...play(seen.hand[0]), viewer: other });
     }
-    if (seen.legalMoves.length && !this.seen.has("MUST_PLAY")) {
-      await this.expect("MUST_PLAY", "draw", { state, seat });
+    if (seen.legalMoves.length && !this.seen.has(ErrorReason.MUST_PLAY)) {
+      await this.expect(ErrorReason.MUST_PLAY, "draw", { state, seat, credential: cred });
     }
-    if (!seen.layout.length && !this.seen.has("END_NOT_OPEN")) {
-      await this.expect("END_NOT_OPEN", "play", play(seen.hand[0], End.UP));
+    if (!seen.layout.length && !this.seen.has(ErrorReason.END_NOT_OPEN)) {
+      await this.expect(ErrorReason.END_NOT_OPEN, "play", play(seen.hand[0], End.UP));
     }
     if (!seen.layout.length) return;
     // Once each, as the chances come: a tile that fits no end, or not the end named;
@@ -635,42 +995,84 @@ class ErrorProbe {
     const open = new Set(seen.openEnds.map((e) => e.end));
     for (const t of seen.hand) {
       const fits = new Set(seen.legalMoves.filter((m) => sameTile(m.tile, t)).map((m) => m.end));
-      const other = [...open].filter((e) => !fits.has(e)).sort();
-      if (!fits.size && !this.seen.has("TILE_DOES_NOT_MATCH")) {
-        await this.expect("TILE_DOES_NOT_MATCH", "play", play(t));
-      } else if (fits.size && other.length && this.turns % 7 === 0) {
-        await this.expect("TILE_DOES_NOT_MATCH", "play", play(t, other[0]));
+      const others = [...open].filter((e) => !fits.has(e)).sort();
+      if (!fits.size && !this.seen.has(ErrorReason.TILE_DOES_NOT_MATCH)) {
+        await this.expect(ErrorReason.TILE_DOES_NOT_MATCH, "play", play(t));
+      } else if (fits.size && others.length && this.turns % 7 === 0) {
+        await this.expect(ErrorReason.TILE_DOES_NOT_MATCH, "play", play(t, others[0]));
       }
-      if (fits.size > 1 && !this.seen.has("AMBIGUOUS_END")) {
-        await this.expect("AMBIGUOUS_END", "play", play(t));
+      if (fits.size > 1 && !this.seen.has(ErrorReason.AMBIGUOUS_END)) {
+        await this.expect(ErrorReason.AMBIGUOUS_END, "play", play(t));
       }
       if (fits.size && !open.has(End.DOWN) && this.turns % 5 === 0) {
-        await this.expect("END_NOT_OPEN", "play", play(t, End.DOWN));
+        await this.expect(ErrorReason.END_NOT_OPEN, "play", play(t, End.DOWN));
       }
     }
-    if (this.turns === 10 && match.firstDealt) {
-      // An older token still works (the server keeps nothing) and starts a branch; its
-      // view shows fewer moves, which is how a client spots a stale token.
-      const old = (await this.api.call("score", { state: match.firstDealt.token })).view!;
-      check(
-        old.matchId === seen.matchId && old.moves === match.firstDealt.moves && old.moves < seen.moves,
-        "an older token's view does not show fewer moves",
-      );
-      this.say(
-        `  an older token still answers: moves ${old.moves} < ${seen.moves}, ` +
-          "so a client keeping the latest token can tell it is stale",
-      );
+    if (this.turns >= 10 && !this.lineageShown && seen.legalMoves.length >= 2 && match.firstDealt) {
+      await this.lineage(match, seen);
+      this.lineageShown = true;
     }
+  }
+
+  /** state_id tells branches apart: a retried move gives the same id, another move from
+   * the same token another id, and a relay keeping the latest id refuses both a fork
+   * and a stale token by a compare-and-set on previous_state_id. */
+  async lineage(match: Match, seen: GameView): Promise<void> {
+    const first = match.firstDealt!;
+    const old = (await this.api.call("score", { state: first.token })).view!;
+    check(
+      old.matchId === seen.matchId && old.moves === first.view.moves && old.moves < seen.moves,
+      "an older token's view does not show fewer moves",
+    );
+    check(
+      sameBytes(old.stateId, first.view.stateId) && !sameBytes(old.stateId, seen.stateId),
+      "an older token's view does not show its own state_id",
+    );
+    const seat = seen.turn!;
+    const play = async (move: LegalMove) =>
+      (await this.api.call("play", { state: match.token, tile: move.tile, end: move.end, ...match.asSeat(seat) }))
+        .view!;
+    const [a, retried, b] = [
+      await play(seen.legalMoves[0]),
+      await play(seen.legalMoves[0]),
+      await play(seen.legalMoves[1]),
+    ];
+    check(sameBytes(a.stateId, retried.stateId), "a retried move gave another state_id");
+    check(!sameBytes(a.stateId, b.stateId), "two different moves gave the same state_id");
+    check(
+      sameBytes(a.previousStateId, seen.stateId) && sameBytes(b.previousStateId, seen.stateId),
+      "a move's previous_state_id is not its token's state_id",
+    );
+    // What a relay holding seen.stateId does with these three answers.
+    let latest = seen.stateId;
+    const verdicts = [a, retried, b].map((v) => {
+      if (sameBytes(v.previousStateId, latest)) {
+        latest = v.stateId;
+        return "taken";
+      }
+      return sameBytes(v.stateId, latest) ? "same" : "refused";
+    });
+    check(verdicts.join() === "taken,same,refused", `relay verdicts ${verdicts}`);
+    check(!sameBytes(old.stateId, latest), "a relay would take a stale token");
+    this.say(
+      `  lineage: an older token still answers (moves ${old.moves} < ${seen.moves}) with its own state_id; ` +
+        "a retried move gives the same state_id and another move another one, so a relay's compare-and-set " +
+        "on previous_state_id takes the move, sees the retry as the same state and refuses the fork",
+    );
   }
 
   async over(match: Match): Promise<void> {
     const state = match.token;
-    await this.expect("GAME_OVER", "deal", { state });
-    await this.expect("GAME_OVER", "play", { state, seat: 0, tile: tile(0, 0) });
-    await this.expect("GAME_OVER", "draw", { state, seat: 0 });
-    const missing = Object.keys(REASONS).filter((r) => !UNPROVOKABLE.has(r) && !this.seen.has(r));
-    check(!missing.length, `never had the chance to provoke ${missing.join(", ")}`);
-    this.say(`provoked ${this.seen.size} documented reasons: ${[...this.seen].sort().join(", ")}`);
+    const me = match.humans[0];
+    await this.expect(ErrorReason.GAME_OVER, "deal", { state });
+    await this.expect(ErrorReason.GAME_OVER, "play", { state, tile: tile(0, 0), ...match.asSeat(me) });
+    await this.expect(ErrorReason.GAME_OVER, "draw", { state, ...match.asSeat(me) });
+    const missing = [...REASONS.keys()].filter(
+      (r) => !UNPROVOKABLE.has(r) && !this.seen.has(r) && !(this.seeded && r === ErrorReason.SEED_NOT_ALLOWED),
+    );
+    check(!missing.length, `never had the chance to provoke ${missing.map(reasonName).join(", ")}`);
+    check(this.lineageShown, "never had the chance to show the state lineage");
+    this.say(`provoked ${this.seen.size} documented reasons: ${[...this.seen].map(reasonName).sort().join(", ")}`);
   }
 }
 
@@ -683,17 +1085,41 @@ async function main(): Promise<number> {
       partnership: { type: "boolean", default: false },
       target: { type: "string", default: "0" }, // 0: the server's default
       "winner-takes-pips": { type: "boolean", default: false },
-      seed: { type: "string" }, // a replayable match; leave out for real play
+      seed: { type: "string" }, // a replayable match: only on a server with --allow-client-seeds
+      "claim-seats": { type: "boolean", default: false }, // open seats, each claimed with ClaimSeat
+      bots: { type: "string", default: "" }, // by seat: easy, medium, hard or human (e.g. human,hard)
       "check-errors": { type: "boolean", default: false },
       quiet: { type: "boolean", default: false }, // hands and the sheet only
       "timeout-ms": { type: "string", default: "5000" },
     },
   });
-  const players = Number(args.players);
-  if (![2, 3, 4].includes(players) || !["grpc", "grpc-web"].includes(args.transport)) {
-    console.error("usage: main.js [--addr host:port] [--transport grpc|grpc-web] [--players 2|3|4] ...");
+  const usage = (why: string) => {
+    console.error(`main.js: ${why}`);
+    console.error(
+      "usage: main.js [--addr host:port] [--transport grpc|grpc-web] [--players 2|3|4] [--claim-seats] " +
+        "[--bots human,hard,...] [--check-errors] ...",
+    );
     return 2;
+  };
+  const players = Number(args.players);
+  if (![2, 3, 4].includes(players) || !["grpc", "grpc-web"].includes(args.transport)) return usage("bad arguments");
+  const bots = new Map<number, BotLevel>();
+  const names = args.bots ? args.bots.split(",") : [];
+  for (const [seat, name] of names.entries()) {
+    if (name === "human" || name === "-") continue;
+    if (!(name in LEVELS) || seat >= players) return usage(`--bots: ${name} for seat ${seat}`);
+    bots.set(seat, LEVELS[name]);
   }
+  if (players - bots.size < 1) return usage("--bots: leave at least one seat to this client");
+  if (args["check-errors"] && players - bots.size < 2) {
+    return usage("--check-errors needs two human seats (one to act out of turn)");
+  }
+  // The client knows what to do about every reason of the proto's ErrorReason.
+  const unknown = Object.values(ErrorReason).filter(
+    (r): r is ErrorReason => typeof r === "number" && r !== ErrorReason.ERROR_REASON_UNSPECIFIED && !REASONS.has(r),
+  );
+  if (unknown.length) return usage(`no advice for ${unknown.map(reasonName).join(", ")}`);
+
   const baseUrl = args.addr.includes("://") ? args.addr : `http://${args.addr}`;
   const transport =
     args.transport === "grpc-web" ? createGrpcWebTransport({ baseUrl }) : createGrpcTransport({ baseUrl });
@@ -705,8 +1131,8 @@ async function main(): Promise<number> {
     target: Number(args.target),
     settlement: args["winner-takes-pips"] ? SettlementRule.WINNER_TAKES_PIPS : SettlementRule.UNSPECIFIED,
   };
-  const probe = args["check-errors"] ? new ErrorProbe(api, say) : undefined;
-  const match = new Match(api, say, !args.quiet);
+  const probe = args["check-errors"] ? new ErrorProbe(api, say, args.seed !== undefined) : undefined;
+  const match = new Match(api, say, !args.quiet, bots, args["claim-seats"]);
   const started = performance.now();
   let view: GameView;
   try {
@@ -725,10 +1151,11 @@ async function main(): Promise<number> {
   }
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   const r = view.rules!;
+  const table = [...bots.entries()].map(([s, l]) => `, seat ${s} the ${levelName(l)} bot`).join("");
   console.log(
-    `node client (${args.transport}): ${r.players} players${r.partnership ? " in partnerships" : ""}: match over ` +
-      `after ${view.handNumber} hands and ${view.moves} moves, ${api.calls} calls (${api.retries} retried) ` +
-      `in ${seconds} s; every check held`,
+    `node client (${args.transport}): ${r.players} players${r.partnership ? " in partnerships" : ""}${table}: ` +
+      `match over after ${view.handNumber} hands and ${view.moves} moves (${match.botMoves} by the server's bots), ` +
+      `${api.calls} calls (${api.retries} retried, ${match.claims} ClaimSeat) in ${seconds} s; every check held`,
   );
   return 0;
 }
