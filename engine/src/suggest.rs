@@ -175,11 +175,22 @@ pub fn next_action(game: &Game, level: Level, search: Search, seed: u64) -> Opti
 /// The most actions one call of [`play_bots`] can take: a whole hand's.
 const MOST_BOT_ACTIONS: usize = crate::replay::MAX_HAND_ACTIONS;
 
+/// What one call of [`play_bots`] may spend on HARD searches: this many full searches
+/// (`search.worlds` each); past it, each HARD move samples [`BOT_WORLDS_PAST_BUDGET`]
+/// worlds. A call usually runs up to three bots' moves, but a human who can only pass
+/// (or a table of bots) can leave a whole hand to them: this keeps such a call within a
+/// few searches' time.
+pub const BOT_SEARCHES_PER_CALL: u32 = 4;
+/// Worlds of a HARD bot's move once its call's budget is spent.
+pub const BOT_WORLDS_PAST_BUDGET: u32 = 16;
+
 /// Plays the seats that are bots, each as `bots[seat]` says (`None`: a human, who acts
 /// through calls), for as long as one of them is on turn in a hand: each decides by
 /// [`suggest_with`] on its own seat's knowledge alone, never the game, exactly as
 /// Suggest advises a human. Stops when a human is on turn, or the hand or the match
 /// ends. Every action's events go to `events`; returns how many actions the bots took.
+/// The HARD searches of one call sample at most [`BOT_SEARCHES_PER_CALL`] times
+/// `search.worlds` worlds, then [`BOT_WORLDS_PAST_BUDGET`] a move.
 ///
 /// The bots' random choices come from the match's seed, made into another seed first:
 /// the deal draws from `ChaCha8(seed)` in the stream of the hand's number and a search
@@ -194,13 +205,22 @@ pub fn play_bots(
 ) -> Result<usize, Error> {
     let seed = bot_seed(game.seed());
     let mut taken = 0;
+    let mut budget = search.worlds.saturating_mul(BOT_SEARCHES_PER_CALL);
     while taken < MOST_BOT_ACTIONS && game.phase() == Phase::Playing {
         let Some(seat) = game.turn() else { break };
         let Some(&Some(level)) = bots.get(seat) else {
             break;
         };
         let knowledge = game.knowledge(seat)?;
-        let action = suggest_with(&knowledge, level, search, seed)?.action;
+        let worlds = match budget.checked_sub(search.worlds) {
+            Some(left) if level == Level::Hard => {
+                budget = left;
+                search.worlds
+            }
+            _ => BOT_WORLDS_PAST_BUDGET.min(search.worlds),
+        };
+        let move_search = Search { worlds, ..search };
+        let action = suggest_with(&knowledge, level, move_search, seed)?.action;
         game.apply(action, events)?;
         taken += 1;
     }
@@ -361,6 +381,37 @@ mod tests {
                 play_bots(&mut game, &bots, Search::worlds(Some(4)), &mut Vec::new()).unwrap(),
                 0
             );
+        }
+    }
+
+    #[test]
+    fn a_call_spends_a_few_full_searches_then_small_ones() {
+        // A table of HARD bots plays a whole hand in one call: the first
+        // BOT_SEARCHES_PER_CALL moves search in full, the rest with a few worlds.
+        let search = Search::worlds(Some(24));
+        let bots = [Some(Level::Hard); 3];
+        for seed in 0..5 {
+            let mut game = dealt(3, seed);
+            let mut by_hand = game.clone();
+            play_bots(&mut game, &bots, search, &mut Vec::new()).unwrap();
+            let mut moves = 0;
+            while by_hand.phase() == Phase::Playing {
+                let seat = by_hand.turn().unwrap();
+                let worlds = if moves < BOT_SEARCHES_PER_CALL {
+                    24
+                } else {
+                    BOT_WORLDS_PAST_BUDGET
+                };
+                let k = by_hand.knowledge(seat).unwrap();
+                let s = Search { worlds, ..search };
+                let action = suggest_with(&k, Level::Hard, s, bot_seed(by_hand.seed()))
+                    .unwrap()
+                    .action;
+                by_hand.apply(action, &mut Vec::new()).unwrap();
+                moves += 1;
+            }
+            assert!(moves > BOT_SEARCHES_PER_CALL, "seed {seed}: {moves} moves");
+            assert_eq!(game, by_hand, "seed {seed}");
         }
     }
 
