@@ -3,13 +3,30 @@
 mod common;
 
 use allfives::proto::v1 as pb;
-use common::{Client, TestServer, bad_fields, new_match, reason, ring, tile};
+use common::{Client, Creds, TestServer, bad_fields, hot_seat, new_match, ring, tile};
 use tonic::Code;
+
+/// The `ErrorInfo` reason of a status, which must be the name of a value of the
+/// proto's `ErrorReason` enum (clients compare against generated constants): every
+/// reason these tests look at is checked.
+fn reason(status: &tonic::Status) -> String {
+    let reason = common::reason(status);
+    assert!(
+        pb::ErrorReason::from_str_name(&reason).is_some(),
+        "reason {reason:?} is not an ErrorReason value: {status:?}"
+    );
+    reason
+}
 
 /// Everything the tests track about a game in progress.
 struct Table {
     state: Vec<u8>,
     view: pb::GameView,
+    /// Every seat's credential (a hot-seat match).
+    creds: Creds,
+    /// The (seat, tile) of every TilePlayed event of the current (or last) hand, in
+    /// order: what the view's layout must show.
+    played: Vec<(u32, Option<pb::Tile>)>,
     /// Points per side added up from events.
     from_events: Vec<i32>,
     calls: u32,
@@ -31,9 +48,11 @@ impl Table {
         let side_of = |seat: u32| if rules.partnership { seat % 2 } else { seat } as usize;
         for event in events {
             match event.kind.as_ref().expect("kind") {
+                pb::event::Kind::Dealt(_) => self.played.clear(),
                 pb::event::Kind::TilePlayed(p) => {
                     assert_eq!(p.points % 5, 0);
                     self.from_events[side_of(p.seat)] += p.points as i32;
+                    self.played.push((p.seat, p.tile));
                 }
                 pb::event::Kind::HandEnded(h) => {
                     self.hands += 1;
@@ -68,6 +87,13 @@ impl Table {
         }
         let scores: Vec<i32> = view.scores.iter().map(|s| s.score).collect();
         assert_eq!(scores, self.from_events, "events add up to the scores");
+        // PlacedTile.seat is the seat whose TilePlayed event placed the tile.
+        let layout: Vec<(u32, Option<pb::Tile>)> =
+            view.layout.iter().map(|p| (p.seat, p.tile)).collect();
+        assert_eq!(layout, self.played, "the layout's seats are the players'");
+        for (i, p) in view.layout.iter().enumerate() {
+            assert_eq!(p.order, i as u32, "the layout is in the order played");
+        }
         self.state = state;
         self.view = view;
         self.calls += 1;
@@ -75,7 +101,7 @@ impl Table {
 }
 
 async fn new_game(client: &mut Client, rules: pb::Rules, seed: u64) -> Table {
-    let (state, view) = new_match(client, rules, seed).await;
+    let (state, view, creds) = new_match(client, rules, seed).await;
     assert_eq!(view.moves, 0);
     assert_eq!(view.match_id.len(), 32);
     assert_eq!(view.phase, pb::Phase::Dealing as i32);
@@ -83,6 +109,8 @@ async fn new_game(client: &mut Client, rules: pb::Rules, seed: u64) -> Table {
     Table {
         state,
         view,
+        creds,
+        played: Vec::new(),
         from_events: vec![0; sides],
         calls: 0,
         hands: 0,
@@ -101,6 +129,7 @@ async fn play_out(clients: &mut [Client], table: &mut Table) {
                     .deal(pb::DealRequest {
                         state: table.state.clone().into(),
                         viewer: None,
+                        ..Default::default()
                     })
                     .await
                     .expect("Deal")
@@ -113,6 +142,8 @@ async fn play_out(clients: &mut [Client], table: &mut Table) {
                     .score(pb::ScoreRequest {
                         state: table.state.clone().into(),
                         viewer: Some(seat),
+                        credential: table.creds.of(seat),
+                        ..Default::default()
                     })
                     .await
                     .expect("Score")
@@ -127,6 +158,7 @@ async fn play_out(clients: &mut [Client], table: &mut Table) {
                             state: table.state.clone().into(),
                             seat,
                             viewer: Some(seat),
+                            credential: table.creds.of(seat),
                         })
                         .await
                         .expect("Draw")
@@ -150,6 +182,7 @@ async fn play_out(clients: &mut [Client], table: &mut Table) {
                             tile: best.tile,
                             end: best.end,
                             viewer: None,
+                            credential: table.creds.of(seat),
                         })
                         .await
                         .expect("Play")
@@ -176,6 +209,7 @@ async fn play_out(clients: &mut [Client], table: &mut Table) {
         .score(pb::ScoreRequest {
             state: table.state.clone().into(),
             viewer: None,
+            ..Default::default()
         })
         .await
         .expect("Score")
@@ -279,19 +313,27 @@ async fn the_same_seed_and_moves_replay_identically() {
             .deal(pb::DealRequest {
                 state: table.state.into(),
                 viewer: Some(0),
+                credential: table.creds.of(0),
             })
             .await
             .expect("Deal")
             .into_inner();
         let mut view = r.view.expect("view");
+        // Each match has its own random id and its own secret, so its own state ids
+        // (they digest the history under that secret): the rest must be the same.
         view.match_id.clear();
+        assert_eq!(view.state_id.len(), 16);
+        assert_eq!(view.previous_state_id.len(), 16);
+        view.state_id.clear();
+        view.previous_state_id.clear();
         views.push(view);
     }
     assert_eq!(views[0], views[1]);
 }
 
-/// A dealt two-player game and the view of the seat on turn.
-async fn dealt(client: &mut Client, seed: u64) -> (Vec<u8>, pb::GameView) {
+/// A dealt two-player game, the view of the seat on turn, and every seat's
+/// credential.
+async fn dealt(client: &mut Client, seed: u64) -> (Vec<u8>, pb::GameView, Creds) {
     let table = new_game(
         client,
         rules(2, false, pb::SettlementRule::OwnPipsOff, 0),
@@ -302,6 +344,7 @@ async fn dealt(client: &mut Client, seed: u64) -> (Vec<u8>, pb::GameView) {
         .deal(pb::DealRequest {
             state: table.state.into(),
             viewer: None,
+            ..Default::default()
         })
         .await
         .expect("Deal")
@@ -311,13 +354,15 @@ async fn dealt(client: &mut Client, seed: u64) -> (Vec<u8>, pb::GameView) {
         .score(pb::ScoreRequest {
             state: r.state.clone().into(),
             viewer: Some(turn),
+            credential: table.creds.of(turn),
+            ..Default::default()
         })
         .await
         .expect("Score")
         .into_inner()
         .view
         .expect("view");
-    (r.state, view)
+    (r.state, view, table.creds)
 }
 
 #[tokio::test]
@@ -326,15 +371,22 @@ async fn bad_tokens_are_refused_with_their_reason() {
     let foreign = TestServer::start(ring(1, 8)).await;
     let other_id = TestServer::start(ring(2, 7)).await;
     let mut client = server.client().await;
-    let (state, _) = dealt(&mut client, 1).await;
-    let (foreign_state, _) = dealt(&mut foreign.client().await, 1).await;
-    let (other_id_state, _) = dealt(&mut other_id.client().await, 1).await;
+    let (state, _, _) = dealt(&mut client, 1).await;
+    let (foreign_state, _, _) = dealt(&mut foreign.client().await, 1).await;
+    let (other_id_state, _, _) = dealt(&mut other_id.client().await, 1).await;
 
     let mut flipped = state.clone();
     let mid = flipped.len() / 2;
     flipped[mid] ^= 0x10;
     let mut old_version = state.clone();
     old_version[0] = 0;
+    assert_eq!(state[0], 4, "tokens are of format 4");
+    // The formats before the seats' credentials (1 to 3) are not read any more.
+    let earlier = |version: u8| {
+        let mut token = state.clone();
+        token[0] = version;
+        token
+    };
     let cases = [
         ("empty", Vec::new(), "TOKEN_MALFORMED"),
         (
@@ -356,6 +408,9 @@ async fn bad_tokens_are_refused_with_their_reason() {
             old_version,
             "TOKEN_UNSUPPORTED_VERSION",
         ),
+        ("format 1", earlier(1), "TOKEN_UNSUPPORTED_VERSION"),
+        ("format 2", earlier(2), "TOKEN_UNSUPPORTED_VERSION"),
+        ("format 3", earlier(3), "TOKEN_UNSUPPORTED_VERSION"),
         ("far too long", vec![1u8; 4000], "TOKEN_MALFORMED"),
     ];
     for (name, token, expected) in cases {
@@ -363,6 +418,7 @@ async fn bad_tokens_are_refused_with_their_reason() {
             .deal(pb::DealRequest {
                 state: token.into(),
                 viewer: None,
+                ..Default::default()
             })
             .await
             .expect_err(name);
@@ -391,6 +447,7 @@ async fn every_illegal_move_gets_its_reason() {
             tile: Some(tile(0, 0)),
             end: 0,
             viewer: None,
+            credential: fresh.creds.of(0),
         })
         .await
         .expect_err("play before deal");
@@ -402,23 +459,27 @@ async fn every_illegal_move_gets_its_reason() {
     // Find, over seeded games, each situation the rules refuse.
     let mut seen = std::collections::BTreeSet::new();
     for seed in 0..40 {
-        let (state, view) = dealt(&mut client, seed).await;
+        let (state, view, creds) = dealt(&mut client, seed).await;
         let seat = view.turn.expect("turn");
         let status = client
             .deal(pb::DealRequest {
                 state: state.clone().into(),
                 viewer: None,
+                ..Default::default()
             })
             .await
             .expect_err("deal during a hand");
         seen.insert(reason(&status));
         let other = 1 - seat;
+        // Each seat acts with its own credential: the rules, not the credential
+        // check, refuse these moves.
         let play = |seat: u32, t: pb::Tile, end: pb::End| pb::PlayRequest {
             state: state.clone().into(),
             seat,
             tile: Some(t),
             end: end as i32,
             viewer: None,
+            credential: creds.of(seat),
         };
         let held: Vec<pb::Tile> = view.hand.clone();
         let status = client
@@ -447,6 +508,8 @@ async fn every_illegal_move_gets_its_reason() {
             .score(pb::ScoreRequest {
                 state: lead.state.clone().into(),
                 viewer: Some(next),
+                credential: creds.of(next),
+                ..Default::default()
             })
             .await
             .expect("Score")
@@ -459,6 +522,7 @@ async fn every_illegal_move_gets_its_reason() {
             tile: Some(t),
             end: end as i32,
             viewer: None,
+            credential: creds.of(next),
         };
         if view.must_draw {
             let t = view.hand[0];
@@ -473,6 +537,7 @@ async fn every_illegal_move_gets_its_reason() {
                     state: lead.state.clone().into(),
                     seat: next,
                     viewer: None,
+                    credential: creds.of(next),
                 })
                 .await
                 .expect_err("must play");
@@ -521,6 +586,7 @@ async fn every_illegal_move_gets_its_reason() {
         .deal(pb::DealRequest {
             state: table.state.clone().into(),
             viewer: None,
+            ..Default::default()
         })
         .await
         .expect_err("over");
@@ -561,6 +627,7 @@ async fn out_of_range_arguments_name_their_field() {
                 rules: Some(r),
                 seed: None,
                 viewer: None,
+                ..Default::default()
             })
             .await
             .expect_err(field);
@@ -570,22 +637,25 @@ async fn out_of_range_arguments_name_their_field() {
     }
     let status = client
         .new_game(pb::NewGameRequest {
-            rules: None,
-            seed: None,
             viewer: Some(2),
+            ..hot_seat(pb::Rules::default(), None)
         })
         .await
         .expect_err("viewer");
+    assert_eq!(status.code(), Code::InvalidArgument);
     assert_eq!(bad_fields(&status), vec!["viewer".to_string()]);
+    assert_eq!(reason(&status), "INVALID_FIELD");
 
-    let (state, view) = dealt(&mut client, 1).await;
+    let (state, view, creds) = dealt(&mut client, 1).await;
     let seat = view.turn.expect("turn");
-    let play = |seat: u32, t: Option<pb::Tile>, end: i32| pb::PlayRequest {
+    // With the credential of the seat on turn: the malformed field is what is refused.
+    let play = |s: u32, t: Option<pb::Tile>, end: i32| pb::PlayRequest {
         state: state.clone().into(),
-        seat,
+        seat: s,
         tile: t,
         end,
         viewer: None,
+        credential: creds.of(seat),
     };
     for (req, field) in [
         (play(seat, Some(tile(7, 1)), 0), "tile.a"),
@@ -597,28 +667,32 @@ async fn out_of_range_arguments_name_their_field() {
         let status = client.play(req).await.expect_err(field);
         assert_eq!(status.code(), Code::InvalidArgument, "{field}");
         assert_eq!(bad_fields(&status), vec![field.to_string()]);
+        assert_eq!(reason(&status), "INVALID_FIELD", "{field}");
     }
     let status = client
         .draw(pb::DrawRequest {
             state: state.clone().into(),
             seat: 9,
             viewer: None,
+            credential: creds.of(seat),
         })
         .await
         .expect_err("seat");
     assert_eq!(bad_fields(&status), vec!["seat".to_string()]);
+    assert_eq!(reason(&status), "INVALID_FIELD");
 }
 
 #[tokio::test]
 async fn hidden_tiles_stay_hidden() {
     let server = TestServer::start(ring(1, 7)).await;
     let mut client = server.client().await;
-    let (state, view) = dealt(&mut client, 11).await;
+    let (state, view, creds) = dealt(&mut client, 11).await;
     let seat = view.turn.expect("turn");
     let spectator = client
         .score(pb::ScoreRequest {
             state: state.clone().into(),
             viewer: None,
+            ..Default::default()
         })
         .await
         .expect("Score")
@@ -630,6 +704,8 @@ async fn hidden_tiles_stay_hidden() {
         .score(pb::ScoreRequest {
             state: state.clone().into(),
             viewer: Some(1 - seat),
+            credential: creds.of(1 - seat),
+            ..Default::default()
         })
         .await
         .expect("Score")
@@ -645,4 +721,726 @@ async fn hidden_tiles_stay_hidden() {
         "no tile of the other hand"
     );
     assert_eq!(other.last_hand, None, "nothing is revealed during the hand");
+}
+
+// The seat API: who plays each seat, claims, the seats' credentials, the hand's
+// events on reconnect.
+
+/// A human seat, claimed in NewGame or left open.
+fn human(claim: bool) -> pb::SeatSetup {
+    pb::SeatSetup { bot: 0, claim }
+}
+
+/// A bot seat at `level`.
+fn bot(level: pb::BotLevel) -> pb::SeatSetup {
+    pb::SeatSetup {
+        bot: level as i32,
+        claim: false,
+    }
+}
+
+/// `events` as `viewer` may see them: a drawn tile only for its drawer.
+fn redacted(events: &[pb::Event], viewer: Option<u32>) -> Vec<pb::Event> {
+    events
+        .iter()
+        .cloned()
+        .map(|mut e| {
+            if let Some(pb::event::Kind::TileDrawn(d)) = &mut e.kind
+                && Some(d.seat) != viewer
+            {
+                d.tile = None;
+            }
+            e
+        })
+        .collect()
+}
+
+/// What Score answers as the hand's events for `viewer`, asked with and without
+/// `include_hand_events` (without, it must answer none).
+async fn hand_events(
+    client: &mut Client,
+    state: &[u8],
+    viewer: Option<u32>,
+    creds: &Creds,
+) -> Vec<pb::Event> {
+    let ask = |include_hand_events| {
+        let mut client = client.clone();
+        let req = pb::ScoreRequest {
+            state: state.to_vec().into(),
+            viewer,
+            credential: creds.for_viewer(viewer),
+            include_hand_events,
+        };
+        async move { client.score(req).await.expect("Score").into_inner() }
+    };
+    let without = ask(false).await;
+    assert!(without.hand_events.is_empty(), "no events unless asked");
+    let with = ask(true).await;
+    assert_eq!(with.view, without.view, "the flag changes only the events");
+    with.hand_events
+}
+
+/// The (seat, tile) of the TilePlayed events among `events`.
+fn tiles_played(events: &[pb::Event]) -> impl Iterator<Item = (u32, Option<pb::Tile>)> + '_ {
+    events.iter().filter_map(|e| match &e.kind {
+        Some(pb::event::Kind::TilePlayed(p)) => Some((p.seat, p.tile)),
+        _ => None,
+    })
+}
+
+/// One call for seat 0, the only human of a match with bots: Deal between hands, else
+/// Play its best move or Draw, as `mine` (seat 0's view) says; the view rendered for
+/// `viewer`. Answers the new token, the view and the events.
+async fn seat_zero_moves(
+    client: &mut Client,
+    state: &[u8],
+    mine: &pb::GameView,
+    viewer: Option<u32>,
+    creds: &Creds,
+) -> (Vec<u8>, pb::GameView, Vec<pb::Event>) {
+    let (state, view, events) = if mine.phase == pb::Phase::Dealing as i32 {
+        let r = client
+            .deal(pb::DealRequest {
+                state: state.to_vec().into(),
+                viewer,
+                credential: creds.for_viewer(viewer),
+            })
+            .await
+            .expect("Deal")
+            .into_inner();
+        (r.state, r.view, r.events)
+    } else {
+        assert_eq!(
+            mine.turn,
+            Some(0),
+            "the bots play until the human is on turn"
+        );
+        if mine.must_draw {
+            let r = client
+                .draw(pb::DrawRequest {
+                    state: state.to_vec().into(),
+                    seat: 0,
+                    viewer,
+                    credential: creds.of(0),
+                })
+                .await
+                .expect("Draw")
+                .into_inner();
+            (r.state, r.view, r.events)
+        } else {
+            let best = mine
+                .legal_moves
+                .iter()
+                .max_by_key(|m| m.points)
+                .expect("a move");
+            let r = client
+                .play(pb::PlayRequest {
+                    state: state.to_vec().into(),
+                    seat: 0,
+                    tile: best.tile,
+                    end: best.end,
+                    viewer,
+                    credential: creds.of(0),
+                })
+                .await
+                .expect("Play")
+                .into_inner();
+            (r.state, r.view, r.events)
+        }
+    };
+    (state, view.expect("view"), events)
+}
+
+#[tokio::test]
+async fn placed_tiles_name_the_seat_that_played_them_bots_included() {
+    let server = TestServer::start(ring(1, 7)).await;
+    let mut client = server.client().await;
+    // Another replica, which never saw the match: it reopens every token from the
+    // cipher and replays the hand.
+    let replica = TestServer::start(ring(1, 7)).await;
+    let mut other = replica.client().await;
+    let new = client
+        .new_game(pb::NewGameRequest {
+            rules: Some(rules(3, false, pb::SettlementRule::OwnPipsOff, 100)),
+            seed: Some(8),
+            viewer: Some(0),
+            seats: vec![
+                human(true),
+                bot(pb::BotLevel::Easy),
+                bot(pb::BotLevel::Medium),
+            ],
+        })
+        .await
+        .expect("NewGame")
+        .into_inner();
+    let creds = Creds::from_new_game(&new);
+    let (mut state, mut mine) = (new.state, new.view.expect("view"));
+    let mut played = Vec::new();
+    let mut players = std::collections::BTreeSet::new();
+    for _ in 0..2000 {
+        if mine.phase == pb::Phase::Over as i32 {
+            break;
+        }
+        let (next, view, events) =
+            seat_zero_moves(&mut client, &state, &mine, Some(0), &creds).await;
+        if matches!(
+            events.first().and_then(|e| e.kind.as_ref()),
+            Some(pb::event::Kind::Dealt(_))
+        ) {
+            played.clear();
+        }
+        played.extend(tiles_played(&events));
+        let layout: Vec<(u32, Option<pb::Tile>)> =
+            view.layout.iter().map(|p| (p.seat, p.tile)).collect();
+        assert_eq!(layout, played, "PlacedTile.seat is the TilePlayed seat");
+        // A spectator sees the same table, here and on the other replica.
+        for client in [&mut client, &mut other] {
+            let spectator = hand_events(client, &next, None, &creds).await;
+            let table: Vec<_> = tiles_played(&spectator).collect();
+            assert_eq!(table, played);
+            let seen = common::view_for(client, &next, 0, &creds).await;
+            assert_eq!(seen.layout, view.layout);
+        }
+        players.extend(view.layout.iter().map(|p| p.seat));
+        (state, mine) = (next, view);
+    }
+    assert_eq!(mine.phase, pb::Phase::Over as i32, "the match ended");
+    assert_eq!(
+        players.into_iter().collect::<Vec<_>>(),
+        vec![0, 1, 2],
+        "every seat, bots too, placed tiles"
+    );
+}
+
+/// Score's hand events are what the calls of the hand answered, from its Dealt: for
+/// a seat (its own drawn tiles shown, the bot's not) and for a spectator (no drawn
+/// tile), each call made twice from the same token, once for each.
+#[tokio::test]
+async fn score_replays_the_hands_events_as_the_calls_answered_them() {
+    let server = TestServer::start(ring(1, 7)).await;
+    let mut client = server.client().await;
+    // Another replica replays the hand from the token alone.
+    let replica = TestServer::start(ring(1, 7)).await;
+    let mut other = replica.client().await;
+    for seed in 0..40 {
+        let new = client
+            .new_game(pb::NewGameRequest {
+                rules: Some(rules(2, false, pb::SettlementRule::OwnPipsOff, 100)),
+                seed: Some(seed),
+                viewer: Some(0),
+                seats: vec![human(true), bot(pb::BotLevel::Medium)],
+            })
+            .await
+            .expect("NewGame")
+            .into_inner();
+        let creds = Creds::from_new_game(&new);
+        let (mut state, mut mine) = (new.state, new.view.expect("view"));
+        assert!(
+            hand_events(&mut client, &state, Some(0), &creds)
+                .await
+                .is_empty(),
+            "no events before the first deal"
+        );
+        assert!(
+            hand_events(&mut client, &state, None, &creds)
+                .await
+                .is_empty()
+        );
+        let (mut theirs, mut ours) = (Vec::new(), Vec::new());
+        let (mut drew, mut bot_drew) = (false, false);
+        for _ in 0..2000 {
+            if mine.phase == pb::Phase::Over as i32 {
+                break;
+            }
+            let (_, spectator_view, spectator) =
+                seat_zero_moves(&mut client, &state, &mine, None, &creds).await;
+            let (next, view, seen) =
+                seat_zero_moves(&mut client, &state, &mine, Some(0), &creds).await;
+            assert_eq!(
+                spectator_view.state_id, view.state_id,
+                "the same move, for another viewer, makes the same state"
+            );
+            assert_eq!(spectator, redacted(&seen, None), "only drawn tiles differ");
+            for e in &seen {
+                if let Some(pb::event::Kind::TileDrawn(d)) = &e.kind {
+                    assert_eq!(d.tile.is_some(), d.seat == 0, "shown to its drawer only");
+                    drew |= d.seat == 0;
+                    bot_drew |= d.seat == 1;
+                }
+            }
+            if matches!(
+                seen.first().and_then(|e| e.kind.as_ref()),
+                Some(pb::event::Kind::Dealt(_))
+            ) {
+                theirs.clear();
+                ours.clear();
+            }
+            theirs.extend(spectator);
+            ours.extend(seen);
+            assert!(
+                matches!(ours[0].kind, Some(pb::event::Kind::Dealt(_))),
+                "the hand's events start at its Dealt"
+            );
+            for client in [&mut client, &mut other] {
+                assert_eq!(
+                    hand_events(client, &next, Some(0), &creds).await,
+                    ours,
+                    "seed {seed}: the seat's events"
+                );
+                assert_eq!(
+                    hand_events(client, &next, None, &creds).await,
+                    theirs,
+                    "seed {seed}: the spectator's events"
+                );
+            }
+            (state, mine) = (next, view);
+        }
+        assert_eq!(mine.phase, pb::Phase::Over as i32, "the match ended");
+        assert!(
+            matches!(
+                ours.last().and_then(|e| e.kind.as_ref()),
+                Some(pb::event::Kind::GameEnded(_))
+            ),
+            "the last hand's events run to the end of the match"
+        );
+        if drew && bot_drew {
+            return;
+        }
+    }
+    panic!("no match where both the human and the bot drew");
+}
+
+/// The same in a hot-seat match of three, each call made by the seat acting: every
+/// seat's replay shows its own drawn tiles and nobody else's.
+#[tokio::test]
+async fn every_seat_replays_the_hand_with_only_its_own_drawn_tiles() {
+    let server = TestServer::start(ring(1, 7)).await;
+    let mut client = server.client().await;
+    let mut drawers = std::collections::BTreeSet::new();
+    for seed in 0..20 {
+        let (mut state, mut view, creds) = new_match(
+            &mut client,
+            rules(3, false, pb::SettlementRule::OwnPipsOff, 100),
+            seed,
+        )
+        .await;
+        let mut answered: Vec<pb::Event> = Vec::new();
+        for _ in 0..2000 {
+            let (next, events, next_view) = match pb::Phase::try_from(view.phase).expect("phase") {
+                pb::Phase::Over => break,
+                pb::Phase::Dealing => {
+                    let r = client
+                        .deal(pb::DealRequest {
+                            state: state.clone().into(),
+                            ..Default::default()
+                        })
+                        .await
+                        .expect("Deal")
+                        .into_inner();
+                    answered.clear();
+                    (r.state, r.events, r.view.expect("view"))
+                }
+                _ => {
+                    let seat = view.turn.expect("turn");
+                    let seen = common::view_for(&mut client, &state, seat, &creds).await;
+                    if seen.must_draw {
+                        let r = client
+                            .draw(pb::DrawRequest {
+                                state: state.clone().into(),
+                                seat,
+                                viewer: Some(seat),
+                                credential: creds.of(seat),
+                            })
+                            .await
+                            .expect("Draw")
+                            .into_inner();
+                        drawers.insert(seat);
+                        (r.state, r.events, r.view.expect("view"))
+                    } else {
+                        let m = seen.legal_moves[0];
+                        let r = client
+                            .play(pb::PlayRequest {
+                                state: state.clone().into(),
+                                seat,
+                                tile: m.tile,
+                                end: m.end,
+                                viewer: Some(seat),
+                                credential: creds.of(seat),
+                            })
+                            .await
+                            .expect("Play")
+                            .into_inner();
+                        (r.state, r.events, r.view.expect("view"))
+                    }
+                }
+            };
+            answered.extend(events);
+            for viewer in [None, Some(0), Some(1), Some(2)] {
+                let replay = hand_events(&mut client, &next, viewer, &creds).await;
+                assert_eq!(replay, redacted(&answered, viewer), "{viewer:?}");
+                for e in &replay {
+                    if let Some(pb::event::Kind::TileDrawn(d)) = &e.kind {
+                        assert_eq!(d.tile.is_some(), Some(d.seat) == viewer);
+                    }
+                }
+            }
+            (state, view) = (next, next_view);
+        }
+        assert_eq!(view.phase, pb::Phase::Over as i32);
+        if drawers.len() >= 2 {
+            return;
+        }
+    }
+    panic!("draws by only {drawers:?}");
+}
+
+/// Who plays each seat, as a view reports it: (kind, bot level) in seat order, each
+/// entry checked to name its own seat.
+fn seat_kinds(view: &pb::GameView) -> Vec<(pb::SeatKind, pb::BotLevel)> {
+    view.seats
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            assert_eq!(s.seat, i as u32, "seats in seat order");
+            (
+                pb::SeatKind::try_from(s.kind).expect("a SeatKind"),
+                pb::BotLevel::try_from(s.bot).expect("a BotLevel"),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn views_report_open_claimed_and_bot_seats_with_their_levels() {
+    use pb::BotLevel::{Easy, Hard, Medium, Unspecified};
+    use pb::SeatKind::{Bot, Claimed, Open};
+    let server = TestServer::start_default(ring(1, 7)).await;
+    let mut client = server.client().await;
+    let new = client
+        .new_game(pb::NewGameRequest {
+            rules: Some(rules(4, false, pb::SettlementRule::OwnPipsOff, 0)),
+            viewer: Some(0),
+            seats: vec![human(true), human(false), bot(Easy), bot(Hard)],
+            ..Default::default()
+        })
+        .await
+        .expect("NewGame")
+        .into_inner();
+    let expected = vec![
+        (Claimed, Unspecified),
+        (Open, Unspecified),
+        (Bot, Easy),
+        (Bot, Hard),
+    ];
+    assert_eq!(seat_kinds(new.view.as_ref().expect("view")), expected);
+    let creds = Creds::from_new_game(&new);
+    let spectator = common::view_for(&mut client, &new.state, 0, &creds).await;
+    assert_eq!(seat_kinds(&spectator), expected, "Score shows the same");
+    let claimed = client
+        .claim_seat(pb::ClaimSeatRequest {
+            state: new.state.clone(),
+            seat: 1,
+        })
+        .await
+        .expect("ClaimSeat")
+        .into_inner();
+    assert_eq!(
+        seat_kinds(claimed.view.as_ref().expect("view")),
+        vec![
+            (Claimed, Unspecified),
+            (Claimed, Unspecified),
+            (Bot, Easy),
+            (Bot, Hard)
+        ]
+    );
+
+    // No seats given: every seat a human one, open.
+    let open = client
+        .new_game(pb::NewGameRequest {
+            rules: Some(rules(3, false, pb::SettlementRule::OwnPipsOff, 0)),
+            ..Default::default()
+        })
+        .await
+        .expect("NewGame")
+        .into_inner();
+    assert_eq!(
+        seat_kinds(open.view.as_ref().expect("view")),
+        vec![(Open, Unspecified); 3]
+    );
+    assert!(
+        open.credentials.is_empty(),
+        "nothing claimed, no credential"
+    );
+
+    // The seats stay as they are through the deal and the bots' moves.
+    let new = client
+        .new_game(pb::NewGameRequest {
+            seats: vec![human(true), bot(Medium)],
+            ..Default::default()
+        })
+        .await
+        .expect("NewGame")
+        .into_inner();
+    let dealt = client
+        .deal(pb::DealRequest {
+            state: new.state.into(),
+            ..Default::default()
+        })
+        .await
+        .expect("Deal")
+        .into_inner();
+    assert_eq!(
+        seat_kinds(dealt.view.as_ref().expect("view")),
+        vec![(Claimed, Unspecified), (Bot, Medium)]
+    );
+}
+
+/// A status's code and reason, for comparison.
+fn refusal(status: &tonic::Status) -> (Code, String) {
+    (status.code(), reason(status))
+}
+
+#[tokio::test]
+async fn claim_seat_gives_an_open_seat_its_credential_until_the_first_deal() {
+    let server = TestServer::start_default(ring(1, 7)).await;
+    let mut client = server.client().await;
+    let new = client
+        .new_game(pb::NewGameRequest {
+            rules: Some(rules(3, false, pb::SettlementRule::OwnPipsOff, 0)),
+            seats: vec![human(false), human(false), bot(pb::BotLevel::Easy)],
+            ..Default::default()
+        })
+        .await
+        .expect("NewGame")
+        .into_inner();
+    assert!(new.credentials.is_empty());
+    let deal = |state: &[u8], viewer: Option<u32>, credential: Vec<u8>| pb::DealRequest {
+        state: state.to_vec().into(),
+        viewer,
+        credential,
+    };
+    let claim = |state: &[u8], seat: u32| pb::ClaimSeatRequest {
+        state: state.to_vec(),
+        seat,
+    };
+
+    // Nobody has claimed: no deal.
+    let status = client
+        .deal(deal(&new.state, None, Vec::new()))
+        .await
+        .expect_err("seats open");
+    assert_eq!(
+        refusal(&status),
+        (Code::FailedPrecondition, "SEATS_OPEN".into())
+    );
+
+    // Seat 0 is claimed: its credential (16 bytes), the view rendered for it.
+    let first = client
+        .claim_seat(claim(&new.state, 0))
+        .await
+        .expect("ClaimSeat 0")
+        .into_inner();
+    let cred0 = first.credential.clone().expect("credential");
+    assert_eq!(cred0.seat, 0);
+    assert_eq!(cred0.credential.len(), 16);
+    assert_ne!(first.state, new.state, "a new token records the claim");
+    let view = first.view.as_ref().expect("view");
+    assert_eq!(view.viewer, Some(0), "rendered for the claimed seat");
+    assert_eq!(view.phase, pb::Phase::Dealing as i32);
+    assert_eq!(view.hand_number, 0);
+    assert_eq!(
+        view.previous_state_id,
+        new.view.as_ref().expect("view").state_id,
+        "made from NewGame's state"
+    );
+    assert_eq!(view.seats[0].kind, pb::SeatKind::Claimed as i32);
+    assert_eq!(view.seats[1].kind, pb::SeatKind::Open as i32);
+
+    // Claimed seats and bots' are taken; a seat beyond the table is no seat.
+    for seat in [0, 2] {
+        let status = client
+            .claim_seat(claim(&first.state, seat))
+            .await
+            .expect_err("taken");
+        assert_eq!(
+            refusal(&status),
+            (Code::FailedPrecondition, "SEAT_TAKEN".into()),
+            "seat {seat}"
+        );
+    }
+    let status = client
+        .claim_seat(claim(&first.state, 3))
+        .await
+        .expect_err("no seat 3");
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert_eq!(bad_fields(&status), vec!["seat".to_string()]);
+    assert_eq!(reason(&status), "INVALID_FIELD");
+
+    // One seat still open: still no deal.
+    let status = client
+        .deal(deal(&first.state, Some(0), cred0.credential.clone()))
+        .await
+        .expect_err("seat 1 open");
+    assert_eq!(
+        refusal(&status),
+        (Code::FailedPrecondition, "SEATS_OPEN".into())
+    );
+
+    let second = client
+        .claim_seat(claim(&first.state, 1))
+        .await
+        .expect("ClaimSeat 1")
+        .into_inner();
+    let cred1 = second.credential.clone().expect("credential");
+    assert_eq!(cred1.seat, 1);
+    assert_eq!(cred1.credential.len(), 16);
+    assert_ne!(cred1.credential, cred0.credential);
+    assert_eq!(second.view.as_ref().expect("view").viewer, Some(1));
+
+    // Every human seat claimed: the deal goes, and each credential shows its hand.
+    let dealt = client
+        .deal(deal(&second.state, Some(1), cred1.credential.clone()))
+        .await
+        .expect("Deal")
+        .into_inner();
+    let view = dealt.view.expect("view");
+    assert_eq!(view.viewer, Some(1));
+    assert_eq!(view.hand.len(), 7, "seat 1 sees its hand");
+    let creds = Creds(vec![cred0.credential.clone(), cred1.credential.clone()]);
+    let seat0 = common::view_for(&mut client, &dealt.state, 0, &creds).await;
+    assert_eq!(seat0.hand.len() as u32, seat0.hand_sizes[0]);
+    assert!(seat0.hand.iter().all(|t| !view.hand.contains(t)));
+
+    // After the first deal nothing can be claimed any more.
+    for seat in [0, 1, 2] {
+        let status = client
+            .claim_seat(claim(&dealt.state, seat))
+            .await
+            .expect_err("dealt");
+        assert_eq!(
+            refusal(&status),
+            (Code::FailedPrecondition, "WRONG_PHASE".into()),
+            "seat {seat}"
+        );
+    }
+    // A seat claimed in NewGame is taken too.
+    let hot = client
+        .new_game(hot_seat(pb::Rules::default(), None))
+        .await
+        .expect("NewGame")
+        .into_inner();
+    let status = client
+        .claim_seat(claim(&hot.state, 1))
+        .await
+        .expect_err("claimed in NewGame");
+    assert_eq!(
+        refusal(&status),
+        (Code::FailedPrecondition, "SEAT_TAKEN".into())
+    );
+}
+
+#[tokio::test]
+async fn new_game_checks_its_seats_and_its_viewer() {
+    let server = TestServer::start_default(ring(1, 7)).await;
+    let mut client = server.client().await;
+    let two = |seats: Vec<pb::SeatSetup>, viewer: Option<u32>| pb::NewGameRequest {
+        rules: Some(rules(2, false, pb::SettlementRule::OwnPipsOff, 0)),
+        viewer,
+        seats,
+        ..Default::default()
+    };
+    let cases = [
+        (
+            "one seat for two players",
+            two(vec![human(true)], None),
+            "seats",
+        ),
+        (
+            "three seats for two players",
+            two(vec![human(true); 3], None),
+            "seats",
+        ),
+        (
+            "four seats for three players",
+            pb::NewGameRequest {
+                rules: Some(rules(3, false, pb::SettlementRule::OwnPipsOff, 0)),
+                ..two(vec![human(false); 4], None)
+            },
+            "seats",
+        ),
+        (
+            "a claimed bot",
+            two(
+                vec![
+                    human(true),
+                    pb::SeatSetup {
+                        bot: pb::BotLevel::Easy as i32,
+                        claim: true,
+                    },
+                ],
+                None,
+            ),
+            "seats.claim",
+        ),
+        (
+            "an unknown bot level",
+            two(
+                vec![
+                    human(true),
+                    pb::SeatSetup {
+                        bot: 9,
+                        claim: false,
+                    },
+                ],
+                None,
+            ),
+            "seats.bot",
+        ),
+        (
+            "a viewer left open",
+            two(vec![human(true), human(false)], Some(1)),
+            "viewer",
+        ),
+        (
+            "a viewer played by a bot",
+            two(vec![human(true), bot(pb::BotLevel::Medium)], Some(1)),
+            "viewer",
+        ),
+        (
+            "a viewer with every seat open",
+            two(vec![], Some(0)),
+            "viewer",
+        ),
+    ];
+    for (name, req, field) in cases {
+        let status = client.new_game(req).await.expect_err(name);
+        assert_eq!(status.code(), Code::InvalidArgument, "{name}: {status:?}");
+        assert_eq!(bad_fields(&status), vec![field.to_string()], "{name}");
+        assert_eq!(reason(&status), "INVALID_FIELD", "{name}");
+    }
+    // The viewer claimed in the call is shown its seat.
+    let new = client
+        .new_game(two(vec![human(false), human(true)], Some(1)))
+        .await
+        .expect("NewGame")
+        .into_inner();
+    let view = new.view.expect("view");
+    assert_eq!(view.viewer, Some(1));
+    assert!(
+        view.previous_state_id.is_empty(),
+        "NewGame's view has no previous"
+    );
+    assert_eq!(view.state_id.len(), 16);
+    let claimed: Vec<u32> = new.credentials.iter().map(|c| c.seat).collect();
+    assert_eq!(claimed, vec![1], "only the seat claimed has a credential");
+    assert_eq!(new.credentials[0].credential.len(), 16);
+    // This server picks the seeds.
+    let status = client
+        .new_game(hot_seat(pb::Rules::default(), Some(1)))
+        .await
+        .expect_err("seed");
+    assert_eq!(
+        refusal(&status),
+        (Code::PermissionDenied, "SEED_NOT_ALLOWED".into())
+    );
 }

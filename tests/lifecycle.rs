@@ -12,7 +12,7 @@ use allfives::config::Config;
 use allfives::proto::v1 as pb;
 use allfives::state::KeyRing;
 use clap::Parser;
-use common::{Client, TestServer, dealt_token, reason};
+use common::{Client, Creds, TestServer, dealt_token, hot_seat, reason};
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
@@ -33,6 +33,7 @@ async fn score(client: &mut Client, state: &[u8]) -> Result<(), tonic::Status> {
         .score(pb::ScoreRequest {
             state: state.to_vec().into(),
             viewer: None,
+            ..Default::default()
         })
         .await
         .map(drop)
@@ -42,7 +43,7 @@ async fn score(client: &mut Client, state: &[u8]) -> Result<(), tonic::Status> {
 async fn key_rotation_runbook_keeps_old_tokens_working_until_the_old_key_retires() {
     // Before: every replica seals and opens with the old key.
     let before = TestServer::start(configured_ring(KEY_OLD)).await;
-    let old_token = dealt_token(&mut before.client().await).await;
+    let (old_token, _) = dealt_token(&mut before.client().await).await;
     assert_eq!(old_token[1], 1, "sealed under key 1");
 
     // Step 1: the new key is added for opening everywhere; the old one still seals.
@@ -52,7 +53,7 @@ async fn key_rotation_runbook_keeps_old_tokens_working_until_the_old_key_retires
         .await
         .expect("old token opens");
     assert_eq!(
-        dealt_token(&mut client).await[1],
+        dealt_token(&mut client).await.0[1],
         1,
         "the old key still seals"
     );
@@ -63,7 +64,7 @@ async fn key_rotation_runbook_keeps_old_tokens_working_until_the_old_key_retires
     score(&mut client, &old_token)
         .await
         .expect("old token opens");
-    let new_token = dealt_token(&mut client).await;
+    let (new_token, _) = dealt_token(&mut client).await;
     assert_eq!(new_token[1], 2, "the new key seals");
     // A step-1 replica (not yet rolled) still opens what a step-2 replica sealed.
     score(&mut step1.client().await, &new_token)
@@ -81,6 +82,7 @@ async fn key_rotation_runbook_keeps_old_tokens_working_until_the_old_key_retires
         .expect_err("old key retired");
     assert_eq!(status.code(), Code::InvalidArgument);
     assert_eq!(reason(&status), "TOKEN_UNKNOWN_KEY");
+    assert!(pb::ErrorReason::from_str_name(&reason(&status)).is_some());
 }
 
 /// The server process, killed if the test fails before it exits.
@@ -123,11 +125,14 @@ async fn load(
     ok: Arc<AtomicU32>,
 ) -> Option<tonic::Status> {
     while !stop.load(Ordering::SeqCst) {
-        let new = match client.new_game(pb::NewGameRequest::default()).await {
+        // A hot-seat match (a production server picks the seed), played by the
+        // holder of every seat's credential.
+        let new = match client.new_game(hot_seat(pb::Rules::default(), None)).await {
             Ok(new) => new.into_inner(),
             Err(status) => return Some(status),
         };
         ok.fetch_add(1, Ordering::SeqCst);
+        let creds = Creds::from_new_game(&new);
         let mut state = new.state;
         let mut phase = pb::Phase::Dealing;
         while phase != pb::Phase::Over {
@@ -136,6 +141,7 @@ async fn load(
                     .deal(pb::DealRequest {
                         state: state.clone().into(),
                         viewer: None,
+                        ..Default::default()
                     })
                     .await
                     .map(|r| {
@@ -143,13 +149,14 @@ async fn load(
                         (r.state, r.view)
                     })
             } else {
-                match turn_and_view(&mut client, &state).await {
+                match turn_and_view(&mut client, &state, &creds).await {
                     Err(status) => Err(status),
                     Ok((seat, seen)) if seen.must_draw => client
                         .draw(pb::DrawRequest {
                             state: state.clone().into(),
                             seat,
                             viewer: None,
+                            credential: creds.of(seat),
                         })
                         .await
                         .map(|r| {
@@ -164,6 +171,7 @@ async fn load(
                             tile: m.tile,
                             end: m.end,
                             viewer: None,
+                            credential: creds.of(seat),
                         };
                         client.play(play).await.map(|r| {
                             let r = r.into_inner();
@@ -187,15 +195,17 @@ async fn load(
     None
 }
 
-/// The seat on turn and its view.
+/// The seat on turn and its view, asked with its credential.
 async fn turn_and_view(
     client: &mut Client,
     state: &[u8],
+    creds: &Creds,
 ) -> Result<(u32, pb::GameView), tonic::Status> {
     let spectator = client
         .score(pb::ScoreRequest {
             state: state.to_vec().into(),
             viewer: None,
+            ..Default::default()
         })
         .await?;
     let seat = spectator
@@ -207,6 +217,8 @@ async fn turn_and_view(
         .score(pb::ScoreRequest {
             state: state.to_vec().into(),
             viewer: Some(seat),
+            credential: creds.of(seat),
+            ..Default::default()
         })
         .await?;
     Ok((seat, seen.into_inner().view.unwrap_or_default()))

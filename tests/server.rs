@@ -3,7 +3,7 @@
 mod common;
 
 use allfives::proto::v1 as pb;
-use common::{TestServer, ring};
+use common::{TestServer, hot_seat, ring};
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -88,10 +88,10 @@ async fn reflection_lists_the_service_in_both_protocol_versions() {
 #[tokio::test]
 async fn a_grpc_web_call_over_http1_works() {
     let server = TestServer::start(ring(1, 7)).await;
+    // A hot-seat match (the viewer must be a seat claimed in the call).
     let request = pb::NewGameRequest {
-        rules: None,
-        seed: Some(3),
         viewer: Some(0),
+        ..hot_seat(pb::Rules::default(), Some(3))
     };
     let message = request.encode_to_vec();
     let mut body = vec![0u8];
@@ -133,6 +133,9 @@ async fn a_grpc_web_call_over_http1_works() {
     let answer = pb::NewGameResponse::decode(frame).expect("decodes");
     assert!(!answer.state.is_empty());
     assert_eq!(answer.view.and_then(|v| v.viewer), Some(0));
+    let seats: Vec<u32> = answer.credentials.iter().map(|c| c.seat).collect();
+    assert_eq!(seats, vec![0, 1], "a credential for every seat claimed");
+    assert!(answer.credentials.iter().all(|c| c.credential.len() == 16));
 }
 
 /// The first gRPC-Web data frame (flag 0x00) in a body that may be chunked.
