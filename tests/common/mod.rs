@@ -28,12 +28,19 @@ pub struct TestServer {
 }
 
 impl TestServer {
+    /// A server that takes client seeds (`--allow-client-seeds`), so that tests replay
+    /// their matches, with a short drain.
     pub async fn start(ring: KeyRing) -> TestServer {
+        TestServer::start_with(ring, &["--allow-client-seeds"]).await
+    }
+
+    /// A server as production runs it (client seeds refused), with a short drain.
+    pub async fn start_default(ring: KeyRing) -> TestServer {
         TestServer::start_with(ring, &[]).await
     }
 
-    /// As [`TestServer::start`], with more flags (`--concurrency-limit 4`, …) after the
-    /// test defaults (short drain, no shutdown delay).
+    /// A server with these flags (`--allow-client-seeds`, `--concurrency-limit 4`, …)
+    /// after the test defaults (short drain, no shutdown delay).
     pub async fn start_with(ring: KeyRing, extra_args: &[&str]) -> TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -176,32 +183,77 @@ pub fn tile(a: u32, b: u32) -> pb::Tile {
     pb::Tile { a, b }
 }
 
-/// A dealt game's token: NewGame with the defaults, then Deal, from `client`.
-pub async fn dealt_token(client: &mut Client) -> Vec<u8> {
+/// Every seat's credential of a match, by seat (empty for a seat not claimed).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Creds(pub Vec<Vec<u8>>);
+
+impl Creds {
+    /// The credentials NewGame answered.
+    pub fn from_new_game(answer: &pb::NewGameResponse) -> Creds {
+        let mut creds = vec![Vec::new(); 4];
+        for c in &answer.credentials {
+            creds[c.seat as usize] = c.credential.clone();
+        }
+        Creds(creds)
+    }
+
+    /// Seat `seat`'s credential (empty if it has none).
+    pub fn of(&self, seat: u32) -> Vec<u8> {
+        self.0.get(seat as usize).cloned().unwrap_or_default()
+    }
+
+    /// The credential for `viewer`, if one is named (empty for a spectator).
+    pub fn for_viewer(&self, viewer: Option<u32>) -> Vec<u8> {
+        viewer.map(|v| self.of(v)).unwrap_or_default()
+    }
+}
+
+/// A NewGame request of a hot-seat match: every seat claimed in the call.
+pub fn hot_seat(rules: pb::Rules, seed: Option<u64>) -> pb::NewGameRequest {
+    let players = match rules.players {
+        0 => 2,
+        n => n as usize,
+    };
+    pb::NewGameRequest {
+        rules: Some(rules),
+        seed,
+        viewer: None,
+        seats: vec![
+            pb::SeatSetup {
+                bot: 0,
+                claim: true,
+            };
+            players
+        ],
+    }
+}
+
+/// A dealt game's token and credentials: a hot-seat NewGame with the default rules,
+/// then Deal, from `client`.
+pub async fn dealt_token(client: &mut Client) -> (Vec<u8>, Creds) {
     let new = client
-        .new_game(pb::NewGameRequest::default())
+        .new_game(hot_seat(pb::Rules::default(), None))
         .await
         .expect("NewGame")
         .into_inner();
-    deal(client, new.state).await.0
+    let creds = Creds::from_new_game(&new);
+    (deal(client, new.state).await.0, creds)
 }
 
-/// A new match's token and view.
+/// A new hot-seat match's token, view and every seat's credential (the server must
+/// take client seeds: [`TestServer::start`]).
 pub async fn new_match(
     client: &mut Client,
     rules: pb::Rules,
     seed: u64,
-) -> (Vec<u8>, pb::GameView) {
+) -> (Vec<u8>, pb::GameView, Creds) {
     let r = client
-        .new_game(pb::NewGameRequest {
-            rules: Some(rules),
-            seed: Some(seed),
-            viewer: None,
-        })
+        .new_game(hot_seat(rules, Some(seed)))
         .await
         .expect("NewGame")
         .into_inner();
-    (r.state, r.view.expect("view"))
+    let creds = Creds::from_new_game(&r);
+    (r.state, r.view.expect("view"), creds)
 }
 
 /// Deals the next hand.
@@ -209,10 +261,26 @@ pub async fn deal(client: &mut Client, state: Vec<u8>) -> (Vec<u8>, pb::GameView
     let r = client
         .deal(pb::DealRequest {
             state: state.into(),
-            viewer: None,
+            ..Default::default()
         })
         .await
         .expect("Deal")
         .into_inner();
     (r.state, r.view.expect("view"))
+}
+
+/// The view of `state` for `seat`, with its credential.
+pub async fn view_for(client: &mut Client, state: &[u8], seat: u32, creds: &Creds) -> pb::GameView {
+    client
+        .score(pb::ScoreRequest {
+            state: state.to_vec().into(),
+            viewer: Some(seat),
+            credential: creds.of(seat),
+            include_hand_events: false,
+        })
+        .await
+        .expect("Score")
+        .into_inner()
+        .view
+        .expect("view")
 }
