@@ -1,25 +1,37 @@
 //! A token's length tells nothing a player could not see at the table: over 10,000
 //! random matches of every table (2, 3, 4 players alone, 4 in partnership; every
-//! hand-size and settlement rule, short and long targets), the length of every token
-//! the service answers is computed from public information alone, the spectator's view
-//! of the answer and the score sheet, and found equal to the real length.
+//! hand-size and settlement rule, short and long targets; seats claimed in NewGame,
+//! left open and claimed later with ClaimSeat, and played by the server's bots, in every
+//! mix), the length of every token the service answers is computed from public
+//! information alone, the spectator's view of the answer and the score sheet, and found
+//! equal to the real length.
 //!
 //! What the computation uses: the rule options, the match id, the hand number, the move
 //! counter, the number of tiles on the table, the boneyard's size, who led the hand by
 //! the rules (the seat that went out of the hand before, seen in the spectator's view
-//! of that hand's end), and the sheet. It builds a `State` from those with a stand-in
-//! for each hidden thing (the seed, the action bytes' values) and takes prost's
-//! encoded length. If any field's length depended on a hidden tile (as the old
-//! snapshot's hand bitmasks did), the lengths would differ.
+//! of that hand's end), the sheet, who plays each seat (the view's `seats`: open,
+//! claimed or a bot) and whether the view's `previous_state_id` is empty (NewGame's
+//! state). It builds a `State` from those with a stand-in for each hidden thing (the
+//! seed, the action bytes' values, the credentials, the match's secret, the previous
+//! state's id) and takes prost's encoded length. If any field's length depended on a
+//! hidden tile (as the old snapshot's hand bitmasks did), the lengths would differ
+//! (shown to fail with a leak added, an extra field present or not with seat 0's
+//! tiles: docs/RELIABILITY.md, "Token length").
+//!
+//! And the bar the API promises (`state`: at most 512 bytes): the largest token of
+//! each table, counted as if every seat were claimed (each credential 16 bytes more
+//! than an open or a bot seat, exactly, by the length just checked), is at most 512
+//! bytes; the largest of each table is printed.
 //!
 //! Matches are played through the handlers, in-process (the wire adds nothing to a
 //! token); `tests/api.rs` covers the server end to end.
 
 use std::sync::Arc;
 
+use allfives::engine::suggest::Search;
 use allfives::proto::internal as ipb;
 use allfives::proto::v1 as pb;
-use allfives::service::handlers;
+use allfives::service::handlers::{self, Policy};
 use allfives::state::{KeyRing, Tokens, token};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
@@ -27,6 +39,25 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 
 /// Matches per table.
 const MATCHES: u64 = 10_000;
+
+/// Bytes of a seat's credential in the token.
+const CREDENTIAL_LEN: usize = 16;
+
+/// Bytes of a state id (`GameView.state_id`) and of the match's secret.
+const ID_LEN: usize = 16;
+
+/// The most bytes a token may have (`NewGameResponse.state`'s promise).
+const MAX_TOKEN: usize = 512;
+
+/// A server that takes the tests' seeds, its HARD bots searching few worlds (the
+/// search's size changes no token's length, only the time 40,000 matches take).
+const POLICY: Policy = Policy {
+    allow_client_seeds: true,
+    bot_search: Search {
+        worlds: 4,
+        horizon: None,
+    },
+};
 
 /// Rule options for match `i` at a table: every hand-size and settlement rule in turn,
 /// and targets mostly short (so that 10,000 matches run in seconds) with one match in
@@ -47,11 +78,76 @@ fn rules(players: u32, partnership: bool, i: u64) -> pb::Rules {
     }
 }
 
+/// Who plays a seat of a match here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// A human seat claimed in NewGame.
+    Claimed,
+    /// A human seat left open at NewGame and claimed with ClaimSeat before the deal.
+    Later,
+    /// A bot the server plays, at this `BotLevel`.
+    Bot(pb::BotLevel),
+}
+
+/// Who plays each seat of a match, drawn from `rng`: a quarter of the matches every
+/// seat claimed in NewGame (hot seat), an eighth every seat claimed later, an eighth
+/// one human against bots, the rest each seat any of the three; one match in a hundred
+/// bots only. A bot is EASY or MEDIUM, one in sixteen HARD.
+fn seating(players: u32, rng: &mut ChaCha8Rng) -> Vec<Plan> {
+    let n = players as usize;
+    let bot = |rng: &mut ChaCha8Rng| {
+        Plan::Bot(match rng.next_u32() % 16 {
+            0 => pb::BotLevel::Hard,
+            r if r % 2 == 0 => pb::BotLevel::Easy,
+            _ => pb::BotLevel::Medium,
+        })
+    };
+    if rng.next_u32().is_multiple_of(100) {
+        return (0..n).map(|_| bot(rng)).collect();
+    }
+    match rng.next_u32() % 8 {
+        0 | 1 => vec![Plan::Claimed; n],
+        2 => vec![Plan::Later; n],
+        3 => {
+            let human = rng.next_u32() as usize % n;
+            let later = rng.next_u32().is_multiple_of(2);
+            (0..n)
+                .map(|s| match s == human {
+                    true if later => Plan::Later,
+                    true => Plan::Claimed,
+                    false => bot(rng),
+                })
+                .collect()
+        }
+        _ => (0..n)
+            .map(|_| match rng.next_u32() % 3 {
+                0 => Plan::Claimed,
+                1 => Plan::Later,
+                _ => bot(rng),
+            })
+            .collect(),
+    }
+}
+
 /// What the spectator needs remembered between answers: who leads the current hand by
 /// the rules (the seat that went out of the one before).
 #[derive(Default)]
 struct Public {
     starter: Option<u32>,
+}
+
+/// The byte `State.seats` holds for a seat the view shows (its value changes no
+/// length; it is written as the server writes it all the same).
+fn seat_byte(status: &pb::SeatStatus) -> u8 {
+    match (
+        pb::SeatKind::try_from(status.kind).expect("a seat kind"),
+        pb::BotLevel::try_from(status.bot).expect("a bot level"),
+    ) {
+        (pb::SeatKind::Open, _) => 0,
+        (pb::SeatKind::Claimed, _) => 1,
+        (pb::SeatKind::Bot, level) => 1 + level as u8,
+        (kind, level) => panic!("a seat shown as {kind:?}, {level:?}"),
+    }
 }
 
 /// The length a token must have, from the spectator's view of the answer that carries
@@ -98,8 +194,17 @@ fn expected_length(view: &pb::GameView, sheet: &pb::ScoreSheet, public: &Public)
         play.chain(settled).collect()
     };
     assert!(rows.iter().all(|r| r.sides.len() == sides));
+    // Who plays each seat, as the view shows it; a credential for each claimed one.
+    assert_eq!(view.seats.len(), rules.players as usize, "a status a seat");
+    let claimed = view
+        .seats
+        .iter()
+        .filter(|s| s.kind == pb::SeatKind::Claimed as i32)
+        .count();
+    assert_eq!(view.state_id.len(), ID_LEN);
     let state = ipb::State {
-        // Stand-ins for the hidden: any seed takes 9 bytes, any action one.
+        // Stand-ins for the hidden: any seed takes 9 bytes, any action one, any
+        // credential, secret and state id 16.
         seed: Some(0),
         match_id: vec![0; view.match_id.len() / 2],
         rules: Some(ipb::Rules {
@@ -115,46 +220,174 @@ fn expected_length(view: &pb::GameView, sheet: &pb::ScoreSheet, public: &Public)
         sheet: rows.iter().flat_map(fives).collect(),
         carried: sheet.carried.as_ref().map(fives).unwrap_or_default(),
         actions: vec![0; actions],
+        seats: view.seats.iter().map(seat_byte).collect(),
+        credentials: vec![0; CREDENTIAL_LEN * claimed],
+        secret: vec![0; ID_LEN],
+        previous: match view.previous_state_id.is_empty() {
+            true => Vec::new(),
+            false => vec![0; ID_LEN],
+        },
     };
     state.encoded_len() + token::OVERHEAD
 }
 
-/// Plays one match with random legal moves, checking every token's length; returns the
-/// number of tokens checked.
-fn play_match(tokens: &Tokens, rules: pb::Rules, rng: &mut ChaCha8Rng) -> usize {
+/// The largest tokens of a table.
+#[derive(Debug, Default)]
+struct Largest {
+    /// Of every token.
+    any: usize,
+    /// Of the matches whose every seat was claimed.
+    all_claimed: usize,
+    /// Of every token, counted as if its every seat were claimed: its length and 16
+    /// bytes for each open or bot seat (a claimed seat's byte and credential in place
+    /// of the seat's byte alone; exact, since every length is checked above).
+    as_if_claimed: usize,
+}
+
+/// What the tokens of a table covered.
+#[derive(Debug, Default)]
+struct Seen {
+    tokens: usize,
+    /// Tokens of matches with a seat open (before its claim), claimed, a bot's.
+    open: usize,
+    claimed: usize,
+    bots: usize,
+    /// Tokens ClaimSeat answered.
+    claims: usize,
+    largest: Largest,
+}
+
+impl Seen {
+    /// Checks a token's length against the spectator's view of its state and the
+    /// sheet, and counts it.
+    fn check(
+        &mut self,
+        state: &[u8],
+        view: &pb::GameView,
+        sheet: &pb::ScoreSheet,
+        public: &Public,
+    ) {
+        assert_eq!(view.viewer, None, "the spectator's view");
+        assert_eq!(
+            state.len(),
+            expected_length(view, sheet, public),
+            "hand {}, move {}, seats {:?}",
+            view.hand_number,
+            view.moves,
+            view.seats
+        );
+        let kinds =
+            |kind: pb::SeatKind| view.seats.iter().filter(|s| s.kind == kind as i32).count();
+        let (open, claimed, bots) = (
+            kinds(pb::SeatKind::Open),
+            kinds(pb::SeatKind::Claimed),
+            kinds(pb::SeatKind::Bot),
+        );
+        self.tokens += 1;
+        self.open += usize::from(open > 0);
+        self.claimed += usize::from(claimed > 0);
+        self.bots += usize::from(bots > 0);
+        let largest = &mut self.largest;
+        largest.any = largest.any.max(state.len());
+        if claimed == view.seats.len() {
+            largest.all_claimed = largest.all_claimed.max(state.len());
+        }
+        let as_if = state.len() + CREDENTIAL_LEN * (open + bots);
+        largest.as_if_claimed = largest.as_if_claimed.max(as_if);
+    }
+}
+
+/// The sheet of `state` and its view for `viewer` (a seat, with its credential; or
+/// the spectator).
+fn look(
+    tokens: &Tokens,
+    state: &[u8],
+    viewer: Option<(u32, &[u8])>,
+) -> (pb::ScoreSheet, pb::GameView) {
+    let looked = handlers::score(
+        tokens,
+        &pb::ScoreRequest {
+            state: state.to_vec().into(),
+            viewer: viewer.map(|(s, _)| s),
+            credential: viewer.map(|(_, c)| c.to_vec()).unwrap_or_default(),
+            ..Default::default()
+        },
+    )
+    .expect("Score");
+    (looked.sheet.expect("sheet"), looked.view.expect("view"))
+}
+
+/// Plays one match with random legal moves, its seats as `plan` says, checking every
+/// token's length.
+fn play_match(
+    tokens: &Tokens,
+    rules: pb::Rules,
+    plan: &[Plan],
+    rng: &mut ChaCha8Rng,
+    seen: &mut Seen,
+) {
     let new = handlers::new_game(
         tokens,
+        &POLICY,
         &pb::NewGameRequest {
             rules: Some(rules),
             seed: Some(rng.next_u64()),
             viewer: None,
+            seats: plan
+                .iter()
+                .map(|p| match *p {
+                    Plan::Claimed => pb::SeatSetup {
+                        bot: 0,
+                        claim: true,
+                    },
+                    Plan::Later => pb::SeatSetup::default(),
+                    Plan::Bot(level) => pb::SeatSetup {
+                        bot: level as i32,
+                        claim: false,
+                    },
+                })
+                .collect(),
         },
     )
     .expect("NewGame");
+    let mut creds = vec![Vec::new(); plan.len()];
+    for c in &new.credentials {
+        creds[c.seat as usize] = c.credential.clone();
+    }
     let mut public = Public::default();
     let (mut state, mut view) = (new.state, new.view);
-    let mut checked = 0;
+    // The seats left open, claimed in a random order.
+    let mut open: Vec<u32> = (0..plan.len() as u32)
+        .filter(|&s| plan[s as usize] == Plan::Later)
+        .collect();
+    while !open.is_empty() {
+        let sheet = look(tokens, &state, None).0;
+        seen.check(&state, &view, &sheet, &public);
+        let seat = open.swap_remove(rng.next_u32() as usize % open.len());
+        let claimed = handlers::claim_seat(tokens, &POLICY, &pb::ClaimSeatRequest { state, seat })
+            .expect("ClaimSeat");
+        let credential = claimed.credential.expect("a credential");
+        assert_eq!(credential.seat, seat);
+        creds[seat as usize] = credential.credential;
+        state = claimed.state;
+        // The claim's view is the claimer's: the spectator's is Score's.
+        view = look(tokens, &state, None).1;
+        seen.claims += 1;
+    }
     loop {
-        let looked = handlers::score(
-            tokens,
-            &pb::ScoreRequest {
-                state: state.clone().into(),
-                viewer: view.turn,
-            },
-        )
-        .expect("Score");
-        let sheet = looked.sheet.expect("sheet");
-        assert_eq!(
-            state.len(),
-            expected_length(&view, &sheet, &public),
-            "hand {}, move {}",
-            view.hand_number,
-            view.moves
-        );
-        checked += 1;
-        let seen = looked.view.expect("view");
-        let answer = match pb::Phase::try_from(view.phase).expect("phase") {
-            pb::Phase::Over => return checked,
+        let turn = view.turn;
+        let credential = turn.map(|t| creds[t as usize].as_slice());
+        if let Some(credential) = credential {
+            assert!(
+                !credential.is_empty(),
+                "a bot on turn in an answer: {view:?}"
+            );
+        }
+        // The sheet, and the view of the seat on turn for its legal moves.
+        let (sheet, looked) = look(tokens, &state, turn.zip(credential));
+        seen.check(&state, &view, &sheet, &public);
+        let step = match pb::Phase::try_from(view.phase).expect("phase") {
+            pb::Phase::Over => return,
             pb::Phase::Dealing => {
                 // Who leads the next hand, as the table saw the last one end.
                 public.starter = view.last_hand.as_ref().and_then(|h| {
@@ -166,49 +399,95 @@ fn play_match(tokens: &Tokens, rules: pb::Rules, rng: &mut ChaCha8Rng) -> usize 
                     tokens,
                     &pb::DealRequest {
                         state: state.into(),
-                        viewer: None,
+                        ..Default::default()
                     },
                 )
             }
-            _ if seen.must_draw => handlers::draw(
-                tokens,
-                &pb::DrawRequest {
-                    state: state.into(),
-                    seat: view.turn.expect("turn"),
-                    viewer: None,
-                },
-            ),
             _ => {
-                let moves = &seen.legal_moves;
-                let m = &moves[rng.next_u32() as usize % moves.len()];
-                handlers::play(
-                    tokens,
-                    &pb::PlayRequest {
-                        state: state.into(),
-                        seat: view.turn.expect("turn"),
-                        tile: m.tile,
-                        end: m.end,
-                        viewer: None,
-                    },
-                )
+                let seat = turn.expect("turn");
+                let credential = credential.expect("a credential").to_vec();
+                if looked.must_draw {
+                    handlers::draw(
+                        tokens,
+                        &pb::DrawRequest {
+                            state: state.into(),
+                            seat,
+                            viewer: None,
+                            credential,
+                        },
+                    )
+                } else {
+                    let moves = &looked.legal_moves;
+                    let m = &moves[rng.next_u32() as usize % moves.len()];
+                    handlers::play(
+                        tokens,
+                        &pb::PlayRequest {
+                            state: state.into(),
+                            seat,
+                            tile: m.tile,
+                            end: m.end,
+                            viewer: None,
+                            credential,
+                        },
+                    )
+                }
             }
         }
         .expect("a legal move");
+        let answer = handlers::finish(tokens, &POLICY, step).expect("the bots' moves");
         (state, view) = (answer.state, answer.view);
-        assert_eq!(view.viewer, None, "the spectator's view");
     }
 }
 
-/// Plays [`MATCHES`] matches at a table, checking every token.
+/// Plays [`MATCHES`] matches at a table, checking every token, and prints its largest
+/// token.
 fn table(players: u32, partnership: bool) {
     let ring = Arc::new(KeyRing::new(vec![(1, [0x42; 32])], None).expect("ring"));
     let tokens = Tokens::new(ring, 1024);
     let mut rng = ChaCha8Rng::seed_from_u64(u64::from(players) << 1 | u64::from(partnership));
-    let mut checked = 0;
+    let mut seen = Seen::default();
     for i in 0..MATCHES {
-        checked += play_match(&tokens, rules(players, partnership, i), &mut rng);
+        let plan = seating(players, &mut rng);
+        play_match(
+            &tokens,
+            rules(players, partnership, i),
+            &plan,
+            &mut rng,
+            &mut seen,
+        );
     }
-    assert!(checked as u64 > 10 * MATCHES, "{checked} tokens");
+    let table = match partnership {
+        true => "4 players in partnership".to_string(),
+        false => format!("{players} players"),
+    };
+    // Straight to stdout, past the test harness's capture: CI's log shows the sizes.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stdout(),
+        "token_length: {table}: {} tokens of {MATCHES} matches ({} claims), every length \
+         exact; largest token {} bytes, {} in a match of claimed seats only, {} counted \
+         with every seat claimed (bar {MAX_TOKEN})",
+        seen.tokens,
+        seen.claims,
+        seen.largest.any,
+        seen.largest.all_claimed,
+        seen.largest.as_if_claimed,
+    );
+    assert!(seen.tokens as u64 > 10 * MATCHES, "{seen:?}");
+    // Every kind of seat was in the mix, and claims by ClaimSeat.
+    assert!(
+        [seen.open, seen.claimed, seen.bots, seen.claims]
+            .iter()
+            .all(|&n| n as u64 > MATCHES / 10),
+        "{seen:?}"
+    );
+    let largest = &seen.largest;
+    assert!(largest.any <= largest.as_if_claimed && largest.all_claimed <= largest.as_if_claimed);
+    assert!(
+        largest.as_if_claimed <= MAX_TOKEN,
+        "{table}: a token of {} bytes with every seat claimed, past the {MAX_TOKEN} promised",
+        largest.as_if_claimed
+    );
 }
 
 #[test]
