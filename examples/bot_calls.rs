@@ -6,10 +6,10 @@
 //! it.
 //!
 //! ```text
-//! cargo run --release --example bot_calls -- [matches] [worlds] [players] [level]
+//! cargo run --release --example bot_calls -- [matches] [worlds] [players] [level] [floor-ms]
 //! ```
 //! Defaults: 200 matches, 128 worlds (the server's default `--bot-worlds`), 4 players
-//! (three bots), HARD.
+//! (three bots), HARD, a floor of 8 ms a search (`--bot-move-floor-ms`).
 
 use std::time::{Duration, Instant};
 
@@ -81,6 +81,13 @@ fn main() {
         claim: true,
     };
     let mut calls: Vec<(Duration, u32, Duration)> = Vec::new();
+    // The server makes a call with HARD bots last at least this per full search
+    // (`--bot-move-floor-ms`, default 8): how many calls' own CPU time went past it,
+    // which the floor then cannot hide.
+    let floor_ms: u64 = args.get(5).and_then(|a| a.parse().ok()).unwrap_or(8);
+    let floor_per_world = Duration::from_millis(floor_ms) / worlds.max(1);
+    let mut past_floor = 0usize;
+    let mut floored = 0usize;
     let start_cpu = cpu_time();
     let started = Instant::now();
     for m in 0..matches {
@@ -152,6 +159,12 @@ fn main() {
                 })
                 .count() as u32;
             calls.push((elapsed, bot_moves, cpu_used));
+            if answer.bot_worlds > 0 {
+                floored += 1;
+                if cpu_used > floor_per_world * answer.bot_worlds {
+                    past_floor += 1;
+                }
+            }
             state = answer.state;
             view = answer.view;
         }
@@ -193,6 +206,10 @@ fn main() {
         percentile(&three_cpu, 0.5),
         percentile(&three_cpu, 0.99),
         three_cpu.last().copied().unwrap_or_default()
+    );
+    println!(
+        "calls with HARD moves: {floored}; their CPU time past the {floor_ms} ms-a-search floor: {past_floor} ({:.2}%)",
+        100.0 * past_floor as f64 / floored.max(1) as f64
     );
     println!(
         "per bot move (all call time / bot moves): {:?}; CPU {:?} over {:?} wall ({:.2} cores)",

@@ -187,6 +187,19 @@ pub struct Config {
         value_parser = clap::value_parser!(u32).range(1..=1024)
     )]
     pub bot_worlds: u32,
+
+    /// The least time, in milliseconds, a call takes for each full search its
+    /// server-played HARD bots made (a smaller search in proportion): a bot thinks
+    /// longer or shorter depending on its tiles, so calls are made to last this long
+    /// and their time tells nothing about them. Set it above a search's usual time
+    /// (docs/BOTS.md); 0 turns it off.
+    #[arg(
+        long,
+        env = "ALLFIVES_BOT_MOVE_FLOOR_MS",
+        default_value_t = 8,
+        value_parser = clap::value_parser!(u64).range(0..=1000)
+    )]
+    pub bot_move_floor_ms: u64,
 }
 
 impl Config {

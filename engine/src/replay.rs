@@ -120,7 +120,7 @@ impl Game {
         rules: Rules,
         seed: u64,
         card: &Scorecard<'_>,
-        mut keep: Option<&mut Vec<Event>>,
+        keep: Option<&mut Vec<Event>>,
     ) -> Result<Game, ReplayError> {
         rules.validate().map_err(ReplayError::Rules)?;
         check::scorecard(&rules, card).map_err(ReplayError::Scorecard)?;
@@ -135,7 +135,10 @@ impl Game {
         game.moves = card.moves;
         let mut scratch = Vec::with_capacity(8);
         let keeping = keep.is_some();
-        let events = keep.as_deref_mut().unwrap_or(&mut scratch);
+        let events = match keep {
+            Some(kept) => kept,
+            None => &mut scratch,
+        };
         let refused = |index| move |error| ReplayError::Action { index, error };
         // The deal cannot be refused: no hand is in play and, by the sheet's check,
         // nobody has won.

@@ -184,11 +184,23 @@ pub const BOT_SEARCHES_PER_CALL: u32 = 4;
 /// Worlds of a HARD bot's move once its call's budget is spent.
 pub const BOT_WORLDS_PAST_BUDGET: u32 = 16;
 
+/// What one call of [`play_bots`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BotsPlayed {
+    /// Actions the bots took.
+    pub actions: usize,
+    /// The worlds their HARD moves were given (whether or not a move needed the
+    /// search: a seat with one legal move, or none, searches less). A function of public
+    /// facts only (the levels and the order of the moves), so a service can make a
+    /// call last as long as this says, whatever the hidden tiles made the search cost.
+    pub hard_worlds: u32,
+}
+
 /// Plays the seats that are bots, each as `bots[seat]` says (`None`: a human, who acts
 /// through calls), for as long as one of them is on turn in a hand: each decides by
 /// [`suggest_with`] on its own seat's knowledge alone, never the game, exactly as
 /// Suggest advises a human. Stops when a human is on turn, or the hand or the match
-/// ends. Every action's events go to `events`; returns how many actions the bots took.
+/// ends. Every action's events go to `events`; returns what the bots did.
 /// The HARD searches of one call sample at most [`BOT_SEARCHES_PER_CALL`] times
 /// `search.worlds` worlds, then [`BOT_WORLDS_PAST_BUDGET`] a move.
 ///
@@ -202,11 +214,11 @@ pub fn play_bots(
     bots: &[Option<Level>],
     search: Search,
     events: &mut Vec<Event>,
-) -> Result<usize, Error> {
+) -> Result<BotsPlayed, Error> {
     let seed = bot_seed(game.seed());
-    let mut taken = 0;
+    let mut played = BotsPlayed::default();
     let mut budget = search.worlds.saturating_mul(BOT_SEARCHES_PER_CALL);
-    while taken < MOST_BOT_ACTIONS && game.phase() == Phase::Playing {
+    while played.actions < MOST_BOT_ACTIONS && game.phase() == Phase::Playing {
         let Some(seat) = game.turn() else { break };
         let Some(&Some(level)) = bots.get(seat) else {
             break;
@@ -222,9 +234,12 @@ pub fn play_bots(
         let move_search = Search { worlds, ..search };
         let action = suggest_with(&knowledge, level, move_search, seed)?.action;
         game.apply(action, events)?;
-        taken += 1;
+        played.actions += 1;
+        if level == Level::Hard {
+            played.hard_worlds += worlds;
+        }
     }
-    Ok(taken)
+    Ok(played)
 }
 
 /// The seed of the bots' choices in a match seeded with `seed`: a fixed bijection that
@@ -349,7 +364,9 @@ mod tests {
             let bots = [None, Some(Level::Easy), Some(Level::Medium), Some(Level::Hard)];
             let mut game = dealt(4, seed);
             let mut events = Vec::new();
-            let taken = play_bots(&mut game, &bots, search, &mut events).unwrap();
+            let taken = play_bots(&mut game, &bots, search, &mut events)
+                .unwrap()
+                .actions;
             assert_eq!(taken, game.scorecard().actions.len(), "seed {seed}");
             match game.phase() {
                 Phase::Playing => assert_eq!(game.turn(), Some(0), "seed {seed}"),
@@ -379,7 +396,7 @@ mod tests {
             // Nothing more to do between hands: dealing is the caller's.
             assert_eq!(
                 play_bots(&mut game, &bots, Search::worlds(Some(4)), &mut Vec::new()).unwrap(),
-                0
+                BotsPlayed::default()
             );
         }
     }
@@ -393,8 +410,9 @@ mod tests {
         for seed in 0..5 {
             let mut game = dealt(3, seed);
             let mut by_hand = game.clone();
-            play_bots(&mut game, &bots, search, &mut Vec::new()).unwrap();
+            let played = play_bots(&mut game, &bots, search, &mut Vec::new()).unwrap();
             let mut moves = 0;
+            let mut worlds_given = 0;
             while by_hand.phase() == Phase::Playing {
                 let seat = by_hand.turn().unwrap();
                 let worlds = if moves < BOT_SEARCHES_PER_CALL {
@@ -402,6 +420,7 @@ mod tests {
                 } else {
                     BOT_WORLDS_PAST_BUDGET
                 };
+                worlds_given += worlds;
                 let k = by_hand.knowledge(seat).unwrap();
                 let s = Search { worlds, ..search };
                 let action = suggest_with(&k, Level::Hard, s, bot_seed(by_hand.seed()))
@@ -412,6 +431,8 @@ mod tests {
             }
             assert!(moves > BOT_SEARCHES_PER_CALL, "seed {seed}: {moves} moves");
             assert_eq!(game, by_hand, "seed {seed}");
+            assert_eq!(played.actions, moves as usize);
+            assert_eq!(played.hard_worlds, worlds_given);
         }
     }
 

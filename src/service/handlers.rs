@@ -39,12 +39,15 @@ impl Default for Policy {
 }
 
 /// What every changing call answers: the new token, the view and the events, and the
-/// credentials of seats claimed in the call (NewGame only).
+/// credentials of seats claimed in the call (NewGame only). `bot_worlds` is the worlds
+/// the call's HARD bots were given (`engine::suggest::BotsPlayed`), from which the
+/// service makes the call last long enough that its time tells nothing.
 pub struct Answer {
     pub state: Vec<u8>,
     pub view: pb::GameView,
     pub events: Vec<pb::Event>,
     pub credentials: Vec<pb::SeatCredential>,
+    pub bot_worlds: u32,
 }
 
 /// A match id in lower-case hex, written on the stack: no formatting machinery and no
@@ -109,6 +112,7 @@ fn answer(
             .map(|&e| event_out(rules, e, viewer))
             .collect(),
         credentials: Vec::new(),
+        bot_worlds: 0,
     };
     tokens.keep(opened);
     Ok(answer)
@@ -195,10 +199,13 @@ pub fn finish(tokens: &Tokens, policy: &Policy, step: Step) -> Result<Answer, Ap
         mut events,
     } = step;
     let bots = opened.seats.bots();
+    let mut played = suggest::BotsPlayed::default();
     if opened.game.phase() == Phase::Playing && bots.iter().any(Option::is_some) {
-        suggest::play_bots(&mut opened.game, &bots, policy.bot_search, &mut events)?;
+        played = suggest::play_bots(&mut opened.game, &bots, policy.bot_search, &mut events)?;
     }
-    answer(tokens, opened, viewer, &events)
+    let mut answer = answer(tokens, opened, viewer, &events)?;
+    answer.bot_worlds = played.hard_worlds;
+    Ok(answer)
 }
 
 pub fn new_game(

@@ -38,6 +38,11 @@ pub struct Api {
     tokens: Arc<Tokens>,
     metrics: Arc<Metrics>,
     policy: Policy,
+    /// The least time a call takes for each full HARD search its bots were given (a
+    /// smaller search in proportion): a bot thinks longer or shorter depending on its
+    /// tiles (how many moves it weighs), so a call is made to last this long whatever
+    /// they are, and its time tells nothing about them (`--bot-move-floor-ms`).
+    bot_move_floor: std::time::Duration,
     /// One permit per HARD search allowed to run at once (one per core): searches take
     /// milliseconds, so they run off the async workers, and a flood of them queues here
     /// instead of starving every other call of CPU.
@@ -51,16 +56,32 @@ impl Api {
             tokens,
             metrics,
             policy,
+            bot_move_floor: std::time::Duration::ZERO,
             searches: Arc::new(Semaphore::new(cores)),
         }
+    }
+
+    /// The same service, with calls in which HARD bots moved lasting at least `floor`
+    /// per full search.
+    pub fn with_bot_move_floor(self, floor: std::time::Duration) -> Api {
+        Api {
+            bot_move_floor: floor,
+            ..self
+        }
+    }
+
+    /// The least time a call whose HARD bots were given `worlds` worlds takes.
+    fn bot_floor(&self, worlds: u32) -> std::time::Duration {
+        let full = self.policy.bot_search.worlds.max(1);
+        self.bot_move_floor * worlds / full
     }
 
     /// Runs `work` on the blocking pool under a search permit (HARD searches take
     /// milliseconds of CPU, which must not stall the async workers).
     async fn searching<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&Api) -> Result<Response<T>, Status> + Send + 'static,
-    ) -> Result<Response<T>, Status> {
+        work: impl FnOnce(&Api) -> T + Send + 'static,
+    ) -> Result<T, Status> {
         // A closed semaphore cannot happen (it is never closed); answer UNAVAILABLE
         // rather than panic if it ever were.
         let permit = Arc::clone(&self.searches)
@@ -73,11 +94,14 @@ impl Api {
             work(&api)
         })
         .await
-        .map_err(|_| Status::internal("the search failed"))?
+        .map_err(|_| Status::internal("the search failed"))
     }
 
     /// A Deal, Play or Draw: its own move, then the bots that come on turn (on the
     /// blocking pool when a HARD one may search), sealed and answered as `response`.
+    /// A call in which HARD bots moved lasts at least their floor (`Policy`), waited
+    /// out asynchronously after the search's permit is given back, so its time says
+    /// nothing about the bots' tiles.
     async fn changing<R: Send + 'static>(
         &self,
         method: &'static str,
@@ -90,18 +114,25 @@ impl Api {
             Err(error) => return traced(&self.metrics, method, seat, || Err(error)),
         };
         let searches = step.searches();
+        let started = std::time::Instant::now();
         let end = move |api: &Api| {
-            traced(&api.metrics, method, seat, || {
+            let mut floor = std::time::Duration::ZERO;
+            let result = traced(&api.metrics, method, seat, || {
                 let answer = handlers::finish(&api.tokens, &api.policy, step)?;
                 api.metrics.events(&answer.events);
+                floor = api.bot_floor(answer.bot_worlds);
                 Ok(response(answer))
-            })
+            });
+            (result, floor)
         };
-        if searches {
-            self.searching(end).await
-        } else {
-            end(self)
+        if !searches {
+            return end(self).0;
         }
+        let (result, floor) = self.searching(end).await?;
+        if let Some(left) = floor.checked_sub(started.elapsed()) {
+            tokio::time::sleep(left).await;
+        }
+        result
     }
 }
 
@@ -240,6 +271,6 @@ impl AllFivesService for Api {
                 handlers::suggest(&api.tokens, req.get_ref())
             })
         })
-        .await
+        .await?
     }
 }
