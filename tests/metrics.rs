@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use allfives::proto::v1 as pb;
-use common::{Client, TestServer, reason, ring};
+use common::{Client, Creds, TestServer, reason, ring};
 use tonic::Code;
 
 const API: &str = "allfives.v1.AllFivesService";
@@ -55,11 +55,12 @@ fn value(text: &str, series: &str) -> f64 {
     sample(text, series).unwrap_or_else(|| panic!("no `{series}` in\n{text}"))
 }
 
-/// The seat on turn sees the table; it draws when it must, else plays its first legal
-/// move. Returns the new state and its view.
+/// The seat on turn sees the table (with its credential); it draws when it must, else
+/// plays its first legal move. Returns the new state and its view.
 async fn take_turn(
     client: &mut Client,
     seen: &mut Seen,
+    creds: &Creds,
     state: Vec<u8>,
     view: &pb::GameView,
 ) -> (Vec<u8>, pb::GameView) {
@@ -67,7 +68,7 @@ async fn take_turn(
         let r = client
             .deal(pb::DealRequest {
                 state: state.into(),
-                viewer: None,
+                ..Default::default()
             })
             .await
             .expect("Deal")
@@ -81,6 +82,8 @@ async fn take_turn(
         .score(pb::ScoreRequest {
             state: state.clone().into(),
             viewer: Some(seat),
+            credential: creds.of(seat),
+            ..Default::default()
         })
         .await
         .expect("Score")
@@ -94,6 +97,7 @@ async fn take_turn(
                 state: state.into(),
                 seat,
                 viewer: None,
+                credential: creds.of(seat),
             })
             .await
             .expect("Draw")
@@ -110,6 +114,7 @@ async fn take_turn(
                 tile: m.tile,
                 end: m.end,
                 viewer: None,
+                credential: creds.of(seat),
             })
             .await
             .expect("Play")
@@ -126,6 +131,7 @@ async fn metrics_count_what_the_calls_did() {
     let mut client = server.client().await;
     let mut seen = Seen::default();
 
+    // Seat 0 claimed in NewGame, seat 1 by ClaimSeat (the server keeps the seed).
     let new = client
         .new_game(pb::NewGameRequest {
             rules: Some(pb::Rules {
@@ -133,35 +139,70 @@ async fn metrics_count_what_the_calls_did() {
                 ..Default::default()
             }),
             seed: Some(3),
-            viewer: None,
+            seats: vec![
+                pb::SeatSetup {
+                    bot: 0,
+                    claim: true,
+                },
+                pb::SeatSetup::default(),
+            ],
+            ..Default::default()
         })
         .await
         .expect("NewGame")
         .into_inner();
     seen.call("NewGame", "OK");
-    let (mut state, mut view) = (new.state, new.view.expect("view"));
+    let mut creds = Creds::from_new_game(&new);
+    let claimed = client
+        .claim_seat(pb::ClaimSeatRequest {
+            state: new.state,
+            seat: 1,
+        })
+        .await
+        .expect("ClaimSeat")
+        .into_inner();
+    seen.call("ClaimSeat", "OK");
+    creds.0[1] = claimed.credential.expect("a credential").credential;
+    let (mut state, mut view) = (claimed.state, claimed.view.expect("view"));
 
-    // Play on until a seat has drawn and a few tiles are down.
+    // Play on until a seat has drawn and a few tiles are down, asking for a hint once.
+    let mut hinted = false;
     for _ in 0..400 {
         if view.phase == pb::Phase::Over as i32 || (seen.draws > 0 && seen.plays >= 3) {
             break;
         }
-        (state, view) = take_turn(&mut client, &mut seen, state, &view).await;
+        if let (false, Some(seat)) = (hinted, view.turn) {
+            client
+                .suggest(pb::SuggestRequest {
+                    state: state.clone().into(),
+                    seat,
+                    level: pb::BotLevel::Medium as i32,
+                    credential: creds.of(seat),
+                    ..Default::default()
+                })
+                .await
+                .expect("Suggest");
+            seen.call("Suggest", "OK");
+            hinted = true;
+        }
+        (state, view) = take_turn(&mut client, &mut seen, &creds, state, &view).await;
     }
+    assert!(hinted, "a hint was asked for");
     assert!(
         seen.draws > 0 && seen.plays >= 3,
         "a seat drew, tiles were played"
     );
     let dealt = state.clone();
 
-    // Refusals: a tampered token, an empty one, a seat out of turn.
+    // Refusals: a tampered token, an empty one, a seat named without its credential, a
+    // seat out of turn.
     let mut tampered = state.clone();
     let mid = tampered.len() / 2;
     tampered[mid] ^= 0x01;
     let error = client
         .score(pb::ScoreRequest {
             state: tampered.into(),
-            viewer: None,
+            ..Default::default()
         })
         .await
         .expect_err("a tampered token");
@@ -170,12 +211,27 @@ async fn metrics_count_what_the_calls_did() {
     let error = client
         .deal(pb::DealRequest {
             state: Vec::new().into(),
-            viewer: None,
+            ..Default::default()
         })
         .await
         .expect_err("an empty token");
     assert_eq!(reason(&error), "TOKEN_MALFORMED");
     seen.call("Deal", "INVALID_ARGUMENT");
+    let error = client
+        .score(pb::ScoreRequest {
+            state: dealt.clone().into(),
+            viewer: Some(0),
+            ..Default::default()
+        })
+        .await
+        .expect_err("a viewer without its credential");
+    assert_eq!(
+        (error.code(), reason(&error).as_str()),
+        (Code::PermissionDenied, "CREDENTIAL_REQUIRED")
+    );
+    seen.call("Score", "PERMISSION_DENIED");
+    // A refused call keeps nothing, so the token it brought is no longer in the cache.
+    let mut refused_again = 0;
     if view.phase == pb::Phase::Playing as i32 {
         let other = 1 - view.turn.expect("turn");
         let error = client
@@ -183,11 +239,16 @@ async fn metrics_count_what_the_calls_did() {
                 state: dealt.into(),
                 seat: other,
                 viewer: None,
+                credential: creds.of(other),
             })
             .await
             .expect_err("out of turn");
-        assert_eq!(error.code(), Code::FailedPrecondition);
+        assert_eq!(
+            (error.code(), reason(&error).as_str()),
+            (Code::FailedPrecondition, "NOT_YOUR_TURN")
+        );
         seen.call("Draw", "FAILED_PRECONDITION");
+        refused_again += 1;
     }
 
     let (status, content_type, text) = server.scrape("/metrics").await;
@@ -212,7 +273,15 @@ async fn metrics_count_what_the_calls_did() {
     assert_eq!(api_series, seen.calls.len(), "{text}");
 
     // A latency histogram per method: every call observed once, buckets cumulative.
-    for method in ["NewGame", "Deal", "Play", "Draw", "Score"] {
+    for method in [
+        "NewGame",
+        "ClaimSeat",
+        "Deal",
+        "Play",
+        "Draw",
+        "Score",
+        "Suggest",
+    ] {
         let calls: u64 = seen
             .calls
             .iter()
@@ -279,8 +348,9 @@ async fn metrics_count_what_the_calls_did() {
     }
 
     // The token cache: every call after NewGame brought the token of the answer before
-    // it, kept by the cache, except the tampered one (a miss) and the empty one (too
-    // short to look up).
+    // it, kept by the cache, except the tampered one (a miss), the empty one (too short
+    // to look up) and the out-of-turn draw (a miss: it brought the token the refusal
+    // before it had taken out of the cache).
     let calls: u64 = seen.calls.values().sum();
     let lookups = |result: &str| {
         value(
@@ -288,8 +358,8 @@ async fn metrics_count_what_the_calls_did() {
             &format!(r#"allfives_token_cache_lookups_total{{result="{result}"}}"#),
         )
     };
-    assert_eq!(lookups("hit"), (calls - 3) as f64, "{text}");
-    assert_eq!(lookups("miss"), 1.0, "{text}");
+    assert_eq!(lookups("hit"), (calls - 3 - refused_again) as f64, "{text}");
+    assert_eq!(lookups("miss"), (1 + refused_again) as f64, "{text}");
 
     // The same numbers are in the shared registry the test holds.
     let direct = server.metrics.encode().expect("encode");

@@ -51,13 +51,15 @@ async fn normal_round(addr: SocketAddr) -> Duration {
     slowest = slowest.max(started.elapsed());
     for _ in 0..3 {
         let started = Instant::now();
-        let state = tokio::time::timeout(Duration::from_secs(5), dealt_token(&mut client))
+        let (state, creds) = tokio::time::timeout(Duration::from_secs(5), dealt_token(&mut client))
             .await
             .expect("a normal client is served promptly");
         let view = client
             .score(pb::ScoreRequest {
                 state: state.into(),
                 viewer: Some(0),
+                credential: creds.of(0),
+                ..Default::default()
             })
             .await
             .expect("Score")
@@ -74,7 +76,8 @@ async fn normal_round(addr: SocketAddr) -> Duration {
 async fn far_past_the_concurrency_limit_excess_calls_are_refused_quickly_and_the_rest_served() {
     let server = TestServer::start_with(ring(1, 3), &["--concurrency-limit", "4"]).await;
     let addr = server.addr;
-    let token = dealt_token(&mut server.client().await).await;
+    let (token, creds) = dealt_token(&mut server.client().await).await;
+    let credential = creds.of(0);
     let rss_before = rss_kib();
     let started = Instant::now();
 
@@ -83,6 +86,7 @@ async fn far_past_the_concurrency_limit_excess_calls_are_refused_quickly_and_the
     let mut rounds = tokio::task::JoinSet::new();
     for _ in 0..8 {
         let token = token.clone();
+        let credential = credential.clone();
         rounds.spawn(async move {
             let client = connect(addr).await;
             let mut outcomes = Vec::new();
@@ -91,12 +95,15 @@ async fn far_past_the_concurrency_limit_excess_calls_are_refused_quickly_and_the
                 for _ in 0..64 {
                     let mut client = client.clone();
                     let state = token.clone();
+                    let credential = credential.clone();
                     calls.spawn(async move {
                         let started = Instant::now();
                         let result = client
                             .score(pb::ScoreRequest {
                                 state: state.into(),
                                 viewer: Some(0),
+                                credential,
+                                ..Default::default()
                             })
                             .await;
                         (result.map(|r| r.into_inner()), started.elapsed())
@@ -244,10 +251,12 @@ mod raw {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_ignores_the_stream_limit_has_the_excess_refused_at_once() {
     let server = TestServer::start_with(ring(1, 3), &["--concurrency-limit", "4"]).await;
-    let token = dealt_token(&mut server.client().await).await;
+    let (token, creds) = dealt_token(&mut server.client().await).await;
     let message = pb::ScoreRequest {
         state: token.into(),
         viewer: Some(0),
+        credential: creds.of(0),
+        ..Default::default()
     }
     .encode_to_vec();
     const CALLS: u32 = 100;
@@ -337,7 +346,7 @@ async fn oversized_messages_are_refused_with_out_of_range() {
     let status = client
         .score(pb::ScoreRequest {
             state: vec![1; 20_000].into(),
-            viewer: None,
+            ..Default::default()
         })
         .await
         .expect_err("oversized");
@@ -346,7 +355,7 @@ async fn oversized_messages_are_refused_with_out_of_range() {
     let status = client
         .score(pb::ScoreRequest {
             state: vec![1; 16_000].into(),
-            viewer: None,
+            ..Default::default()
         })
         .await
         .expect_err("too long for a token");
@@ -568,10 +577,12 @@ async fn at_the_connection_cap_new_connections_wait_until_one_closes() {
 async fn a_client_that_sends_calls_but_never_reads_does_not_stop_others() {
     let server = TestServer::start(ring(1, 3)).await;
     let addr = server.addr;
-    let token = dealt_token(&mut server.client().await).await;
+    let (token, creds) = dealt_token(&mut server.client().await).await;
     let message = pb::ScoreRequest {
         state: token.into(),
         viewer: Some(0),
+        credential: creds.of(0),
+        ..Default::default()
     }
     .encode_to_vec();
     let rss_before = rss_kib();

@@ -10,18 +10,39 @@
 //! UPDATE_PLAYTHROUGHS=1 cargo test --test playthroughs
 //! ```
 //!
-//! The matches go through the handlers in-process with fixed seeds; the seat on turn
-//! plays its legal move worth the most points (the first such), or draws.
+//! The matches go through the handlers in-process with fixed seeds, under a policy that
+//! takes client seeds. In the hot-seat matches every seat is claimed at NewGame and the
+//! seat on turn plays its legal move worth the most points (the first such), or draws.
+//! In the match with bots one human seat plays so, and the server's bots (EASY, MEDIUM,
+//! HARD at the server's default search) play the other seats within the human's calls:
+//! their moves show as events of those calls, redacted for the human. The bots are
+//! deterministic given the match's seed, so their moves are golden too.
+//!
+//! A tile on the table reads `[a|b]` then its arm and index (`lead0`, `L1`, `U0`, ...),
+//! `*` for the spinner or `x` for another double, and `@` the seat that played it.
+//!
+//! Nothing random is printed: not the match id, the state ids (they digest the match's
+//! random secret) or the credentials. A token's length does not depend on them.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use allfives::proto::v1 as pb;
-use allfives::service::handlers;
+use allfives::service::handlers::{self, Policy};
 use allfives::state::{KeyRing, Tokens};
 
-/// The matches: a file name, the rule options and the seed.
+/// Who plays the seats of a match.
+#[derive(Clone, Copy)]
+enum Seating {
+    /// Every seat a human, claimed at NewGame; the spectator deals.
+    HotSeat,
+    /// Seat 0 a human, claimed at NewGame, who also deals (and is shown every answer);
+    /// the other seats the server's bots at these levels.
+    Bots(&'static [pb::BotLevel]),
+}
+
+/// The hot-seat matches: a file name, the rule options and the seed.
 fn matches() -> Vec<(&'static str, pb::Rules, u64)> {
     let rules = |players,
                  partnership,
@@ -115,6 +136,23 @@ fn list<T>(items: &[T], f: impl Fn(&T) -> String) -> String {
     items.iter().map(f).collect::<Vec<_>>().join(" ")
 }
 
+fn seats(view: &pb::GameView) -> String {
+    list(&view.seats, |s| {
+        match pb::SeatKind::try_from(s.kind) {
+            Ok(pb::SeatKind::Open) => "open",
+            Ok(pb::SeatKind::Claimed) => "claimed",
+            Ok(pb::SeatKind::Bot) => match pb::BotLevel::try_from(s.bot) {
+                Ok(pb::BotLevel::Easy) => "EASY",
+                Ok(pb::BotLevel::Medium) => "MEDIUM",
+                Ok(pb::BotLevel::Hard) => "HARD",
+                _ => "bot?",
+            },
+            _ => "?",
+        }
+        .to_string()
+    })
+}
+
 fn scores(view: &pb::GameView) -> String {
     list(&view.scores, |s| s.score.to_string())
 }
@@ -190,6 +228,7 @@ fn view(out: &mut String, v: &pb::GameView, token: usize) {
         v.moves, v.hand_number
     );
     if v.hand_number == 0 {
+        let _ = writeln!(out, "  seats: {}", seats(v));
         return;
     }
     let placed = list(&v.layout, |p| {
@@ -200,7 +239,13 @@ fn view(out: &mut String, v: &pb::GameView, token: usize) {
         } else {
             ""
         };
-        format!("{}{}{}{mark}", tile(&p.tile), arm(p.arm), p.index)
+        format!(
+            "{}{}{}{mark}@{}",
+            tile(&p.tile),
+            arm(p.arm),
+            p.index,
+            p.seat
+        )
     });
     let _ = writeln!(out, "  table: {placed}");
     let ends = list(&v.open_ends, |e| {
@@ -227,10 +272,20 @@ fn view(out: &mut String, v: &pb::GameView, token: usize) {
     }
 }
 
+/// The server's policy for the playthroughs: client seeds taken (the matches are
+/// seeded), the rest as the server runs by default (the bots' search among it).
+fn policy() -> Policy {
+    Policy {
+        allow_client_seeds: true,
+        ..Policy::default()
+    }
+}
+
 /// The transcript of one match.
-fn transcript(name: &str, rules: pb::Rules, seed: u64) -> String {
+fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> String {
     let ring = Arc::new(KeyRing::new(vec![(1, [0x77; 32])], None).expect("ring"));
     let tokens = Tokens::uncached(ring);
+    let policy = policy();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -245,27 +300,61 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64) -> String {
         out,
         "# Regenerate: UPDATE_PLAYTHROUGHS=1 cargo test --test playthroughs"
     );
+    let human = pb::SeatSetup {
+        bot: 0,
+        claim: true,
+    };
+    let (setups, dealer) = match seating {
+        Seating::HotSeat => (vec![human; rules.players as usize], None),
+        Seating::Bots(levels) => {
+            let _ = writeln!(
+                out,
+                "# Seat 0 a human who deals and sees every answer; the server's bots play seats 1 to {}",
+                levels.len()
+            );
+            let bots = levels.iter().map(|&level| pb::SeatSetup {
+                bot: level as i32,
+                claim: false,
+            });
+            (std::iter::once(human).chain(bots).collect(), Some(0))
+        }
+    };
+    assert_eq!(
+        setups.len(),
+        rules.players as usize,
+        "{name}: a setup per seat"
+    );
     let new = handlers::new_game(
         &tokens,
+        &policy,
         &pb::NewGameRequest {
             rules: Some(rules),
             seed: Some(seed),
             viewer: None,
+            seats: setups,
         },
     )
     .expect("NewGame");
+    // Every human seat's credential, by seat.
+    let mut creds = vec![Vec::new(); 4];
+    for c in &new.credentials {
+        creds[c.seat as usize].clone_from(&c.credential);
+    }
+    let credential = |seat: Option<u32>| seat.map_or(Vec::new(), |s| creds[s as usize].clone());
     let mut state = new.state;
+    // What the human was told of the hand so far, from its deal.
+    let mut told: Vec<pb::Event> = Vec::new();
     for _ in 0..20_000 {
         let public = handlers::score(
             &tokens,
             &pb::ScoreRequest {
                 state: state.clone().into(),
-                viewer: None,
+                ..Default::default()
             },
         )
         .expect("Score");
         let spectator = public.view.expect("view");
-        let (seen, answer) = match spectator.turn {
+        let step = match spectator.turn {
             None if spectator.phase == pb::Phase::Over as i32 => {
                 view(&mut out, &spectator, state.len());
                 let sheet = public.sheet.expect("sheet");
@@ -284,30 +373,43 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64) -> String {
             }
             None => {
                 view(&mut out, &spectator, state.len());
-                let _ = writeln!(out, "  > deal");
-                let answer = handlers::deal(
+                match dealer {
+                    Some(seat) => {
+                        let _ = writeln!(out, "  > seat {seat} deals");
+                    }
+                    None => {
+                        let _ = writeln!(out, "  > deal");
+                    }
+                }
+                handlers::deal(
                     &tokens,
                     &pb::DealRequest {
                         state: state.into(),
-                        viewer: None,
+                        viewer: dealer,
+                        credential: credential(dealer),
                     },
                 )
-                .expect("Deal");
-                (None, answer)
+                .expect("Deal")
             }
             Some(seat) => {
+                assert!(
+                    dealer.is_none_or(|human| human == seat),
+                    "{name}: the bots' seat {seat} on turn between calls"
+                );
                 let seen = handlers::score(
                     &tokens,
                     &pb::ScoreRequest {
                         state: state.clone().into(),
                         viewer: Some(seat),
+                        credential: credential(Some(seat)),
+                        ..Default::default()
                     },
                 )
                 .expect("Score")
                 .view
                 .expect("view");
                 view(&mut out, &seen, state.len());
-                let answer = if seen.must_draw {
+                if seen.must_draw {
                     let _ = writeln!(out, "  > seat {seat} draws");
                     handlers::draw(
                         &tokens,
@@ -315,6 +417,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64) -> String {
                             state: state.into(),
                             seat,
                             viewer: Some(seat),
+                            credential: credential(Some(seat)),
                         },
                     )
                 } else {
@@ -338,15 +441,40 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64) -> String {
                             tile: m.tile,
                             end: m.end,
                             viewer: Some(seat),
+                            credential: credential(Some(seat)),
                         },
                     )
                 }
-                .expect("a legal move");
-                (Some(seat), answer)
+                .expect("a legal move")
             }
         };
-        let _ = seen;
+        let answer = handlers::finish(&tokens, &policy, step).expect("the bots play");
         events(&mut out, &answer.events);
+        if let Some(human) = dealer {
+            // A device reconnecting gets the hand's events just as the calls told them.
+            if let Some(dealt) = answer
+                .events
+                .iter()
+                .position(|e| matches!(e.kind, Some(pb::event::Kind::Dealt(_))))
+            {
+                told.clear();
+                told.extend_from_slice(&answer.events[dealt..]);
+            } else {
+                told.extend_from_slice(&answer.events);
+            }
+            let replayed = handlers::score(
+                &tokens,
+                &pb::ScoreRequest {
+                    state: answer.state.clone().into(),
+                    viewer: Some(human),
+                    credential: credential(Some(human)),
+                    include_hand_events: true,
+                },
+            )
+            .expect("Score")
+            .hand_events;
+            assert_eq!(replayed, told, "{name}: the hand's events as told");
+        }
         state = answer.state;
     }
     panic!("{name}: a match that does not end");
@@ -357,8 +485,23 @@ fn seeded_matches_play_out_as_their_checked_in_transcripts() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/playthroughs");
     let update = std::env::var_os("UPDATE_PLAYTHROUGHS").is_some();
     let mut differ = Vec::new();
-    for (name, rules, seed) in matches() {
-        let text = transcript(name, rules, seed);
+    let hot_seat = matches()
+        .into_iter()
+        .map(|(name, rules, seed)| (name, rules, seed, Seating::HotSeat));
+    let with_bots = (
+        "4p-solo-human-and-bots-own-pips",
+        pb::Rules {
+            players: 4,
+            partnership: false,
+            hand_size: pb::HandSizeRule::Standard as i32,
+            target: 60,
+            settlement: pb::SettlementRule::OwnPipsOff as i32,
+        },
+        9,
+        Seating::Bots(&[pb::BotLevel::Easy, pb::BotLevel::Medium, pb::BotLevel::Hard]),
+    );
+    for (name, rules, seed, seating) in hot_seat.chain([with_bots]) {
+        let text = transcript(name, rules, seed, seating);
         let path = dir.join(format!("{name}.txt"));
         if update {
             std::fs::write(&path, &text).expect("write the playthrough");

@@ -10,7 +10,9 @@ use std::collections::hash_map::Entry;
 use allfives::engine::{Action, Game, Rules, Seat, TileSet};
 use allfives::proto::v1 as pb;
 use allfives::service::convert;
-use common::{Client, TestServer, bad_fields, deal, new_match, reason, ring};
+use common::{
+    Client, Creds, TestServer, bad_fields, deal, hot_seat, new_match, reason, ring, view_for,
+};
 use tonic::Code;
 
 /// Hard searches in these tests sample few worlds: the tests check behaviour, not
@@ -20,7 +22,14 @@ const WORLDS: u32 = 8;
 /// Seeds searched a table for matches that look the same to the seat on turn.
 const SEEDS: u64 = 20_000;
 
-fn request(state: &[u8], seat: u32, level: pb::BotLevel, seed: u64) -> pb::SuggestRequest {
+/// A Suggest request for `seat`, with its credential from `creds`.
+fn request(
+    state: &[u8],
+    creds: &Creds,
+    seat: u32,
+    level: pb::BotLevel,
+    seed: u64,
+) -> pb::SuggestRequest {
     pb::SuggestRequest {
         state: state.to_vec().into(),
         seat,
@@ -31,6 +40,7 @@ fn request(state: &[u8], seat: u32, level: pb::BotLevel, seed: u64) -> pb::Sugge
             0
         },
         seed: Some(seed),
+        credential: creds.of(seat),
     }
 }
 
@@ -38,29 +48,16 @@ async fn suggest(client: &mut Client, req: pb::SuggestRequest) -> pb::SuggestRes
     client.suggest(req).await.expect("Suggest").into_inner()
 }
 
-/// The view of `seat`, by Score.
-async fn view_of(client: &mut Client, state: &[u8], seat: u32) -> pb::GameView {
-    client
-        .score(pb::ScoreRequest {
-            state: state.to_vec().into(),
-            viewer: Some(seat),
-        })
-        .await
-        .expect("Score")
-        .into_inner()
-        .view
-        .expect("view")
-}
-
 /// Checks the advice against the asking seat's own view, and returns the call that
 /// follows it (Play or Draw) as the new token and view.
 async fn follow(
     client: &mut Client,
     state: &[u8],
+    creds: &Creds,
     seat: u32,
     advice: &pb::SuggestResponse,
 ) -> (Vec<u8>, pb::GameView) {
-    let view = view_of(client, state, seat).await;
+    let view = view_for(client, state, seat, creds).await;
     assert_eq!(
         advice.draw, view.must_draw,
         "draw exactly when the seat must"
@@ -89,6 +86,7 @@ async fn follow(
                 state: state.to_vec().into(),
                 seat,
                 viewer: Some(seat),
+                credential: creds.of(seat),
             })
             .await
             .expect("Draw as advised")
@@ -107,6 +105,7 @@ async fn follow(
             tile: play.tile,
             end: play.end,
             viewer: None,
+            credential: creds.of(seat),
         })
         .await
         .expect("Play as advised")
@@ -122,7 +121,7 @@ async fn bot_match(
     levels: &[pb::BotLevel],
     seed: u64,
 ) -> u32 {
-    let (mut state, mut view) = new_match(client, rules, seed).await;
+    let (mut state, mut view, creds) = new_match(client, rules, seed).await;
     for step in 0..5_000u64 {
         match pb::Phase::try_from(view.phase).expect("phase") {
             pb::Phase::Over => return view.winner_side.expect("a winner"),
@@ -132,7 +131,7 @@ async fn bot_match(
             pb::Phase::Playing => {
                 let seat = view.turn.expect("turn");
                 let level = levels[seat as usize];
-                let advice = suggest(client, request(&state, seat, level, step)).await;
+                let advice = suggest(client, request(&state, &creds, seat, level, step)).await;
                 assert_eq!(advice.level, level as i32);
                 if level == pb::BotLevel::Medium && !advice.draw {
                     let best = advice
@@ -147,7 +146,7 @@ async fn bot_match(
                         "medium is greedy"
                     );
                 }
-                (state, view) = follow(client, &state, seat, &advice).await;
+                (state, view) = follow(client, &state, &creds, seat, &advice).await;
             }
             pb::Phase::Unspecified => panic!("no phase"),
         }
@@ -274,10 +273,10 @@ fn twins(rules: Rules, seeds: std::ops::Range<u64>, per_depth: usize) -> Vec<Twi
     found
 }
 
-/// The position's token, reached through the server: NewGame with its seed, Deal, and
-/// its plays and draws.
-async fn reach(client: &mut Client, rules: pb::Rules, position: &Position) -> Vec<u8> {
-    let (state, _) = new_match(client, rules, position.seed).await;
+/// The position's token and the match's credentials, reached through the server: a
+/// hot-seat NewGame with its seed, Deal, and its plays and draws.
+async fn reach(client: &mut Client, rules: pb::Rules, position: &Position) -> (Vec<u8>, Creds) {
+    let (state, _, creds) = new_match(client, rules, position.seed).await;
     let (mut state, _) = deal(client, state).await;
     for &action in &position.actions {
         state = match action {
@@ -289,6 +288,7 @@ async fn reach(client: &mut Client, rules: pb::Rules, position: &Position) -> Ve
                         tile: Some(convert::tile_out(tile)),
                         end: convert::end_out(end),
                         viewer: None,
+                        credential: creds.of(seat as u32),
                     })
                     .await
                     .expect("Play")
@@ -301,6 +301,7 @@ async fn reach(client: &mut Client, rules: pb::Rules, position: &Position) -> Ve
                         state: state.into(),
                         seat: seat as u32,
                         viewer: None,
+                        credential: creds.of(seat as u32),
                     })
                     .await
                     .expect("Draw")
@@ -310,7 +311,7 @@ async fn reach(client: &mut Client, rules: pb::Rules, position: &Position) -> Ve
             Action::Deal => unreachable!("no deal within a hand"),
         };
     }
-    state
+    (state, creds)
 }
 
 /// Fairness, end to end: two real matches whose seat on turn sees the same thing, the
@@ -371,24 +372,34 @@ async fn advice_depends_only_on_what_the_seat_may_know() {
                 .map(|d| (seat + d) % players)
                 .any(|s| game_a.hand(s) != game_b.hand(s)),
         );
-        let a = reach(&mut client, *table, &pair.a).await;
-        let b = reach(&mut client, *table, &pair.b).await;
+        let (a, creds_a) = reach(&mut client, *table, &pair.a).await;
+        let (b, creds_b) = reach(&mut client, *table, &pair.b).await;
         let (seed_a, seed_b) = (pair.a.seed, pair.b.seed);
+        // The match id and the state ids are random in each match (the state ids digest
+        // the match's secret): everything else the seat is shown must be the same.
         let view = |mut v: pb::GameView| {
             v.match_id.clear();
+            v.state_id.clear();
+            v.previous_state_id.clear();
             v
         };
         assert_eq!(
-            view(view_of(&mut client, &a, seat as u32).await),
-            view(view_of(&mut client, &b, seat as u32).await),
+            view(view_for(&mut client, &a, seat as u32, &creds_a).await),
+            view(view_for(&mut client, &b, seat as u32, &creds_b).await),
             "seeds {seed_a} and {seed_b}: the server shows seat {seat} the same"
         );
         for level in [pb::BotLevel::Easy, pb::BotLevel::Medium, pb::BotLevel::Hard] {
             for bot_seed in [0, 1, seed_a ^ seed_b] {
-                let advice_a =
-                    suggest(&mut client, request(&a, seat as u32, level, bot_seed)).await;
-                let advice_b =
-                    suggest(&mut client, request(&b, seat as u32, level, bot_seed)).await;
+                let advice_a = suggest(
+                    &mut client,
+                    request(&a, &creds_a, seat as u32, level, bot_seed),
+                )
+                .await;
+                let advice_b = suggest(
+                    &mut client,
+                    request(&b, &creds_b, seat as u32, level, bot_seed),
+                )
+                .await;
                 assert_eq!(
                     advice_a, advice_b,
                     "{} players, seeds {seed_a} and {seed_b}, {} actions in, seat {seat}, \
@@ -422,52 +433,57 @@ async fn advice_depends_only_on_what_the_seat_may_know() {
 async fn suggest_refuses_bad_requests_with_their_reason() {
     let server = TestServer::start(ring(1, 6)).await;
     let mut client = server.client().await;
-    let fresh = client
-        .new_game(pb::NewGameRequest::default())
+    let fresh_answer = client
+        .new_game(hot_seat(pb::Rules::default(), None))
         .await
         .expect("NewGame")
-        .into_inner()
-        .state;
-    let token = common::dealt_token(&mut client).await;
-    let turn = view_of(&mut client, &token, 0).await.turn.expect("turn");
-    let hard = |state: &[u8], seat| request(state, seat, pb::BotLevel::Hard, 1);
+        .into_inner();
+    let fresh_creds = Creds::from_new_game(&fresh_answer);
+    let fresh = fresh_answer.state;
+    let (token, creds) = common::dealt_token(&mut client).await;
+    let turn = view_for(&mut client, &token, 0, &creds)
+        .await
+        .turn
+        .expect("turn");
+    let hard =
+        |state: &[u8], creds: &Creds, seat| request(state, creds, seat, pb::BotLevel::Hard, 1);
 
     let refused =
         |r: Result<tonic::Response<pb::SuggestResponse>, tonic::Status>| r.expect_err("refused");
-    let mut req = hard(&token, turn);
+    let mut req = hard(&token, &creds, turn);
     req.level = pb::BotLevel::Unspecified as i32;
     let s = refused(client.suggest(req).await);
     assert_eq!(
         (s.code(), bad_fields(&s)),
         (Code::InvalidArgument, vec!["level".to_string()])
     );
-    let mut req = hard(&token, turn);
+    let mut req = hard(&token, &creds, turn);
     req.level = 42;
     let s = refused(client.suggest(req).await);
     assert_eq!(bad_fields(&s), ["level"]);
-    let mut req = hard(&token, turn);
+    let mut req = hard(&token, &creds, turn);
     req.worlds = 1025;
     let s = refused(client.suggest(req).await);
     assert_eq!(
         (s.code(), bad_fields(&s)),
         (Code::InvalidArgument, vec!["worlds".to_string()])
     );
-    let s = refused(client.suggest(hard(&token, 2)).await);
+    let s = refused(client.suggest(hard(&token, &creds, 2)).await);
     assert_eq!(
         (s.code(), bad_fields(&s)),
         (Code::InvalidArgument, vec!["seat".to_string()])
     );
-    let s = refused(client.suggest(hard(&token, 1 - turn)).await);
+    let s = refused(client.suggest(hard(&token, &creds, 1 - turn)).await);
     assert_eq!(
         (s.code(), reason(&s)),
         (Code::FailedPrecondition, "NOT_YOUR_TURN".into())
     );
-    let s = refused(client.suggest(hard(&fresh, 0)).await);
+    let s = refused(client.suggest(hard(&fresh, &fresh_creds, 0)).await);
     assert_eq!(
         (s.code(), reason(&s)),
         (Code::FailedPrecondition, "WRONG_PHASE".into())
     );
-    let s = refused(client.suggest(hard(b"garbage", 0)).await);
+    let s = refused(client.suggest(hard(b"garbage", &creds, 0)).await);
     assert_eq!(
         (s.code(), reason(&s)),
         (Code::InvalidArgument, "TOKEN_MALFORMED".into())
@@ -475,11 +491,91 @@ async fn suggest_refuses_bad_requests_with_their_reason() {
     let mut tampered = token.clone();
     let last = tampered.len() - 1;
     tampered[last] ^= 1;
-    let s = refused(client.suggest(hard(&tampered, turn)).await);
+    let s = refused(client.suggest(hard(&tampered, &creds, turn)).await);
     assert_eq!(reason(&s), "TOKEN_INVALID");
 
+    // The seat's credential: checked before the turn and the phase, so a refusal says
+    // nothing about the match.
+    let denied = |s: &tonic::Status| (s.code(), reason(s));
+    let mut req = hard(&token, &creds, turn);
+    req.credential.clear();
+    let s = refused(client.suggest(req).await);
+    assert_eq!(
+        denied(&s),
+        (Code::PermissionDenied, "CREDENTIAL_REQUIRED".into())
+    );
+    let mut req = hard(&token, &creds, 1 - turn);
+    req.credential.clear();
+    let s = refused(client.suggest(req).await);
+    assert_eq!(
+        denied(&s),
+        (Code::PermissionDenied, "CREDENTIAL_REQUIRED".into()),
+        "not NOT_YOUR_TURN"
+    );
+    let mut req = hard(&token, &creds, turn);
+    req.credential = creds.of(1 - turn);
+    let s = refused(client.suggest(req).await);
+    assert_eq!(
+        denied(&s),
+        (Code::PermissionDenied, "CREDENTIAL_INVALID".into()),
+        "the other seat's credential"
+    );
+    let mut req = hard(&token, &creds, turn);
+    req.credential = fresh_creds.of(turn);
+    let s = refused(client.suggest(req).await);
+    assert_eq!(
+        denied(&s),
+        (Code::PermissionDenied, "CREDENTIAL_INVALID".into()),
+        "the same seat's credential in another match"
+    );
+    let mut req = hard(&fresh, &fresh_creds, 0);
+    req.credential[0] ^= 1;
+    let s = refused(client.suggest(req).await);
+    assert_eq!(
+        denied(&s),
+        (Code::PermissionDenied, "CREDENTIAL_INVALID".into()),
+        "not WRONG_PHASE"
+    );
+    // An open seat has no credential yet; a bot's seat never has one.
+    let open = client
+        .new_game(pb::NewGameRequest::default())
+        .await
+        .expect("NewGame")
+        .into_inner()
+        .state;
+    let s = refused(client.suggest(hard(&open, &creds, 0)).await);
+    assert_eq!(
+        denied(&s),
+        (Code::PermissionDenied, "CREDENTIAL_INVALID".into())
+    );
+    let with_bot = client
+        .new_game(pb::NewGameRequest {
+            seats: vec![
+                pb::SeatSetup {
+                    bot: 0,
+                    claim: true,
+                },
+                pb::SeatSetup {
+                    bot: pb::BotLevel::Medium as i32,
+                    claim: false,
+                },
+            ],
+            ..Default::default()
+        })
+        .await
+        .expect("NewGame")
+        .into_inner();
+    let bot_creds = Creds::from_new_game(&with_bot);
+    let (with_bot, _) = deal(&mut client, with_bot.state).await;
+    for credential in [Vec::new(), bot_creds.of(0)] {
+        let mut req = hard(&with_bot, &bot_creds, 1);
+        req.credential = credential;
+        let s = refused(client.suggest(req).await);
+        assert_eq!(denied(&s), (Code::PermissionDenied, "SEAT_IS_BOT".into()));
+    }
+
     // The same request, the same answer; the default budget is reported.
-    let mut req = hard(&token, turn);
+    let mut req = hard(&token, &creds, turn);
     req.worlds = 0;
     req.seed = None;
     let a = suggest(&mut client, req.clone()).await;
@@ -494,17 +590,21 @@ async fn a_seat_with_nothing_to_play_is_advised_to_draw() {
     let mut client = server.client().await;
     // Greedy play until some seat on turn must draw (seeds tried in order).
     for seed in 0..50u64 {
-        let (state, _) = new_match(&mut client, rules(2, false, 0), seed).await;
+        let (state, _, creds) = new_match(&mut client, rules(2, false, 0), seed).await;
         let (mut state, mut view) = deal(&mut client, state).await;
         while view.phase == pb::Phase::Playing as i32 {
             let seat = view.turn.expect("turn");
-            let advice = suggest(&mut client, request(&state, seat, pb::BotLevel::Hard, 0)).await;
+            let advice = suggest(
+                &mut client,
+                request(&state, &creds, seat, pb::BotLevel::Hard, 0),
+            )
+            .await;
             if advice.draw {
                 assert!(advice.moves.is_empty() && advice.play.is_none());
-                assert!(view_of(&mut client, &state, seat).await.must_draw);
+                assert!(view_for(&mut client, &state, seat, &creds).await.must_draw);
                 return;
             }
-            (state, view) = follow(&mut client, &state, seat, &advice).await;
+            (state, view) = follow(&mut client, &state, &creds, seat, &advice).await;
         }
     }
     panic!("no seat had to draw in 50 hands");
