@@ -43,7 +43,8 @@ pub struct Record {
 
 impl Record {
     /// A record of `game` for tests and tools: every seat a human's with an all-zero
-    /// credential, a zero secret, no previous state. The service never makes one.
+    /// credential, a zero secret, an all-zero previous state. The service never makes
+    /// one.
     pub fn new(match_id: [u8; MATCH_ID_LEN], game: Game) -> Record {
         let mut seats = Seats::OPEN;
         for slot in &mut seats.0[..game.rules().players] {
@@ -54,7 +55,7 @@ impl Record {
             game,
             seats,
             secret: [0; ID_LEN],
-            previous: None,
+            previous: Some([0; ID_LEN]),
         }
     }
 }
@@ -260,6 +261,20 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
         _ => Some(StateId::try_from(state.previous.as_slice()).map_err(|_| corrupt("previous"))?),
     };
     let game = Game::replay(rules, seed, &card).map_err(DecodeError::Replay)?;
+    // What the service never seals: a hand dealt to a seat nobody holds (Deal refuses
+    // open seats), a state after NewGame's with no previous one, and a bot left on
+    // turn (the service plays bots until a human is on turn or the hand ends).
+    if state.hand > 0 && seats.any_open(rules.players) {
+        return Err(corrupt("an open seat after the deal"));
+    }
+    if previous.is_none() && state.hand > 0 {
+        return Err(corrupt("no previous state"));
+    }
+    if let Some(turn) = game.turn()
+        && matches!(seats.0[turn], Player::Bot(_))
+    {
+        return Err(corrupt("a bot on turn"));
+    }
     Ok(Record {
         match_id,
         game,
@@ -387,9 +402,29 @@ mod tests {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let mut scratch = Vec::new();
             assert_round_trip(&ring, &record);
+            // Then as the service goes on: every seat held (a claim for each open
+            // one), a previous state, and the tokens of states with a bot on turn not
+            // sealed (the service plays it first).
+            let players = record.game.rules().players;
+            for (seat, slot) in record.seats.0[..players].iter_mut().enumerate() {
+                if *slot == Player::Open {
+                    *slot = Player::Human([seat as u8; CREDENTIAL_LEN]);
+                }
+            }
+            record.previous = Some(previous.unwrap_or([7; ID_LEN]));
+            assert_round_trip(&ring, &record);
             while let Some(action) = choose(&record.game, strategy, &mut rng, &mut scratch) {
                 record.game.apply(action, &mut Vec::new()).unwrap();
-                assert_round_trip(&ring, &record);
+                let bot_on_turn = record
+                    .game
+                    .turn()
+                    .is_some_and(|t| matches!(record.seats.0[t], Player::Bot(_)));
+                if bot_on_turn {
+                    let (token, _) = seal(&ring, &record).expect("seal");
+                    prop_assert_eq!(open(&ring, &token).err(), Some(crate::state::TokenError::Corrupt));
+                } else {
+                    assert_round_trip(&ring, &record);
+                }
             }
             prop_assert_eq!(record.game.phase(), Phase::Over);
         }
@@ -409,6 +444,40 @@ mod tests {
             decode(&bytes[..bytes.len() - 1]),
             Err(DecodeError::Malformed)
         );
+    }
+
+    /// States the service never seals, though each field is well-formed: refused.
+    #[test]
+    fn states_the_service_never_seals_are_refused() {
+        let mut game = Game::new(Rules::for_players(2), 3).unwrap();
+        let before = Record::new([9; MATCH_ID_LEN], game.clone());
+        game.deal().unwrap();
+        let dealt = Record::new([9; MATCH_ID_LEN], game.clone());
+        assert!(decode(&encode(&dealt)).is_ok());
+        let changed = |change: &dyn Fn(&mut Record)| {
+            let mut record = dealt.clone();
+            change(&mut record);
+            decode(&encode(&record))
+        };
+        assert_eq!(
+            changed(&|r| r.seats.0[1] = Player::Open),
+            Err(corrupt("an open seat after the deal"))
+        );
+        assert_eq!(
+            changed(&|r| r.previous = None),
+            Err(corrupt("no previous state"))
+        );
+        let turn = game.turn().unwrap();
+        assert_eq!(
+            changed(&|r| r.seats.0[turn] = Player::Bot(Level::Hard)),
+            Err(corrupt("a bot on turn"))
+        );
+        // A bot not on turn, an open seat or no previous state before the deal: fine.
+        assert!(changed(&|r| r.seats.0[1 - turn] = Player::Bot(Level::Easy)).is_ok());
+        let mut open = before.clone();
+        open.seats = Seats::OPEN;
+        open.previous = None;
+        assert_eq!(decode(&encode(&open)), Ok(open));
     }
 
     /// Plaintexts the fuzzers found that once panicked the decoder: sized by rules not
