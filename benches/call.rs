@@ -1,9 +1,16 @@
 //! One Play call's parts, without the network: open the token, decode and replay the
-//! game, apply the move, build the view, render it as protobuf, encode the game, seal the token,
-//! encode the response (as the service's codec does, and as prost did), the whole
-//! handler (`service::handlers::play`) end to end, and the handler with its answer
-//! written as the server's codec writes it (its view then reused by the next call's):
-//! all of a call's work that is not tonic's.
+//! game, apply the move, build the view, render it as protobuf, encode the game, the
+//! state id (computed on opening and on sealing), seal the token, encode the response
+//! (as the service's codec does, and as prost did), the whole handler
+//! (`service::handlers::play` and `handlers::finish`) end to end, and the handler with
+//! its answer written as the server's codec writes it (its view then reused by the next
+//! call's): all of a call's work that is not tonic's.
+//!
+//! The tokens are those of a hot-seat match as the service seals them: every seat
+//! claimed (a credential each), the match's secret and the previous state's id; the
+//! Play carries its seat's credential and asks for that seat's view (a Play's viewer
+//! must be its own seat, as `examples/loadgen.rs` now asks; before seat credentials it
+//! asked for the next seat's).
 //!
 //! `cargo bench --bench call` measures; `cargo test --benches` runs each benchmark once.
 //! Figures and what they are compared with: docs/PERFORMANCE.md, "gRPC calls".
@@ -25,9 +32,9 @@ use allfives::engine::bot::{self, Strategy};
 use allfives::engine::{Action, Game, Move, Rules};
 use allfives::proto::v1 as pb;
 use allfives::service::answer_writer::{encode_answer, write_answer};
-use allfives::service::convert::{event_out, view_out};
-use allfives::service::handlers;
-use allfives::state::{KeyRing, Record, Tokens, plaintext, token};
+use allfives::service::convert::{Table, event_out, view_out};
+use allfives::service::handlers::{self, Policy};
+use allfives::state::{KeyRing, Player, Record, Seats, Tokens, lineage, plaintext, token};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
@@ -39,10 +46,31 @@ struct Position {
     record: Record,
     /// The Play the bot chooses there.
     action: Action,
-    /// The seat on turn after the play (the view the load generator asks for).
+    /// The seat playing, whose view the Play asks for (as the load generator does).
     viewer: usize,
     token: Vec<u8>,
     request: pb::PlayRequest,
+}
+
+/// The credential of `seat` in the benchmarks' matches.
+fn credential(seat: usize) -> [u8; 16] {
+    [0xC0 | seat as u8; 16]
+}
+
+/// `game` as the service seals it in a hot-seat match: every seat claimed, a secret, and
+/// the id of the state it was made from.
+fn hot_seat(game: Game) -> Record {
+    let mut seats = Seats::OPEN;
+    for (seat, slot) in seats.0.iter_mut().enumerate().take(game.rules().players) {
+        *slot = Player::Human(credential(seat));
+    }
+    Record {
+        match_id: [0x5A; allfives::state::MATCH_ID_LEN],
+        game,
+        seats,
+        secret: [0x3C; 16],
+        previous: Some([0x77; 16]),
+    }
 }
 
 /// Plays bots from `Game::new(rules, seed)` until `stop` says so at a Play.
@@ -63,12 +91,9 @@ fn position(
         if let Action::Play { seat, tile, end } = action
             && stop(&game)
         {
-            let record = Record {
-                match_id: [0x5A; allfives::state::MATCH_ID_LEN],
-                game,
-            };
+            let record = hot_seat(game);
             let token = token::seal(ring, &plaintext::encode(&record)).expect("seal");
-            let viewer = (seat + 1) % rules.players;
+            let viewer = seat;
             let request = pb::PlayRequest {
                 state: token.clone().into(),
                 seat: seat as u32,
@@ -78,6 +103,7 @@ fn position(
                 }),
                 end: allfives::service::convert::end_out(end),
                 viewer: Some(viewer as u32),
+                credential: credential(seat).to_vec(),
             };
             return Position {
                 name,
@@ -113,9 +139,16 @@ fn positions(ring: &KeyRing) -> Vec<Position> {
     ]
 }
 
+/// The whole Play handler, as the service runs it: the seat's move, then the bots' (none
+/// here), sealed and rendered.
+fn handle_play(tokens: &Tokens, request: &pb::PlayRequest) -> handlers::Answer {
+    let step = handlers::play(tokens, request).expect("play");
+    handlers::finish(tokens, &Policy::default(), step).expect("finish")
+}
+
 /// A Play handled and its answer written into `buf`, as the server does; its length.
 fn play_written(tokens: &Tokens, request: &pb::PlayRequest, buf: &mut Vec<u8>) -> usize {
-    let a = handlers::play(tokens, request).expect("play");
+    let a = handle_play(tokens, request);
     let response = pb::PlayResponse {
         state: a.state,
         view: Some(a.view),
@@ -141,7 +174,16 @@ fn parts(c: &mut Criterion) {
         after.game.apply(p.action, &mut events).expect("legal");
         let view = after.game.view(Some(p.viewer)).expect("view");
         let match_id = "5a".repeat(allfives::state::MATCH_ID_LEN);
-        let answer = handlers::play(&uncached, &p.request).expect("play");
+        let after_plaintext = plaintext::encode(&after);
+        let state_id = lineage::state_id(&after.secret, &after_plaintext);
+        let previous_state_id = p.record.previous.unwrap_or_default();
+        let table = Table {
+            match_id: &match_id,
+            state_id: &state_id,
+            previous_state_id: &previous_state_id,
+            seats: &after.seats,
+        };
+        let answer = handle_play(&uncached, &p.request);
         let response = pb::PlayResponse {
             state: answer.state,
             view: Some(answer.view),
@@ -170,7 +212,7 @@ fn parts(c: &mut Criterion) {
             b.iter(|| after.game.view(black_box(Some(p.viewer))).expect("view"))
         });
         group.bench_function("6-view-out", |b| {
-            b.iter(|| view_out(black_box(&view), &match_id))
+            b.iter(|| view_out(black_box(&view), &table))
         });
         group.bench_function("7-events-out", |b| {
             b.iter(|| {
@@ -188,6 +230,9 @@ fn parts(c: &mut Criterion) {
                 buf.len()
             })
         });
+        group.bench_function("9-state-id", |b| {
+            b.iter(|| lineage::state_id(&after.secret, black_box(&after_plaintext)))
+        });
         group.bench_function("9-seal", |b| {
             b.iter(|| token::seal(&ring, black_box(&plaintext)).expect("seal"))
         });
@@ -203,7 +248,7 @@ fn parts(c: &mut Criterion) {
             b.iter(|| black_box(&response).encode_to_vec())
         });
         group.bench_function("all-handler-play", |b| {
-            b.iter(|| handlers::play(&uncached, black_box(&p.request)).expect("play"))
+            b.iter(|| handle_play(&uncached, black_box(&p.request)))
         });
         group.bench_function("all-play-answer-written", |b| {
             let mut buf = Vec::with_capacity(4096);
@@ -225,6 +270,8 @@ fn parts(c: &mut Criterion) {
             let request = pb::ScoreRequest {
                 state: p.token.clone().into(),
                 viewer: Some(p.viewer as u32),
+                credential: credential(p.viewer).to_vec(),
+                include_hand_events: false,
             };
             b.iter(|| handlers::score(&uncached, black_box(&request)).expect("score"))
         });
@@ -259,10 +306,7 @@ fn replay(c: &mut Criterion) {
         while let Some(action) = bot::choose(&game, Strategy::Random, &mut rng, &mut moves) {
             game.apply(action, &mut Vec::new()).expect("legal");
             if game.phase() == Phase::Playing {
-                let record = Record {
-                    match_id: [1; allfives::state::MATCH_ID_LEN],
-                    game: game.clone(),
-                };
+                let record = hot_seat(game.clone());
                 by_length
                     .entry(game.scorecard().actions.len())
                     .or_insert_with(|| plaintext::encode(&record));

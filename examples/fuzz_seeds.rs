@@ -1,8 +1,11 @@
 //! Writes seed corpora for the fuzz targets in `fuzz/` from real games: tokens and
 //! plaintexts (`token`), plaintexts with the bot's next moves, fresh games and real
 //! states with fields set to their limits (`engine`) and requests carrying real tokens
-//! (`service`), sealed under the fuzz key ring (`fuzz/src/lib.rs` holds the same keys
-//! and documents the input formats).
+//! and the credentials of the seats they name (`service`), sealed under the fuzz key
+//! ring. The tokens are sealed as the service seals them: seats of every kind (humans
+//! with their credentials, bots, before a first deal some seats open), the match's
+//! secret, and each state's previous state id. `fuzz/src/lib.rs` holds the same keys,
+//! secret, credentials and seats (`seats_for`), and documents the input formats.
 //!
 //! `cargo run --example fuzz_seeds -- fuzz/corpus` (what `.ci/fuzz` does, with the
 //! example `cargo test` built): a few dozen small files per target, under
@@ -11,16 +14,65 @@
 use std::path::{Path, PathBuf};
 
 use allfives::engine::bot::{Strategy, choose};
+use allfives::engine::suggest::Level;
 use allfives::engine::{Action, Game, HandSizeRule, Phase, Rules, SettlementRule};
 use allfives::proto::v1 as pb;
 use allfives::service::convert::{end_out, tile_out};
-use allfives::state::{self, KeyRing, Record, plaintext};
+use allfives::state::{self, KeyRing, Player, Record, Seats, StateId, lineage, plaintext};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
 
 /// The fuzz key ring (`fuzz/src/lib.rs`, `KEYS`).
 const KEYS: [(u8, [u8; 32]); 2] = [(1, [0x5a; 32]), (2, [0xa5; 32])];
+
+/// The real matches' secret (`fuzz/src/lib.rs`, `SECRET`).
+const SECRET: [u8; 16] = [0x5e; 16];
+
+/// A claimed seat's credential in the real matches (`fuzz/src/lib.rs`, `credential`).
+fn credential(seat: usize) -> [u8; 16] {
+    [0xc0 | seat as u8; 16]
+}
+
+/// Who plays each seat in match `table` after `hands` deals (`fuzz/src/lib.rs`,
+/// `seats_for`).
+fn seats_for(table: usize, players: usize, hands: u32) -> Seats {
+    let mut seats = Seats::OPEN;
+    for (seat, slot) in seats.0.iter_mut().enumerate().take(players) {
+        let bot = match (table % 5, seat) {
+            (1, 2) => Some(Level::Easy),
+            (2, 1) => Some(Level::Medium),
+            (2, 3) | (4, 2) => Some(Level::Hard),
+            _ => None,
+        };
+        *slot = match bot {
+            Some(level) => Player::Bot(level),
+            None if hands == 0 && table % 2 == 1 && seat > 0 => Player::Open,
+            None => Player::Human(credential(seat)),
+        };
+    }
+    seats
+}
+
+/// The records of a match's states, as the service seals them: each state's previous
+/// is the id of the one before (`fuzz/src/lib.rs`, `chained`).
+fn chained(table: usize, states: &[Game]) -> Vec<Record> {
+    let mut previous: Option<StateId> = None;
+    states
+        .iter()
+        .map(|game| {
+            let record = Record {
+                match_id: [table as u8; 16],
+                game: game.clone(),
+                seats: seats_for(table, game.rules().players, game.hand_number()),
+                secret: SECRET,
+                previous,
+            };
+            previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
+            record
+        })
+        .collect()
+}
 
 /// States picked from each match.
 const POINTS: usize = 8;
@@ -57,6 +109,7 @@ fn main() -> std::io::Result<()> {
             settlement,
         };
         let (states, actions) = whole_match(rules, t as u64, strategy);
+        let records = chained(t, &states);
         let sides = rules.sides() as u8;
         // Fresh-game seeds: the rules and seed, then "the first legal move" throughout.
         let bits = u8::from(partnership)
@@ -94,14 +147,10 @@ fn main() -> std::io::Result<()> {
 
         for p in 0..POINTS {
             let i = p * (states.len() - 1) / (POINTS - 1);
-            let game = &states[i];
+            let record = &records[i];
             let name = format!("{t}-{p}");
-            let record = Record {
-                match_id: [t as u8; 16],
-                game: game.clone(),
-            };
-            let plaintext = plaintext::encode(&record);
-            let token = state::seal(&ring, &record).expect("seal");
+            let plaintext = plaintext::encode(record);
+            let (token, _) = state::seal(&ring, record).expect("seal");
             put("token", format!("{name}-token"), &token)?;
             put("token", format!("{name}-plain"), &plaintext)?;
 
@@ -114,8 +163,9 @@ fn main() -> std::io::Result<()> {
             }
             put("engine", name.clone(), &engine)?;
 
-            for (handler, request) in requests(game, &token) {
-                let mut bytes = vec![handler, 0, 0];
+            for (handler, request) in requests(record, &token) {
+                // The token and the credential as the request has them.
+                let mut bytes = vec![handler, 0, 0, 0];
                 bytes.extend_from_slice(&request);
                 put("service", format!("{name}-{handler}"), &bytes)?;
             }
@@ -156,18 +206,34 @@ fn action_bytes(game: &Game, action: &Action) -> Vec<u8> {
     }
 }
 
-/// Requests (handler number, encoded message) a client would send in `game`.
-fn requests(game: &Game, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
+/// Requests (handler byte, encoded message) a client holding every human seat's
+/// credential would send in the match `record` holds (the handler byte's top bit: on a
+/// server that takes client seeds).
+fn requests(record: &Record, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let game = &record.game;
     let state = token.to_vec();
+    let held = |seat: usize| match record.seats.0[seat] {
+        Player::Human(c) => Some(c.to_vec()),
+        _ => None,
+    };
+    // The seat on turn if it is a human's, else the first claimed seat, as the viewer.
+    let viewer = game
+        .turn()
+        .filter(|&s| held(s).is_some())
+        .or_else(|| (0..game.rules().players).find(|&s| held(s).is_some()));
     let mut out = vec![(
         4,
         pb::ScoreRequest {
             state: state.clone().into(),
-            viewer: game.turn().map(|s| s as u32),
+            viewer: viewer.map(|s| s as u32),
+            credential: viewer.and_then(held).unwrap_or_default(),
+            include_hand_events: true,
         }
         .encode_to_vec(),
     )];
-    if let Some(seat) = game.turn() {
+    if let Some(seat) = game.turn()
+        && let Some(credential) = held(seat)
+    {
         out.push((
             5,
             pb::SuggestRequest {
@@ -176,16 +242,29 @@ fn requests(game: &Game, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
                 level: pb::BotLevel::Hard as i32,
                 worlds: 4,
                 seed: Some(1),
+                credential,
             }
             .encode_to_vec(),
         ));
     }
+    if let Some(open) = (0..game.rules().players).find(|&s| record.seats.0[s] == Player::Open) {
+        out.push((
+            6 | 0x80,
+            pb::ClaimSeatRequest {
+                state: state.clone(),
+                seat: open as u32,
+            }
+            .encode_to_vec(),
+        ));
+    }
+    let credential = |seat: usize| held(seat).unwrap_or_default();
     match (game.phase(), game.turn()) {
         (Phase::Dealing, _) => out.push((
             1,
             pb::DealRequest {
                 state: state.into(),
                 viewer: Some(0),
+                credential: credential(0),
             }
             .encode_to_vec(),
         )),
@@ -198,6 +277,7 @@ fn requests(game: &Game, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
                     tile: Some(tile_out(m.tile)),
                     end: end_out(m.end),
                     viewer: Some(seat as u32),
+                    credential: credential(seat),
                 }
                 .encode_to_vec(),
             )),
@@ -207,23 +287,48 @@ fn requests(game: &Game, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
                     state: state.into(),
                     seat: seat as u32,
                     viewer: Some(seat as u32),
+                    credential: credential(seat),
                 }
                 .encode_to_vec(),
             )),
         },
-        _ => out.push((
-            0,
-            pb::NewGameRequest {
-                rules: Some(pb::Rules {
-                    players: game.rules().players as u32,
-                    target: 50,
+        _ => {
+            // Seat 0 claimed, the last seat a bot, the others claimed or left open.
+            let players = game.rules().players;
+            let seats = (0..players)
+                .map(|seat| pb::SeatSetup {
+                    bot: match seat + 1 == players {
+                        true => pb::BotLevel::Medium as i32,
+                        false => pb::BotLevel::Unspecified as i32,
+                    },
+                    claim: seat + 1 < players && seat % 2 == 0,
+                })
+                .collect();
+            let rules = Some(pb::Rules {
+                players: players as u32,
+                target: 50,
+                ..Default::default()
+            });
+            // Seeded, on a server that takes seeds; and unseeded, on one that does not.
+            out.push((
+                0x80,
+                pb::NewGameRequest {
+                    rules,
+                    seed: Some(7),
+                    viewer: Some(0),
+                    seats,
+                }
+                .encode_to_vec(),
+            ));
+            out.push((
+                0,
+                pb::NewGameRequest {
+                    rules,
                     ..Default::default()
-                }),
-                seed: Some(7),
-                viewer: Some(1),
-            }
-            .encode_to_vec(),
-        )),
+                }
+                .encode_to_vec(),
+            ));
+        }
     }
     out
 }

@@ -6,24 +6,32 @@
 //! `--server-pid` for its CPU accounting), then alternates two kinds of phase, several
 //! rounds (A B, B A, A B, …, so a drift of the machine's speed falls on both alike):
 //!
-//! - **game**: `--games` matches in play at once, each NewGame, Deal, then Play or Draw
-//!   chosen from the views, to the end, and a new match after it. The move is the one
-//!   that scores most. To choose it without a Score call per move, each Play asks for
-//!   the view of the seat expected on turn next (`viewer` = the next seat; a Draw asks
-//!   for the drawer's, a Deal for the seat that went out last); only when that guess was
-//!   wrong (the hand's first lead, a pass) does a Score call fetch the view of the seat
-//!   on turn. `--viewer score` instead makes every move Score-then-act, as a naive
-//!   client (and `examples/play.rs`) does.
+//! - **game**: `--games` matches in play at once, each a hot-seat match (NewGame
+//!   claiming every seat, so the player holds every seat's credential and sends the
+//!   acting or viewing seat's with each call), Deal, then Play or Draw chosen from the
+//!   views, to the end, and a new match after it. The move is the one that scores most.
+//!   To choose it without a Score call per move, the player keeps what a hot-seat client
+//!   sees: each seat's tiles from the latest view rendered for that seat (a Deal asks for
+//!   the view of the seat that went out last, a Play or Draw for the acting seat's) and
+//!   the table from its own Plays, and works out the legal moves of the seat on turn
+//!   from them, as the engine does (`engine::Layout`); only for a seat whose tiles it
+//!   has not seen yet in the hand does a Score call fetch that seat's view (at most one
+//!   per seat a hand). `--viewer score` instead makes every move Score-then-act, as a
+//!   naive client (and `examples/play.rs`) does. (Before seat credentials, each Play
+//!   asked for the view of the seat on turn next instead, and a Score came only when
+//!   that guess was wrong; a request now carries one seat's credential, and a Play's
+//!   or Draw's viewer must be its own seat.)
 //! - **echo**: as many concurrent bare calls (`allfives.bench.v1.EchoService/Echo`)
 //!   whose request and response have the size of the game calls' average (measured in
 //!   the warm-up).
 //!
 //! Both go through the same channel(s) and a codec that hands back the answer's bytes;
 //! a player then decodes only the fields it reads (`--decode slim`, the default: the
-//! token, phase, turn, viewer, legal moves, must-draw, winner and who went out) or the
-//! whole generated message (`--decode full`), and an echo its whole answer. The
-//! server's CPU is what the bars are about; this process's own CPU per call is printed
-//! beside it, since on two cores it competes with the server for the same CPU.
+//! token, the credentials, phase, turn, viewer, count, hand, legal moves, must-draw,
+//! winner and who went out) or the whole generated message (`--decode full`), and an
+//! echo its whole answer. The server's CPU is what the bars are about; this process's
+//! own CPU per call is printed beside it, since on two cores it competes with the
+//! server for the same CPU.
 //!
 //! For each phase: calls per second, latency percentiles, errors, and the server's CPU
 //! time per call from its own accounting (`/proc/<pid>/stat`, utime + stime, over the
@@ -44,8 +52,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use allfives::engine::layout::points_for;
+use allfives::engine::{End, Layout, Tile, TileSet};
 use allfives::proto::bench as eb;
 use allfives::proto::v1 as pb;
+use allfives::service::convert::{end_in, end_out, tile_in, tile_out};
 use clap::{Parser, ValueEnum};
 use prost::Message;
 use prost::bytes::Buf;
@@ -144,8 +155,9 @@ enum ViewerMode {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum DecodeMode {
-    /// Only the fields a player needs (the token, phase, turn, viewer, legal moves,
-    /// must-draw, winner, who went out): the rest is skipped, not built.
+    /// Only the fields a player needs (the token, the credentials, phase, turn, viewer,
+    /// count, hand, legal moves, must-draw, winner, who went out): the rest is skipped,
+    /// not built.
     Slim,
     /// The whole generated message, as `examples/play.rs` does.
     Full,
@@ -223,10 +235,88 @@ impl PhaseResult {
 }
 
 /// A match in progress: its token (a slice of the answer it came in, passed on to the
-/// next request without a copy) and the latest view.
+/// next request without a copy), the latest view, every seat's credential, and what
+/// the player has seen of the hand in play.
 struct Match {
     state: Bytes,
     view: SlimView,
+    /// Every seat's credential, by seat: the player claimed every seat at NewGame.
+    creds: Vec<Vec<u8>>,
+    /// Each seat's tiles in the hand in play, once a view rendered for that seat has
+    /// shown them (the seat's own Plays and Draws, which ask for its view, keep them
+    /// up to date).
+    hands: [Option<TileSet>; 4],
+    /// The table of the hand in play, built from the player's own Plays.
+    layout: Layout,
+}
+
+impl Match {
+    fn new(state: Bytes, view: SlimView, credentials: Vec<pb::SeatCredential>) -> Match {
+        let mut creds = vec![Vec::new(); 4];
+        for c in credentials {
+            if let Some(slot) = creds.get_mut(c.seat as usize) {
+                *slot = c.credential;
+            }
+        }
+        Match {
+            state,
+            view,
+            creds,
+            hands: [None; 4],
+            layout: Layout::new(),
+        }
+    }
+
+    /// Seat `seat`'s credential.
+    fn cred(&self, seat: u32) -> Vec<u8> {
+        self.creds.get(seat as usize).cloned().unwrap_or_default()
+    }
+
+    /// Takes in an answer's view: the tiles of the seat it is rendered for, and a check
+    /// that the table the player keeps counts what the server's does.
+    fn seen(&mut self, view: SlimView) -> Result<(), String> {
+        if let Some(slot) = view.viewer.and_then(|v| self.hands.get_mut(v as usize)) {
+            let tiles = view
+                .hand
+                .iter()
+                .map(|t| tile_in(Some(t)))
+                .collect::<Result<TileSet, _>>()
+                .map_err(|e| format!("a view's hand holds no tile: {e:?}"))?;
+            *slot = Some(tiles);
+        }
+        if view.phase == pb::Phase::Playing as i32 && view.count != self.layout.count() {
+            return Err(format!(
+                "the table the player keeps counts {}, the server's {}",
+                self.layout.count(),
+                view.count
+            ));
+        }
+        self.view = view;
+        Ok(())
+    }
+}
+
+/// The legal moves of a seat holding `hand` at `layout`, in the engine's order
+/// (`Game::legal_moves`) and with its points: what the seat's own view would list.
+fn legal_moves(hand: TileSet, layout: &Layout) -> Vec<pb::LegalMove> {
+    let mut moves = Vec::new();
+    let mut push = |tile: Tile, end: Option<End>| {
+        moves.push(pb::LegalMove {
+            tile: Some(tile_out(tile)),
+            end: end_out(end),
+            points: points_for(layout.count_after(tile, end)),
+        })
+    };
+    if layout.is_empty() {
+        hand.iter().for_each(|tile| push(tile, None));
+    } else {
+        for tile in hand.intersection(layout.playable()).iter() {
+            layout
+                .fitting_ends(tile)
+                .for_each(|end| push(tile, Some(end)));
+        }
+    }
+    moves
 }
 
 /// One concurrent player of matches, kept across phases so a phase does not start
@@ -239,13 +329,15 @@ struct Player {
 // What a player reads of an answer: the generated messages' fields by number, the rest
 // skipped by the decoder (see `--decode`).
 
-/// NewGame, Deal, Play and Draw answers.
+/// NewGame, Deal, Play and Draw answers (only NewGame's have credentials).
 #[derive(Clone, PartialEq, Message)]
 struct SlimAnswer {
     #[prost(bytes = "bytes", tag = "1")]
     state: Bytes,
     #[prost(message, optional, tag = "2")]
     view: Option<SlimView>,
+    #[prost(message, repeated, tag = "4")]
+    credentials: Vec<pb::SeatCredential>,
 }
 
 /// Score answers (field 1 is the sheet).
@@ -263,6 +355,10 @@ struct SlimView {
     turn: Option<u32>,
     #[prost(uint32, optional, tag = "7")]
     viewer: Option<u32>,
+    #[prost(uint32, tag = "10")]
+    count: u32,
+    #[prost(message, repeated, tag = "14")]
+    hand: Vec<pb::Tile>,
     #[prost(message, repeated, tag = "15")]
     legal_moves: Vec<pb::LegalMove>,
     #[prost(bool, tag = "16")]
@@ -285,6 +381,8 @@ impl From<pb::GameView> for SlimView {
             phase: v.phase,
             turn: v.turn,
             viewer: v.viewer,
+            count: v.count,
+            hand: v.hand,
             legal_moves: v.legal_moves,
             must_draw: v.must_draw,
             winner_side: v.winner_side,
@@ -1013,13 +1111,20 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
     let predict = ctx.args.viewer == ViewerMode::Predict;
     let players = ctx.args.players;
     let Some(m) = &player.current else {
+        // Hot seat: every seat a human's, claimed in this call.
         return Ok(Call::NewGame(pb::NewGameRequest {
             rules: Some(pb::Rules {
                 players,
                 ..Default::default()
             }),
-            seed: None,
-            viewer: None,
+            seats: vec![
+                pb::SeatSetup {
+                    bot: pb::BotLevel::Unspecified as i32,
+                    claim: true,
+                };
+                players as usize
+            ],
+            ..Default::default()
         }));
     };
     let view = &m.view;
@@ -1043,26 +1148,51 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
             Ok(Call::Deal(pb::DealRequest {
                 state: m.state.clone(),
                 viewer: predict.then_some(starter),
+                credential: if predict { m.cred(starter) } else { Vec::new() },
             }))
         }
         Ok(pb::Phase::Playing) => {
             let seat = view.turn.ok_or("a hand in play with no seat on turn")?;
-            if view.viewer != Some(seat) {
-                return Ok(Call::Score(pb::ScoreRequest {
-                    state: m.state.clone(),
-                    viewer: Some(seat),
-                }));
-            }
-            if view.must_draw {
+            let known = m.hands.get(seat as usize).copied().flatten();
+            // The seat's legal moves: from a view rendered for it, else (predicting)
+            // from the tiles it was seen to hold and the table; else a Score fetches
+            // its view.
+            let worked_out;
+            let (moves, must_draw) = match (view.viewer == Some(seat), known) {
+                (true, known) => {
+                    if cfg!(debug_assertions)
+                        && let Some(hand) = known.filter(|_| predict)
+                        && legal_moves(hand, &m.layout) != view.legal_moves
+                    {
+                        return Err(format!(
+                            "seat {seat}'s legal moves worked out differ from its view's"
+                        ));
+                    }
+                    (&view.legal_moves, view.must_draw)
+                }
+                (false, Some(hand)) if predict => {
+                    worked_out = legal_moves(hand, &m.layout);
+                    (&worked_out, worked_out.is_empty())
+                }
+                (false, _) => {
+                    return Ok(Call::Score(pb::ScoreRequest {
+                        state: m.state.clone(),
+                        viewer: Some(seat),
+                        credential: m.cred(seat),
+                        include_hand_events: false,
+                    }));
+                }
+            };
+            if must_draw {
                 return Ok(Call::Draw(pb::DrawRequest {
                     state: m.state.clone(),
                     seat,
                     viewer: predict.then_some(seat),
+                    credential: m.cred(seat),
                 }));
             }
             // The move that scores most; the first listed among equals.
-            let best = view
-                .legal_moves
+            let best = moves
                 .iter()
                 .reduce(|best, m| if m.points > best.points { m } else { best })
                 .ok_or_else(|| format!("seat {seat} on turn with no legal move and no draw"))?;
@@ -1071,7 +1201,8 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
                 seat,
                 tile: best.tile,
                 end: best.end,
-                viewer: predict.then_some((seat + 1) % players),
+                viewer: predict.then_some(seat),
+                credential: m.cred(seat),
             }))
         }
         _ => Err(format!("unknown phase {}", view.phase)),
@@ -1080,27 +1211,54 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
 
 const ECHO: &str = "/allfives.bench.v1.EchoService/Echo";
 
-/// Decodes a game call's answer: the new token (none for Score) and the view.
+/// What a player reads of a game call's answer.
+struct Decoded {
+    /// The new token (none for Score).
+    state: Option<Bytes>,
+    view: Option<SlimView>,
+    /// The seats' credentials (NewGame's).
+    credentials: Vec<pb::SeatCredential>,
+}
+
+/// Decodes the answer of a `method` call.
 fn decode_answer(
     mode: DecodeMode,
-    score: bool,
+    method: &str,
     bytes: Bytes,
-) -> Result<(Option<Bytes>, Option<SlimView>), prost::DecodeError> {
-    Ok(match (mode, score) {
-        (DecodeMode::Slim, false) => {
+) -> Result<Decoded, prost::DecodeError> {
+    let answer = |state: Vec<u8>, view: Option<pb::GameView>, credentials| Decoded {
+        state: Some(Bytes::from(state)),
+        view: view.map(SlimView::from),
+        credentials,
+    };
+    Ok(match (mode, method) {
+        (DecodeMode::Slim, "Score") => Decoded {
+            state: None,
+            view: SlimScore::decode(bytes)?.view,
+            credentials: Vec::new(),
+        },
+        (DecodeMode::Slim, _) => {
             let a = SlimAnswer::decode(bytes)?;
-            (Some(a.state), a.view)
+            Decoded {
+                state: Some(a.state),
+                view: a.view,
+                credentials: a.credentials,
+            }
         }
-        (DecodeMode::Slim, true) => (None, SlimScore::decode(bytes)?.view),
-        (DecodeMode::Full, false) => {
-            // NewGame, Deal, Play and Draw answers share their layout.
+        (DecodeMode::Full, "Score") => Decoded {
+            state: None,
+            view: pb::ScoreResponse::decode(bytes)?.view.map(SlimView::from),
+            credentials: Vec::new(),
+        },
+        (DecodeMode::Full, "NewGame") => {
+            let a = pb::NewGameResponse::decode(bytes)?;
+            answer(a.state, a.view, a.credentials)
+        }
+        (DecodeMode::Full, _) => {
+            // Deal, Play and Draw answers share their layout.
             let a = pb::PlayResponse::decode(bytes)?;
-            (Some(Bytes::from(a.state)), a.view.map(SlimView::from))
+            answer(a.state, a.view, Vec::new())
         }
-        (DecodeMode::Full, true) => (
-            None,
-            pb::ScoreResponse::decode(bytes)?.view.map(SlimView::from),
-        ),
     })
 }
 
@@ -1116,6 +1274,15 @@ async fn step(ctx: &Ctx, player: &mut Player, tally: &mut Tally) {
         }
     };
     let method = call.method();
+    // What the call changes of the table the player keeps: a Play places a tile (the
+    // player's own requests always name one), a Deal starts a new hand.
+    let placed = match &call {
+        Call::Play(r) => match (tile_in(r.tile.as_ref()), end_in(r.end)) {
+            (Ok(tile), Ok(end)) => Some((r.seat, tile, end)),
+            _ => None,
+        },
+        _ => None,
+    };
     let grpc = &mut player.grpc;
     let deadline = ctx.deadline;
     let t0 = Instant::now();
@@ -1143,22 +1310,53 @@ async fn step(ctx: &Ctx, player: &mut Player, tally: &mut Tally) {
     };
     let answer = answer.and_then(|bytes| {
         let response_bytes = bytes.len();
-        decode_answer(ctx.args.decode, method == "Score", bytes)
-            .map(|(state, view)| (response_bytes, state, view))
+        decode_answer(ctx.args.decode, method, bytes)
+            .map(|decoded| (response_bytes, decoded))
             .map_err(|e| tonic::Status::internal(format!("undecodable answer: {e}")))
     });
     let elapsed = t0.elapsed().as_nanos() as u64;
     match answer {
-        Ok((response_bytes, state, Some(view))) => {
+        Ok((
+            response_bytes,
+            Decoded {
+                state,
+                view: Some(view),
+                credentials,
+            },
+        )) => {
             tally.calls += 1;
             tally.latencies.push(elapsed);
             tally.request_bytes += request_bytes as u64;
             tally.response_bytes += response_bytes as u64;
             *tally.by_method.entry(method).or_default() += 1;
-            match (state, player.current.as_mut()) {
-                (Some(state), _) => player.current = Some(Match { state, view }),
-                (None, Some(m)) => m.view = view,
-                (None, None) => {}
+            let kept = match (method, state, player.current.as_mut()) {
+                ("NewGame", Some(state), _) => {
+                    player.current = Some(Match::new(state, view, credentials));
+                    Ok(())
+                }
+                (_, state, Some(m)) => {
+                    if let Some(state) = state {
+                        m.state = state;
+                    }
+                    if method == "Deal" {
+                        m.hands = [None; 4];
+                        m.layout = Layout::new();
+                    }
+                    if let Some((seat, tile, end)) = placed {
+                        m.layout.place(tile, end);
+                        if let Some(hand) = m.hands.get_mut(seat as usize).and_then(Option::as_mut)
+                        {
+                            hand.remove(tile);
+                        }
+                    }
+                    m.seen(view)
+                }
+                _ => Err(format!("{method} answered for no match")),
+            };
+            if let Err(error) = kept {
+                tally.errors += 1;
+                tally.first_error.get_or_insert(error);
+                player.current = None;
             }
         }
         Ok(_) => {

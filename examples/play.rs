@@ -1,7 +1,8 @@
 //! Plays whole matches against a running server (or a gateway in front of several), as
-//! a client would: NewGame, Deal, then for the seat on turn a Score with that seat as
-//! viewer to learn its legal moves, and the highest-scoring move (or a Draw), until the
-//! match is over. Calls that fail because their connection went away are retried (every
+//! a hot-seat client would: NewGame claiming every seat (so it holds every seat's
+//! credential), Deal, then for the seat on turn a Score with that seat as viewer (and
+//! its credential) to learn its legal moves, and the highest-scoring move (or a Draw),
+//! until the match is over. Calls that fail because their connection went away are retried (every
 //! call of the API is safe to repeat); any other failure stops it with a non-zero exit.
 //! Prints the calls answered, the calls retried and the matches finished.
 //!
@@ -54,6 +55,7 @@ struct Args {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     concurrency: u64,
     /// Seed of the first match (match i uses seed + i); without it the server picks.
+    /// Only a server started with --allow-client-seeds takes one.
     #[arg(long)]
     seed: Option<u64>,
     /// Deadline of each call, in milliseconds.
@@ -101,6 +103,26 @@ struct Totals {
 }
 
 type Client = AllFivesServiceClient<Channel>;
+
+/// Every seat's credential, by seat (empty for a seat without one).
+struct Creds(Vec<Vec<u8>>);
+
+impl Creds {
+    fn from_new_game(answer: &pb::NewGameResponse) -> Creds {
+        let mut creds = vec![Vec::new(); 4];
+        for c in &answer.credentials {
+            if let Some(slot) = creds.get_mut(c.seat as usize) {
+                *slot = c.credential.clone();
+            }
+        }
+        Creds(creds)
+    }
+
+    /// Seat `seat`'s credential.
+    fn of(&self, seat: u32) -> Vec<u8> {
+        self.0.get(seat as usize).cloned().unwrap_or_default()
+    }
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -273,6 +295,7 @@ async fn suggested(
     args: &Args,
     state: &[u8],
     seat: u32,
+    creds: &Creds,
     level: BotLevel,
     totals: &Totals,
 ) -> Result<pb::SuggestResponse, String> {
@@ -282,6 +305,7 @@ async fn suggested(
         level: level.level() as i32,
         worlds: 0,
         seed: None,
+        credential: creds.of(seat),
     };
     let deadline = Duration::from_millis(args.timeout_ms);
     let start = Instant::now();
@@ -304,6 +328,7 @@ async fn follow(
     args: &Args,
     state: &[u8],
     seat: u32,
+    creds: &Creds,
     advice: pb::SuggestResponse,
     totals: &Totals,
 ) -> Result<(Vec<u8>, Option<pb::GameView>), String> {
@@ -313,6 +338,7 @@ async fn follow(
             state: state.to_vec().into(),
             seat,
             viewer: None,
+            credential: creds.of(seat),
         };
         let drawn = call("Draw", totals, || {
             let mut client = client.clone();
@@ -331,6 +357,7 @@ async fn follow(
         tile: play.tile,
         end: play.end,
         viewer: None,
+        credential: creds.of(seat),
     };
     let played = call("Play", totals, || {
         let mut client = client.clone();
@@ -344,7 +371,8 @@ async fn follow(
 /// Plays match number `game` to the end.
 async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Result<(), String> {
     let deadline = Duration::from_millis(args.timeout_ms);
-    // A request with the per-call deadline set, for the next attempt of a call.
+    // Hot seat: every seat a human's, claimed in this call, so this client holds every
+    // seat's credential.
     let new_game = pb::NewGameRequest {
         rules: Some(pb::Rules {
             players: args.players,
@@ -353,13 +381,24 @@ async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Re
         }),
         seed: args.seed.map(|s| s.wrapping_add(game)),
         viewer: None,
+        seats: vec![
+            pb::SeatSetup {
+                bot: pb::BotLevel::Unspecified as i32,
+                claim: true,
+            };
+            args.players as usize
+        ],
     };
     let started = call("NewGame", totals, || {
         let mut client = client.clone();
-        let req = with_deadline(new_game, deadline);
+        let req = with_deadline(new_game.clone(), deadline);
         async move { client.new_game(req).await }
     })
     .await?;
+    let creds = Creds::from_new_game(&started);
+    if (0..args.players).any(|seat| creds.of(seat).is_empty()) {
+        return Err("NewGame answered no credential for a seat it was asked to claim".into());
+    }
     let mut state = started.state;
     let mut view = started.view.ok_or("NewGame answered no view")?;
 
@@ -376,7 +415,7 @@ async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Re
                 totals.hands.fetch_add(1, Ordering::Relaxed);
                 let message = pb::DealRequest {
                     state: state.clone().into(),
-                    viewer: None,
+                    ..Default::default()
                 };
                 let dealt = call("Deal", totals, || {
                     let mut client = client.clone();
@@ -391,8 +430,9 @@ async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Re
                 calls += 2;
                 if let Some(level) = args.bot {
                     calls -= 1;
-                    let advice = suggested(&client, args, &state, seat, level, totals).await?;
-                    let next = follow(&client, args, &state, seat, advice, totals).await?;
+                    let advice =
+                        suggested(&client, args, &state, seat, &creds, level, totals).await?;
+                    let next = follow(&client, args, &state, seat, &creds, advice, totals).await?;
                     state = next.0;
                     view = next.1.ok_or("an answer with no view")?;
                     continue;
@@ -401,6 +441,8 @@ async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Re
                 let message = pb::ScoreRequest {
                     state: state.clone().into(),
                     viewer: Some(seat),
+                    credential: creds.of(seat),
+                    ..Default::default()
                 };
                 let seen = call("Score", totals, || {
                     let mut client = client.clone();
@@ -425,7 +467,7 @@ async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Re
                     draw: seen.must_draw,
                     ..Default::default()
                 };
-                follow(&client, args, &state, seat, choice, totals).await?
+                follow(&client, args, &state, seat, &creds, choice, totals).await?
             }
             pb::Phase::Unspecified => return Err("phase unspecified".to_owned()),
         };

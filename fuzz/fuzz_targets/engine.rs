@@ -1,5 +1,7 @@
 //! A game (fresh; any plaintext `plaintext::decode` accepts, bypassing the seal; or a
-//! real game's state with fields set to extreme values, decoded the same way) and a
+//! real game's state with fields set to extreme values, its seats, credentials, secret
+//! and previous state id among them, decoded the same way: a decoded record encodes
+//! back to itself) and a
 //! sequence of actions built from the input, legal or not: never a panic; the rules
 //! accept an action exactly when the public view of the game says they must (a legal
 //! move of the seat on turn, its draw when it must draw, a deal between hands); an
@@ -37,6 +39,12 @@ fuzz_target!(|data: &[u8]| {
         Some(bytes) => match plaintext::decode(&bytes) {
             Ok(record) => {
                 assert!(record.game.replays(), "a decoded game does not replay");
+                // Seats, credentials, secret and previous id come back as written.
+                assert_eq!(
+                    plaintext::decode(&plaintext::encode(&record)).as_ref(),
+                    Ok(&record),
+                    "round trip of a decoded record"
+                );
                 record.game
             }
             Err(_) => return,

@@ -1,6 +1,11 @@
 //! What the fuzz targets share: the fixed test key ring, real games and their tokens,
 //! the input formats, and the checks every decoded or reached game must pass.
 //!
+//! The real matches' tokens are sealed as the service seals them: who plays each seat
+//! (humans, each claimed seat's credential [`credential`], bots of every level, and
+//! before a first deal some seats still open), the match's secret [`SECRET`], and each
+//! state's previous state id, chained from the match's first state (which has none).
+//!
 //! Input formats (the seed writer, `examples/fuzz_seeds.rs`, writes the same):
 //! - `token`: any bytes; fed to `state::open` (as a token, with the cipher and through
 //!   the token cache) and to `plaintext::decode` (as a plaintext).
@@ -9,9 +14,12 @@
 //!   `u16` length and that many bytes of plaintext for `plaintext::decode`; 2, the
 //!   state of a real game with fields set to extreme values ([`tweaked_state`]), for
 //!   `plaintext::decode`. The rest are actions ([`next_action`]).
-//! - `service`: a handler byte (`% 6`: NewGame, Deal, Play, Draw, Score, Suggest), a
+//! - `service`: a handler byte (its low 7 bits `% 7`: NewGame, Deal, Play, Draw, Score,
+//!   Suggest, ClaimSeat; its top bit set: the server takes client seeds), a
 //!   little-endian `u16` naming a real token to put in the request's `state` (0: keep
-//!   the decoded one), then the request message's protobuf bytes.
+//!   the decoded one), a credential byte ([`credential_for`]: keep the request's, or put
+//!   in the real one of the seat it names, of another seat, or a near miss), then the
+//!   request message's protobuf bytes.
 //!
 //! The game in memory has private fields: everything checked here goes through the
 //! engine's public API ([`assert_consistent`], [`assert_renders`]).
@@ -22,18 +30,69 @@ use allfives::engine::bot::{Strategy, choose};
 use allfives::engine::check::MAX_POINTS;
 use allfives::engine::replay::MAX_HAND_ACTIONS;
 use allfives::engine::sheet::SHEET_ROWS;
+use allfives::engine::suggest::Level;
 use allfives::engine::{
     Action, End, Event, Game, HandSizeRule, Phase, Rules, SettlementRule, SheetRow, Tile, TileSet,
 };
 use allfives::proto::internal as ipb;
-use allfives::service::convert::{sheet_out, view_out};
-use allfives::state::{KeyRing, Record, Tokens, plaintext};
+use allfives::proto::v1 as pb;
+use allfives::service::convert::{Table, sheet_out, view_out};
+use allfives::state::{KeyRing, Player, Record, Seats, StateId, Tokens, lineage, plaintext};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
 
 /// The fuzz key ring: key 1 seals, key 2 also opens. The seed writer uses the same.
 pub const KEYS: [(u8, [u8; 32]); 2] = [(1, [0x5a; 32]), (2, [0xa5; 32])];
+
+/// The real matches' secret (the key of their state ids). The seed writer uses the same.
+pub const SECRET: [u8; 16] = [0x5e; 16];
+
+/// The credential of a claimed seat in the real matches. The seed writer uses the same.
+pub fn credential(seat: usize) -> [u8; 16] {
+    [0xc0 | seat as u8; 16]
+}
+
+/// Who plays each seat in real match `table` (of `players`), in a state after `hands`
+/// deals: a pattern of humans and bots by table, and before the first deal of every
+/// other table the human seats but seat 0 still open. The seed writer uses the same.
+pub fn seats_for(table: usize, players: usize, hands: u32) -> Seats {
+    let mut seats = Seats::OPEN;
+    for (seat, slot) in seats.0.iter_mut().enumerate().take(players) {
+        let bot = match (table % 5, seat) {
+            (1, 2) => Some(Level::Easy),
+            (2, 1) => Some(Level::Medium),
+            (2, 3) | (4, 2) => Some(Level::Hard),
+            _ => None,
+        };
+        *slot = match bot {
+            Some(level) => Player::Bot(level),
+            None if hands == 0 && table % 2 == 1 && seat > 0 => Player::Open,
+            None => Player::Human(credential(seat)),
+        };
+    }
+    seats
+}
+
+/// The records of a match's states in order, as the service seals them: `seats_for`
+/// the table, [`SECRET`], each state's previous the id of the one before.
+pub fn chained(table: usize, match_id: [u8; 16], games: Vec<Game>) -> Vec<Record> {
+    let mut previous: Option<StateId> = None;
+    games
+        .into_iter()
+        .map(|game| {
+            let record = Record {
+                match_id,
+                seats: seats_for(table, game.rules().players, game.hand_number()),
+                game,
+                secret: SECRET,
+                previous,
+            };
+            previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
+            record
+        })
+        .collect()
+}
 
 /// The largest count of actions before a hand's deal that a token may hold
 /// (`engine/src/check.rs`): room for the deal and the hand's actions.
@@ -55,8 +114,8 @@ pub fn tokens() -> &'static Tokens {
 
 /// Every state of a few whole matches (2, 3 and 4 players, partnership, both
 /// settlement rules, the hand sizes, short targets and one long match), played by the
-/// engine's simple players.
-pub fn real_games() -> Vec<Game> {
+/// engine's simple players, as records ([`chained`]; seats by [`seats_for`]).
+pub fn real_records() -> Vec<Record> {
     use HandSizeRule::{FiveEach, SevenFive, Standard};
     use SettlementRule::{OwnPipsOff, WinnerTakesPips};
     let tables = [
@@ -68,9 +127,10 @@ pub fn real_games() -> Vec<Game> {
         // the sheet keeps in full.
         (4, false, Standard, OwnPipsOff, 200),
     ];
-    let mut games = Vec::new();
+    let mut records = Vec::new();
     for (i, (players, partnership, hand_size, settlement, target)) in tables.into_iter().enumerate()
     {
+        let mut games = Vec::new();
         let rules = Rules {
             players,
             partnership,
@@ -91,26 +151,85 @@ pub fn real_games() -> Vec<Game> {
             game.apply(action, &mut Vec::new()).expect("a bot's move");
             games.push(game.clone());
         }
+        records.extend(chained(i, [i as u8; 16], games));
     }
-    games
+    records
 }
 
-/// Tokens of [`real_games`], sealed under the fuzz key ring.
+/// Tokens of [`real_records`], sealed under the fuzz key ring.
 pub fn real_tokens() -> &'static [Vec<u8>] {
     static TOKENS: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
-        real_games()
-            .into_iter()
-            .enumerate()
-            .map(|(i, game)| {
-                let record = Record {
-                    match_id: [i as u8; 16],
-                    game,
-                };
-                allfives::state::seal(ring(), &record).expect("seal")
-            })
+        real_records()
+            .iter()
+            .map(|record| allfives::state::seal(ring(), record).expect("seal").0)
             .collect()
     });
     &TOKENS
+}
+
+/// The credential the `service` target puts in a request, from its credential byte
+/// `choice`: `% 4` 0, the request's own (`decoded`); 1, the real credential of
+/// `named`, the seat the request names, in the match `record` holds (a bot's or an
+/// open seat's has none: empty); 2, the real credential of seat `(choice >> 2) % 4`
+/// (someone else's, or none); 3, `named`'s with byte `(choice >> 2) % 16` flipped (a
+/// near miss). Without a record (no token that opens) or a named seat, the request's.
+pub fn credential_for(
+    choice: u8,
+    decoded: &[u8],
+    record: Option<&Record>,
+    named: Option<u32>,
+) -> Vec<u8> {
+    let held = |seat: Option<u32>| -> Option<Vec<u8>> {
+        let player = record?.seats.0.get(seat? as usize)?;
+        Some(match player {
+            Player::Human(c) => c.to_vec(),
+            _ => Vec::new(),
+        })
+    };
+    let which = u32::from(choice >> 2);
+    let chosen = match choice % 4 {
+        1 => held(named),
+        2 => held(Some(which % 4)),
+        3 => held(named).map(|mut c| {
+            if let Some(b) = c.get_mut(which as usize % 16) {
+                *b ^= 0x01;
+            }
+            c
+        }),
+        _ => None,
+    };
+    chosen.unwrap_or_else(|| decoded.to_vec())
+}
+
+/// Whether `credential` opens seat `seat` of the match in `record`, by the API's rules
+/// (a human seat claimed with exactly that credential), written out independently of
+/// the service's check.
+pub fn holds(record: &Record, seat: u32, credential: &[u8]) -> bool {
+    matches!(
+        record.seats.0.get(seat as usize),
+        Some(Player::Human(c)) if seat < record.game.rules().players as u32 && c[..] == *credential
+    )
+}
+
+/// The view's seats are the record's: one a seat at the table, in order, each of the
+/// kind (and bot level) the record says.
+pub fn assert_seats_shown(record: &Record, shown: &[pb::SeatStatus]) {
+    let players = record.game.rules().players;
+    assert_eq!(shown.len(), players, "a seat status per seat");
+    for (seat, (status, player)) in shown.iter().zip(&record.seats.0).enumerate() {
+        let (kind, bot) = match player {
+            Player::Open => (pb::SeatKind::Open, pb::BotLevel::Unspecified),
+            Player::Human(_) => (pb::SeatKind::Claimed, pb::BotLevel::Unspecified),
+            Player::Bot(Level::Easy) => (pb::SeatKind::Bot, pb::BotLevel::Easy),
+            Player::Bot(Level::Medium) => (pb::SeatKind::Bot, pb::BotLevel::Medium),
+            Player::Bot(Level::Hard) => (pb::SeatKind::Bot, pb::BotLevel::Hard),
+        };
+        assert_eq!(
+            (status.seat, status.kind, status.bot),
+            (seat as u32, kind as i32, bot as i32),
+            "seat {seat} shown as the record has it"
+        );
+    }
 }
 
 /// Takes `n` bytes from the front of `input` (fewer if it is shorter).
@@ -284,10 +403,7 @@ pub fn assert_sound(game: &Game) {
 /// token holds a match to (the action counter, points far past any match).
 pub fn assert_consistent(game: &Game) {
     assert_invariants(game);
-    let record = Record {
-        match_id: [7; 16],
-        game: game.clone(),
-    };
+    let record = record_of(game);
     let bytes = plaintext::encode(&record);
     let decoded = plaintext::decode(&bytes);
     if game.replays() {
@@ -301,6 +417,30 @@ pub fn assert_consistent(game: &Game) {
             at_a_limit(game),
             "a game short of the limits does not replay: {game:?}"
         );
+    }
+}
+
+/// `game` in a record whose seats, secret and previous state vary with its move
+/// counter (every mix of open, claimed and bot seats over a match, previous present or
+/// not), so that the round trip covers those fields too.
+fn record_of(game: &Game) -> Record {
+    let moves = game.moves();
+    let mut seats = Seats::OPEN;
+    for (seat, slot) in seats.0.iter_mut().enumerate().take(game.rules().players) {
+        *slot = match (moves as usize / 5usize.pow(seat as u32)) % 5 {
+            0 => Player::Open,
+            1 => Player::Human([moves as u8 ^ seat as u8; 16]),
+            2 => Player::Bot(Level::Easy),
+            3 => Player::Bot(Level::Medium),
+            _ => Player::Bot(Level::Hard),
+        };
+    }
+    Record {
+        match_id: [7; 16],
+        game: game.clone(),
+        seats,
+        secret: [moves.to_le_bytes()[0]; 16],
+        previous: (moves % 3 != 0).then_some([moves.to_le_bytes()[1]; 16]),
     }
 }
 
@@ -495,10 +635,20 @@ pub fn assert_invariants(game: &Game) {
 /// knows is what a world sampled from its knowledge shows it.
 pub fn assert_renders(game: &Game) {
     let seats = game.rules().players;
+    let record = record_of(game);
+    let table = Table {
+        match_id: "match",
+        state_id: &[1; 16],
+        previous_state_id: record.previous.as_ref().map_or(&[], |id| id.as_slice()),
+        seats: &record.seats,
+    };
     for viewer in std::iter::once(None).chain((0..seats).map(Some)) {
         let view = game.view(viewer).expect("a seat at the table may look");
-        let out = view_out(&view, "match");
+        let out = view_out(&view, &table);
         assert_eq!(out.hand_sizes.len(), seats);
+        assert_eq!(out.state_id, [1; 16]);
+        assert_eq!(out.previous_state_id, table.previous_state_id);
+        assert_seats_shown(&record, &out.seats);
         assert_eq!(view.moves, game.moves());
         if viewer.is_some() && viewer == game.turn() {
             // The seat on turn can always act: play, draw or (never) nothing.
@@ -556,16 +706,13 @@ pub fn assert_renders(game: &Game) {
     assert_eq!(world.legal_moves(), game.legal_moves());
 }
 
-/// States of [`real_games`] as internal messages, for [`tweaked_state`].
+/// States of [`real_records`] as internal messages, for [`tweaked_state`].
 fn real_states() -> &'static [ipb::State] {
     static STATES: LazyLock<Vec<ipb::State>> = LazyLock::new(|| {
-        real_games()
-            .into_iter()
-            .map(|game| {
-                let bytes = plaintext::encode(&Record {
-                    match_id: [3; 16],
-                    game,
-                });
+        real_records()
+            .iter()
+            .map(|record| {
+                let bytes = plaintext::encode(record);
                 ipb::State::decode(bytes.as_slice()).expect("own encoding")
             })
             .collect()
@@ -597,15 +744,17 @@ fn row_len(s: &ipb::State) -> usize {
 /// one five short of the target, a word from the input, the largest play byte (139),
 /// a draw (255), and `value >> 4`.
 ///
-/// Fields (`field % 24`): the action count, the hand number, the leader (set, none),
+/// Fields (`field % 28`): the action count, the hand number, the leader (set, none),
 /// a sheet entry, a column of a run of sheet rows, a carried entry, the carried row
 /// (added or taken away), a stray sheet value (pushed) or a missing one (removed), the
 /// next hand (the current one written off as a row with one entry set, the oldest row
 /// folded into the carried one when the page is full, the counters moved on and a
 /// leader chosen), an action byte (set, pushed, truncated to, removed, inserted), the
 /// rules (players, target, hand size, settlement, partnership), the seed (changed or
-/// taken away), the match id (cut, lengthened, emptied), and no rules or a match before
-/// its first deal.
+/// taken away), the match id (cut, lengthened, emptied), no rules or a match before its
+/// first deal, the seats (a seat's byte set, one pushed, cut, emptied), the credentials
+/// (cut, lengthened, a byte set), the secret (cut, lengthened, emptied) and the previous
+/// state id (emptied, set to 16 bytes, cut, lengthened).
 pub fn tweaked_state(input: &mut &[u8]) -> Vec<u8> {
     let states = real_states();
     let pick = u16::from(byte(input)) | u16::from(byte(input)) << 8;
@@ -634,7 +783,7 @@ pub fn tweaked_state(input: &mut &[u8]) -> Vec<u8> {
         };
         let signed = v as i32;
         let row = row_len(&s);
-        match field % 24 {
+        match field % 28 {
             0 => s.moves = v,
             1 => s.hand = v,
             2 => s.starter = Some(v),
@@ -718,7 +867,7 @@ pub fn tweaked_state(input: &mut &[u8]) -> Vec<u8> {
                 1 => s.match_id.push(v as u8),
                 _ => s.match_id.clear(),
             },
-            _ => {
+            23 => {
                 if at % 2 == 0 {
                     s.rules = None;
                 } else {
@@ -730,6 +879,35 @@ pub fn tweaked_state(input: &mut &[u8]) -> Vec<u8> {
                     s.actions.clear();
                 }
             }
+            24 => {
+                let n = s.seats.len();
+                match at % 4 {
+                    0 if n > 0 => s.seats[(at >> 2) % n] = v as u8,
+                    0 | 1 => s.seats.push(v as u8),
+                    2 => s.seats.truncate((at >> 2) % (n + 1)),
+                    _ => s.seats.clear(),
+                }
+            }
+            25 => {
+                let n = s.credentials.len();
+                match at % 3 {
+                    0 => s.credentials.truncate((at >> 2) % (n + 1)),
+                    1 => s.credentials.push(v as u8),
+                    _ if n > 0 => s.credentials[(at >> 2) % n] = v as u8,
+                    _ => {}
+                }
+            }
+            26 => match at % 3 {
+                0 => s.secret.truncate(at % 17),
+                1 => s.secret.push(v as u8),
+                _ => s.secret.clear(),
+            },
+            _ => match at % 4 {
+                0 => s.previous.clear(),
+                1 => s.previous = vec![v as u8; 16],
+                2 => s.previous.truncate(at % 17),
+                _ => s.previous.push(v as u8),
+            },
         }
     }
     s.encode_to_vec()
