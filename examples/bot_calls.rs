@@ -29,17 +29,19 @@ fn cpu_time() -> Duration {
     Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
-/// This thread's CPU time so far, in nanoseconds (Linux's schedstat: exact, unlike the
-/// 10 ms ticks of /proc/self/stat), so a call's cost is measured apart from the time it
-/// waited for a core on a loaded machine.
+/// This thread's CPU time so far (`CLOCK_THREAD_CPUTIME_ID`), so a call's cost is
+/// measured apart from the time it waited for a core on a loaded machine.
 fn thread_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-    let nanos = stat
-        .split_whitespace()
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    Duration::from_nanos(nanos)
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the one we pass.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    if status != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

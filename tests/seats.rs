@@ -196,9 +196,7 @@ async fn no_rpc_lets_anyone_but_its_holder_see_or_act_for_a_seat() {
 
 /// A bot's seat has no credential: nobody may act or look for it, and the refusal says
 /// so before anything else (SEAT_IS_BOT), whatever credential comes. Seen to fail with
-/// the bot arm of `Seats::authorize` removed (a bot seat then refused as
-/// CREDENTIAL_INVALID, which an all-zero credential could never match, but the test
-/// names the reason).
+/// `Seats::authorize` answering `Ok(())` (the bot's hand is then shown).
 #[tokio::test]
 async fn nobody_acts_or_looks_for_a_bot() {
     let server = TestServer::start_default(ring(1, 7)).await;
