@@ -24,7 +24,12 @@ fn cpu_time() -> Duration {
     let fields: Vec<&str> = stat
         .rsplit_once(')')
         .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     // utime and stime are fields 14 and 15 (1-based), 12 and 13 after the ')'.
     Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
@@ -54,11 +59,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let arg = |i: usize, default: u64| {
-        args.get(i)
-            .and_then(|a| a.parse().ok())
-            .unwrap_or(default)
-    };
+    let arg = |i: usize, default: u64| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default);
     let matches = arg(1, 200);
     let worlds = arg(2, 128) as u32;
     let players = arg(3, 4) as u32;
@@ -133,7 +134,8 @@ fn main() {
                     },
                 ),
                 _ => {
-                    let m = view.legal_moves[(step as usize * 7 + m as usize) % view.legal_moves.len()];
+                    let m =
+                        view.legal_moves[(step as usize * 7 + m as usize) % view.legal_moves.len()];
                     handlers::play(
                         &tokens,
                         &pb::PlayRequest {

@@ -256,7 +256,7 @@ async fn nobody_acts_or_looks_for_a_bot() {
     }
     let claimed = client
         .claim_seat(pb::ClaimSeatRequest {
-            state: state.clone().into(),
+            state: state.clone(),
             seat: 1,
         })
         .await
@@ -636,10 +636,7 @@ async fn a_claim_forked_by_the_creator_deals_other_hands() {
             let state = new.state.clone();
             async move {
                 client
-                    .claim_seat(pb::ClaimSeatRequest {
-                        state: state.into(),
-                        seat: 1,
-                    })
+                    .claim_seat(pb::ClaimSeatRequest { state, seat: 1 })
                     .await
                     .expect("ClaimSeat")
                     .into_inner()

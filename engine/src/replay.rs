@@ -207,7 +207,10 @@ mod tests {
         for players in 2..=4 {
             let rules = Rules::for_players(players);
             let mut game = Game::new(rules, 40 + players as u64).unwrap();
-            assert!(game.hand_events().is_empty(), "nothing before the first deal");
+            assert!(
+                game.hand_events().is_empty(),
+                "nothing before the first deal"
+            );
             let mut rng = ChaCha8Rng::seed_from_u64(1);
             let mut scratch = Vec::new();
             let mut seen: Vec<Event> = Vec::new();

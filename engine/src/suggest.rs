@@ -361,7 +361,12 @@ mod tests {
         let search = Search::worlds(Some(8));
         for seed in 0..40 {
             // Seat 0 human, the others bots at every level.
-            let bots = [None, Some(Level::Easy), Some(Level::Medium), Some(Level::Hard)];
+            let bots = [
+                None,
+                Some(Level::Easy),
+                Some(Level::Medium),
+                Some(Level::Hard),
+            ];
             let mut game = dealt(4, seed);
             let mut events = Vec::new();
             let taken = play_bots(&mut game, &bots, search, &mut events)

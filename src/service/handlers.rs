@@ -153,11 +153,7 @@ impl Step {
     /// service runs [`finish`] off the async workers.
     pub fn searches(&self) -> bool {
         self.opened.game.phase() == Phase::Playing
-            && self
-                .opened
-                .seats
-                .bots()
-                .contains(&Some(Level::Hard))
+            && self.opened.seats.bots().contains(&Some(Level::Hard))
     }
 }
 
@@ -226,28 +222,27 @@ pub fn new_game(
         0 => {}
         n if n == rules.players => {
             for (seat, (slot, setup)) in seats.0.iter_mut().zip(&req.seats).enumerate() {
-                *slot = match (setup.bot, setup.claim) {
-                    (0, false) => Player::Open,
-                    (0, true) => {
-                        let credential = random_bytes::<CREDENTIAL_LEN>()?;
-                        credentials.push(pb::SeatCredential {
-                            seat: seat as u32,
-                            credential: credential.to_vec(),
-                        });
-                        Player::Human(credential)
-                    }
-                    (level, false) => Player::Bot(
-                        level_in(level).map_err(|_| {
+                *slot =
+                    match (setup.bot, setup.claim) {
+                        (0, false) => Player::Open,
+                        (0, true) => {
+                            let credential = random_bytes::<CREDENTIAL_LEN>()?;
+                            credentials.push(pb::SeatCredential {
+                                seat: seat as u32,
+                                credential: credential.to_vec(),
+                            });
+                            Player::Human(credential)
+                        }
+                        (level, false) => Player::Bot(level_in(level).map_err(|_| {
                             ApiError::field("seats.bot", "not a known BotLevel value")
-                        })?,
-                    ),
-                    (_, true) => {
-                        return Err(ApiError::field(
-                            "seats.claim",
-                            "a bot's seat has no credential to claim",
-                        ));
-                    }
-                };
+                        })?),
+                        (_, true) => {
+                            return Err(ApiError::field(
+                                "seats.claim",
+                                "a bot's seat has no credential to claim",
+                            ));
+                        }
+                    };
             }
         }
         _ => {
@@ -314,13 +309,20 @@ pub fn claim_seat(
 }
 
 pub fn deal(tokens: &Tokens, req: &pb::DealRequest) -> Result<Step, ApiError> {
-    act(tokens, &req.state, req.viewer, &req.credential, None, |record, _| {
-        let players = record.game.rules().players;
-        if record.game.hand_number() == 0 && record.seats.any_open(players) {
-            return Err(ApiError::SeatsOpen);
-        }
-        Ok(Action::Deal)
-    })
+    act(
+        tokens,
+        &req.state,
+        req.viewer,
+        &req.credential,
+        None,
+        |record, _| {
+            let players = record.game.rules().players;
+            if record.game.hand_number() == 0 && record.seats.any_open(players) {
+                return Err(ApiError::SeatsOpen);
+            }
+            Ok(Action::Deal)
+        },
+    )
 }
 
 pub fn play(tokens: &Tokens, req: &pb::PlayRequest) -> Result<Step, ApiError> {
@@ -467,7 +469,7 @@ mod tests {
             &pb::ScoreRequest {
                 state: state.to_vec().into(),
                 viewer: seat,
-                credential: credential.to_vec().into(),
+                credential: credential.to_vec(),
                 include_hand_events: false,
             },
         )
@@ -489,7 +491,7 @@ mod tests {
             tile: m.tile,
             end: m.end,
             viewer: Some(seat),
-            credential: credential.to_vec().into(),
+            credential: credential.to_vec(),
         };
         finish(tokens, &SEEDED, play(tokens, &req)?)
     }
@@ -512,7 +514,10 @@ mod tests {
         assert!(dealt.view.hand.is_empty(), "a spectator sees no hand");
         let seen = look(&tokens, &dealt.state, Some(turn), &creds[turn as usize]);
         assert_eq!(seen.hand.len(), 9);
-        assert_eq!(seen.state_id, dealt.view.state_id, "Score shows the same state");
+        assert_eq!(
+            seen.state_id, dealt.view.state_id,
+            "Score shows the same state"
+        );
         let lead = seen.legal_moves[0];
         let after = played(&tokens, &dealt.state, turn, lead, &creds[turn as usize]).unwrap();
         assert_eq!(after.view.layout.len(), 1);
@@ -527,7 +532,9 @@ mod tests {
         ));
         assert!(matches!(
             played(&tokens, &dealt.state, turn, lead, &[]),
-            Err(ApiError::Denied(crate::state::Denied::CredentialRequired(_)))
+            Err(ApiError::Denied(crate::state::Denied::CredentialRequired(
+                _
+            )))
         ));
     }
 
@@ -575,9 +582,9 @@ mod tests {
                 seats: vec![
                     pb::SeatSetup {
                         bot: 0,
-                        claim: true
+                        claim: true,
                     },
-                    pb::SeatSetup::default()
+                    pb::SeatSetup::default(),
                 ],
                 ..Default::default()
             },
@@ -599,7 +606,7 @@ mod tests {
                 &tokens,
                 &policy,
                 &pb::ClaimSeatRequest {
-                    state: state.to_vec().into(),
+                    state: state.to_vec(),
                     seat,
                 },
             )
@@ -610,7 +617,10 @@ mod tests {
         // Two claims of one seat from one token: two branches, two credentials, and
         // two seeds, so neither branch's holder learns the other's hands.
         assert_ne!(a.credential, b.credential);
-        assert_ne!(a.view.as_ref().unwrap().state_id, b.view.as_ref().unwrap().state_id);
+        assert_ne!(
+            a.view.as_ref().unwrap().state_id,
+            b.view.as_ref().unwrap().state_id
+        );
         let seed = |state: &[u8]| tokens.open(state).unwrap().game.seed();
         assert_ne!(seed(&a.state), seed(&b.state));
         assert_ne!(seed(&a.state), seed(&new.state));
@@ -670,7 +680,7 @@ mod tests {
             let req = pb::ScoreRequest {
                 state: answer.state.clone().into(),
                 viewer: Some(1),
-                credential: creds[0].clone().into(),
+                credential: creds[0].clone(),
                 include_hand_events: false,
             };
             assert_eq!(
@@ -697,7 +707,7 @@ mod tests {
                     state: state.clone().into(),
                     seat: turn,
                     viewer: None,
-                    credential: cred.clone().into(),
+                    credential: cred.clone(),
                 };
                 finish(&tokens, &SEEDED, draw(&tokens, &req).unwrap()).unwrap()
             } else {
@@ -707,7 +717,7 @@ mod tests {
                     tile: seen.legal_moves[0].tile,
                     end: seen.legal_moves[0].end,
                     viewer: None,
-                    credential: cred.clone().into(),
+                    credential: cred.clone(),
                 };
                 finish(&tokens, &SEEDED, play(&tokens, &req).unwrap()).unwrap()
             };
@@ -765,7 +775,11 @@ mod tests {
             };
             for step in 0..2000 {
                 let (sa, sb) = (a.state.clone(), b.state.clone());
-                assert_eq!(strip(shown(Ok(a))), strip(shown(Ok(b))), "{players} players, step {step}");
+                assert_eq!(
+                    strip(shown(Ok(a))),
+                    strip(shown(Ok(b))),
+                    "{players} players, step {step}"
+                );
                 let view = look(&uncached, &sb, None, &[]);
                 let Some(turn) = view.turn else {
                     if view.phase == pb::Phase::Over as i32 {
@@ -792,7 +806,7 @@ mod tests {
                                 state: state.to_vec().into(),
                                 seat: o as u32,
                                 viewer: None,
-                                credential: cred.to_vec().into(),
+                                credential: cred.to_vec(),
                             },
                         )
                         .map(|_| ())
@@ -805,12 +819,16 @@ mod tests {
                         state: state.into(),
                         seat: turn,
                         viewer: None,
-                        credential: cred.to_vec().into(),
+                        credential: cred.to_vec(),
                     };
                     (
                         finish(&cached, &SEEDED, draw(&cached, &req(sa, &ca[t])).unwrap()).unwrap(),
-                        finish(&uncached, &SEEDED, draw(&uncached, &req(sb, &cb[t])).unwrap())
-                            .unwrap(),
+                        finish(
+                            &uncached,
+                            &SEEDED,
+                            draw(&uncached, &req(sb, &cb[t])).unwrap(),
+                        )
+                        .unwrap(),
                     )
                 } else {
                     let m = seen.legal_moves[step % seen.legal_moves.len()];
@@ -844,7 +862,7 @@ mod tests {
                         state: state.clone().into(),
                         seat: turn,
                         viewer,
-                        credential: cred.clone().into(),
+                        credential: cred.clone(),
                     };
                     let mine =
                         finish(&tokens, &SEEDED, draw(&tokens, &req(Some(turn))).unwrap()).unwrap();

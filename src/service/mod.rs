@@ -136,8 +136,6 @@ impl Api {
     }
 }
 
-
-
 /// Runs one call, counts a refusal, and turns a failure into a status. The call's log
 /// lines are in span `rpc` (method, seat, result): a refusal at `info`, and a served
 /// call at `debug` only. The span is made only when a line is written, not for every

@@ -246,11 +246,7 @@ mod tests {
                 Code::PermissionDenied,
                 "SEED_NOT_ALLOWED",
             ),
-            (
-                ApiError::SeatsOpen,
-                Code::FailedPrecondition,
-                "SEATS_OPEN",
-            ),
+            (ApiError::SeatsOpen, Code::FailedPrecondition, "SEATS_OPEN"),
             (
                 ApiError::SeatTaken(2),
                 Code::FailedPrecondition,
@@ -272,7 +268,10 @@ mod tests {
             let Ok(reason) = ErrorReason::try_from(n) else {
                 break;
             };
-            assert_eq!(ErrorReason::from_str_name(reason.as_str_name()), Some(reason));
+            assert_eq!(
+                ErrorReason::from_str_name(reason.as_str_name()),
+                Some(reason)
+            );
         }
         assert_eq!(ErrorReason::NotYourTurn.as_str_name(), "NOT_YOUR_TURN");
         assert_eq!(ErrorReason::TokenInvalid.as_str_name(), "TOKEN_INVALID");

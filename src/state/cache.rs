@@ -307,7 +307,10 @@ mod tests {
         let opened = tokens.open(&token).unwrap();
         assert_eq!(tokens.cache_counts(), (1, 0));
         assert_eq!(*opened, dealt());
-        assert_eq!(*opened, crate::state::open(tokens.ring(), &token).unwrap().0);
+        assert_eq!(
+            *opened,
+            crate::state::open(tokens.ring(), &token).unwrap().0
+        );
     }
 
     #[test]
@@ -465,10 +468,7 @@ mod tests {
         }
         let ended = Record::new([5; MATCH_ID_LEN], game.clone());
         game.apply(Action::Deal, &mut Vec::new()).unwrap();
-        (
-            ended,
-            Record::new([5; MATCH_ID_LEN], game),
-        )
+        (ended, Record::new([5; MATCH_ID_LEN], game))
     }
 
     #[test]

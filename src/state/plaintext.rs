@@ -255,7 +255,8 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
         actions: &actions[..state.actions.len()],
     };
     let seats = seats_in(&state.seats, &state.credentials, rules.players)?;
-    let secret = <[u8; ID_LEN]>::try_from(state.secret.as_slice()).map_err(|_| corrupt("secret"))?;
+    let secret =
+        <[u8; ID_LEN]>::try_from(state.secret.as_slice()).map_err(|_| corrupt("secret"))?;
     let previous = match state.previous.len() {
         0 => None,
         _ => Some(StateId::try_from(state.previous.as_slice()).map_err(|_| corrupt("previous"))?),
@@ -354,7 +355,10 @@ mod tests {
         let (token, id) = seal(ring, record).expect("seal");
         let (opened, opened_id) = open(ring, &token).expect("open");
         assert_eq!(&opened, record);
-        assert_eq!(id, opened_id, "the state id is the plaintext's, read or written");
+        assert_eq!(
+            id, opened_id,
+            "the state id is the plaintext's, read or written"
+        );
         let game = &record.game;
         for viewer in (0..game.rules().players).map(Some).chain([None]) {
             assert_eq!(opened.game.view(viewer), game.view(viewer), "{viewer:?}");

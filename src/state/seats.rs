@@ -102,7 +102,10 @@ mod tests {
         ]);
         assert_eq!(seats.authorize(0, &mine), Ok(()));
         assert_eq!(seats.authorize(0, &[]), Err(Denied::CredentialRequired(0)));
-        assert_eq!(seats.authorize(0, &mine[..15]), Err(Denied::CredentialInvalid(0)));
+        assert_eq!(
+            seats.authorize(0, &mine[..15]),
+            Err(Denied::CredentialInvalid(0))
+        );
         let mut near = mine;
         near[15] ^= 1;
         assert_eq!(seats.authorize(0, &near), Err(Denied::CredentialInvalid(0)));
@@ -114,10 +117,13 @@ mod tests {
         assert_eq!(seats.authorize(3, &mine), Err(Denied::CredentialInvalid(3)));
         // An open seat has no credential yet; a bot's never will.
         assert_eq!(seats.authorize(1, &mine), Err(Denied::CredentialInvalid(1)));
-        assert_eq!(seats.authorize(1, &[0; 16]), Err(Denied::CredentialInvalid(1)));
+        assert_eq!(
+            seats.authorize(1, &[0; 16]),
+            Err(Denied::CredentialInvalid(1))
+        );
         assert_eq!(seats.authorize(2, &mine), Err(Denied::SeatIsBot(2)));
         assert_eq!(seats.authorize(2, &[]), Err(Denied::SeatIsBot(2)));
         assert!(seats.any_open(2) && !Seats([Player::Human(mine); 4]).any_open(4));
-        assert_eq!(format!("{seats:?}").contains('7'), false, "no credential printed");
+        assert!(!format!("{seats:?}").contains('7'), "no credential printed");
     }
 }
