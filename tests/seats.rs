@@ -8,7 +8,7 @@ mod common;
 
 use allfives::proto::v1 as pb;
 use allfives::state::KeyRing;
-use common::{Client, Creds, TestServer, deal, hot_seat, ring, tile};
+use common::{CLAIMED, Client, Creds, OPEN, TestServer, bot, deal, hot_seat, ring, tile};
 use tonic::Code;
 
 /// What a refusal tells its caller: the code, the message and every detail.
@@ -201,17 +201,11 @@ async fn no_rpc_lets_anyone_but_its_holder_see_or_act_for_a_seat() {
 async fn nobody_acts_or_looks_for_a_bot() {
     let server = TestServer::start_default(ring(1, 7)).await;
     let mut client = server.client().await;
-    let me = pb::SeatSetup {
-        bot: 0,
-        claim: true,
-    };
-    let bot = pb::SeatSetup {
-        bot: pb::BotLevel::Medium as i32,
-        claim: false,
-    };
+    let me = CLAIMED;
+    let robot = bot(pb::BotLevel::Medium);
     let new = client
         .new_game(pb::NewGameRequest {
-            seats: vec![me, bot],
+            seats: vec![me, robot],
             ..Default::default()
         })
         .await
@@ -300,14 +294,8 @@ fn shown_tiles(view: &pb::GameView, events: &[pb::Event]) -> Vec<(String, (u32, 
 async fn a_human_against_three_hard_bots_never_sees_a_bot_tile_before_the_reveal() {
     let server = TestServer::start_default(ring(1, 7)).await;
     let mut client = server.client().await;
-    let hard = pb::SeatSetup {
-        bot: pb::BotLevel::Hard as i32,
-        claim: false,
-    };
-    let me = pb::SeatSetup {
-        bot: 0,
-        claim: true,
-    };
+    let hard = bot(pb::BotLevel::Hard);
+    let me = CLAIMED;
     let new = client
         .new_game(pb::NewGameRequest {
             rules: Some(pb::Rules {
@@ -439,21 +427,15 @@ async fn a_human_against_three_hard_bots_never_sees_a_bot_tile_before_the_reveal
 async fn a_retried_move_keeps_its_state_id_and_a_fork_gets_another() {
     let server = TestServer::start_default(ring(1, 7)).await;
     let mut client = server.client().await;
-    let me = pb::SeatSetup {
-        bot: 0,
-        claim: true,
-    };
-    let bot = pb::SeatSetup {
-        bot: pb::BotLevel::Hard as i32,
-        claim: false,
-    };
+    let me = CLAIMED;
+    let robot = bot(pb::BotLevel::Hard);
     let new = client
         .new_game(pb::NewGameRequest {
             rules: Some(pb::Rules {
                 players: 3,
                 ..Default::default()
             }),
-            seats: vec![me, bot, bot],
+            seats: vec![me, robot, robot],
             ..Default::default()
         })
         .await
@@ -614,13 +596,7 @@ async fn a_claim_forked_by_the_creator_deals_other_hands() {
     for _ in 0..trials {
         let new = client
             .new_game(pb::NewGameRequest {
-                seats: vec![
-                    pb::SeatSetup {
-                        bot: 0,
-                        claim: true,
-                    },
-                    pb::SeatSetup::default(),
-                ],
+                seats: vec![CLAIMED, OPEN],
                 ..Default::default()
             })
             .await

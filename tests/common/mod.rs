@@ -208,6 +208,26 @@ impl Creds {
     }
 }
 
+/// A human seat claimed in NewGame (its credential in the answer).
+pub const CLAIMED: pb::SeatSetup = pb::SeatSetup {
+    bot: 0,
+    claim: true,
+};
+
+/// A human seat left open for ClaimSeat.
+pub const OPEN: pb::SeatSetup = pb::SeatSetup {
+    bot: 0,
+    claim: false,
+};
+
+/// A seat the server plays at `level`.
+pub fn bot(level: pb::BotLevel) -> pb::SeatSetup {
+    pb::SeatSetup {
+        bot: level as i32,
+        claim: false,
+    }
+}
+
 /// A NewGame request of a hot-seat match: every seat claimed in the call.
 pub fn hot_seat(rules: pb::Rules, seed: Option<u64>) -> pb::NewGameRequest {
     let players = match rules.players {
