@@ -55,21 +55,29 @@ fn seats_for(table: usize, players: usize, hands: u32) -> Seats {
 }
 
 /// The records of a match's states, as the service seals them: each state's previous
-/// is the id of the one before (`fuzz/src/lib.rs`, `chained`).
-fn chained(table: usize, states: &[Game]) -> Vec<Record> {
+/// is the id of the one sealed before; none for a state with a bot on turn, which the
+/// service never seals (`fuzz/src/lib.rs`, `chained`).
+fn chained(table: usize, states: &[Game]) -> Vec<Option<Record>> {
     let mut previous: Option<StateId> = None;
     states
         .iter()
         .map(|game| {
+            let seats = seats_for(table, game.rules().players, game.hand_number());
+            if game
+                .turn()
+                .is_some_and(|t| matches!(seats.0[t], Player::Bot(_)))
+            {
+                return None;
+            }
             let record = Record {
                 match_id: [table as u8; 16],
                 game: game.clone(),
-                seats: seats_for(table, game.rules().players, game.hand_number()),
+                seats,
                 secret: SECRET,
                 previous,
             };
             previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
-            record
+            Some(record)
         })
         .collect()
 }
@@ -146,8 +154,14 @@ fn main() -> std::io::Result<()> {
         }
 
         for p in 0..POINTS {
+            // The first state from the point on that the service would seal (the last,
+            // the match over, always is).
             let i = p * (states.len() - 1) / (POINTS - 1);
-            let record = &records[i];
+            let Some((i, Some(record))) =
+                records.iter().enumerate().skip(i).find(|r| r.1.is_some())
+            else {
+                continue;
+            };
             let name = format!("{t}-{p}");
             let plaintext = plaintext::encode(record);
             let (token, _) = state::seal(&ring, record).expect("seal");

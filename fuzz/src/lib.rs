@@ -4,7 +4,9 @@
 //! The real matches' tokens are sealed as the service seals them: who plays each seat
 //! (humans, each claimed seat's credential [`credential`], bots of every level, and
 //! before a first deal some seats still open), the match's secret [`SECRET`], and each
-//! state's previous state id, chained from the match's first state (which has none).
+//! state's previous state id, chained from the match's first state (which has none);
+//! no state with a bot on turn is sealed (the service plays the bot first: its moves
+//! and the next human's make one call).
 //!
 //! Input formats (the seed writer, `examples/fuzz_seeds.rs`, writes the same):
 //! - `token`: any bytes; fed to `state::open` (as a token, with the cipher and through
@@ -75,21 +77,30 @@ pub fn seats_for(table: usize, players: usize, hands: u32) -> Seats {
 }
 
 /// The records of a match's states in order, as the service seals them: `seats_for`
-/// the table, [`SECRET`], each state's previous the id of the one before.
-pub fn chained(table: usize, match_id: [u8; 16], games: Vec<Game>) -> Vec<Record> {
+/// the table, [`SECRET`], each state's previous the id of the one sealed before; none
+/// (`None`) for a state with a bot on turn, which the service never seals. The seed
+/// writer does the same.
+pub fn chained(table: usize, match_id: [u8; 16], games: Vec<Game>) -> Vec<Option<Record>> {
     let mut previous: Option<StateId> = None;
     games
         .into_iter()
         .map(|game| {
+            let seats = seats_for(table, game.rules().players, game.hand_number());
+            if game
+                .turn()
+                .is_some_and(|t| matches!(seats.0[t], Player::Bot(_)))
+            {
+                return None;
+            }
             let record = Record {
                 match_id,
-                seats: seats_for(table, game.rules().players, game.hand_number()),
+                seats,
                 game,
                 secret: SECRET,
                 previous,
             };
             previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
-            record
+            Some(record)
         })
         .collect()
 }
@@ -151,7 +162,7 @@ pub fn real_records() -> Vec<Record> {
             game.apply(action, &mut Vec::new()).expect("a bot's move");
             games.push(game.clone());
         }
-        records.extend(chained(i, [i as u8; 16], games));
+        records.extend(chained(i, [i as u8; 16], games).into_iter().flatten());
     }
     records
 }
@@ -394,7 +405,37 @@ pub fn assert_applied(before: &Game, action: Action, game: &Game, events: &[Even
 /// view renders (see below).
 pub fn assert_sound(game: &Game) {
     assert_consistent(game);
+    assert_unsealed_refused(game);
     assert_renders(game);
+}
+
+/// What the service never seals is refused, though every field is well-formed: a seat
+/// still open after the first deal, no previous state after NewGame's, a bot on turn.
+pub fn assert_unsealed_refused(game: &Game) {
+    if !game.replays() {
+        return;
+    }
+    let record = record_of(game);
+    let refused = |what: &str, change: &dyn Fn(&mut Record)| {
+        let mut changed = record.clone();
+        change(&mut changed);
+        let decoded = plaintext::decode(&plaintext::encode(&changed));
+        assert!(
+            matches!(decoded, Err(plaintext::DecodeError::Corrupt(_))),
+            "{what} decoded: {decoded:?}"
+        );
+    };
+    if game.hand_number() > 0 {
+        refused("an open seat after the deal", &|r| {
+            r.seats.0[0] = Player::Open
+        });
+        refused("no previous state after the deal", &|r| r.previous = None);
+    }
+    if let Some(turn) = game.turn() {
+        refused("a bot on turn", &|r| {
+            r.seats.0[turn] = Player::Bot(Level::Medium)
+        });
+    }
 }
 
 /// What holds of every game legal moves made, checked through the public API, and its
@@ -420,19 +461,22 @@ pub fn assert_consistent(game: &Game) {
     }
 }
 
-/// `game` in a record whose seats, secret and previous state vary with its move
-/// counter (every mix of open, claimed and bot seats over a match, previous present or
-/// not), so that the round trip covers those fields too.
+/// `game` in a record the service could seal, whose seats, secret and previous state
+/// vary with its move counter and seed (mixes of claimed and bot seats over a match,
+/// open ones before the first deal, but never a bot on turn; a previous state after the
+/// deal, and before it or not), so that the round trip covers those fields too.
 fn record_of(game: &Game) -> Record {
     let moves = game.moves();
+    let dealt = game.hand_number() > 0;
     let mut seats = Seats::OPEN;
     for (seat, slot) in seats.0.iter_mut().enumerate().take(game.rules().players) {
+        let bot = game.turn() != Some(seat);
         *slot = match (moves as usize / 5usize.pow(seat as u32)) % 5 {
-            0 => Player::Open,
-            1 => Player::Human([moves as u8 ^ seat as u8; 16]),
-            2 => Player::Bot(Level::Easy),
-            3 => Player::Bot(Level::Medium),
-            _ => Player::Bot(Level::Hard),
+            0 if !dealt => Player::Open,
+            2 if bot => Player::Bot(Level::Easy),
+            3 if bot => Player::Bot(Level::Medium),
+            4 if bot => Player::Bot(Level::Hard),
+            _ => Player::Human([moves as u8 ^ seat as u8; 16]),
         };
     }
     Record {
@@ -440,7 +484,7 @@ fn record_of(game: &Game) -> Record {
         game: game.clone(),
         seats,
         secret: [moves.to_le_bytes()[0]; 16],
-        previous: (moves % 3 != 0).then_some([moves.to_le_bytes()[1]; 16]),
+        previous: (dealt || game.seed() % 2 == 1).then_some([moves.to_le_bytes()[1]; 16]),
     }
 }
 
