@@ -99,9 +99,9 @@ impl Api {
 
     /// A Deal, Play or Draw: its own move, then the bots that come on turn (on the
     /// blocking pool when a HARD one may search), sealed and answered as `response`.
-    /// A call in which HARD bots moved lasts at least their floor (`Policy`), waited
-    /// out asynchronously after the search's permit is given back, so its time says
-    /// nothing about the bots' tiles.
+    /// A call in which HARD bots moved lasts at least their floor (`bot_move_floor` per
+    /// full search), waited out asynchronously after the search's permit is given
+    /// back, so its time says nothing about the bots' tiles.
     async fn changing<R: Send + 'static>(
         &self,
         method: &'static str,
