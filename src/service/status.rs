@@ -33,6 +33,15 @@ pub enum ApiError {
     SeatsOpen,
     /// ClaimSeat for a seat that is claimed already or a bot's.
     SeatTaken(engine::Seat),
+    /// The request could not be read (protobuf, gRPC framing or gRPC-Web base64);
+    /// the text says what was wrong, for people.
+    Malformed(String),
+    /// As many calls are in flight as the server takes.
+    Overloaded,
+    /// The HARD search queue is full, or the connection holds its share of it.
+    SearchQueueFull,
+    /// The request's body did not arrive within the body deadline.
+    BodyTimeout,
 }
 
 impl ApiError {
@@ -77,6 +86,10 @@ impl ApiError {
             ApiError::SeedNotAllowed => R::SeedNotAllowed,
             ApiError::SeatsOpen => R::SeatsOpen,
             ApiError::SeatTaken(_) => R::SeatTaken,
+            ApiError::Malformed(_) => R::MalformedRequest,
+            ApiError::Overloaded => R::Overloaded,
+            ApiError::SearchQueueFull => R::SearchQueueFull,
+            ApiError::BodyTimeout => R::RequestBodyTimeout,
         }
     }
 }
@@ -159,6 +172,26 @@ impl From<ApiError> for Status {
             ApiError::SeatTaken(seat) => Status::with_error_details(
                 Code::FailedPrecondition,
                 format!("seat {seat} is claimed already or a bot's"),
+                info(HashMap::new()),
+            ),
+            ApiError::Malformed(what) => Status::with_error_details(
+                Code::InvalidArgument,
+                format!("the request could not be read: {what}"),
+                info(HashMap::new()),
+            ),
+            ApiError::Overloaded => Status::with_error_details(
+                Code::ResourceExhausted,
+                "the server has as many calls in flight as it takes; retry with backoff",
+                info(HashMap::new()),
+            ),
+            ApiError::SearchQueueFull => Status::with_error_details(
+                Code::ResourceExhausted,
+                "too many HARD searches are waiting; retry with backoff",
+                info(HashMap::new()),
+            ),
+            ApiError::BodyTimeout => Status::with_error_details(
+                Code::Cancelled,
+                "the request's body did not arrive in time",
                 info(HashMap::new()),
             ),
             ApiError::Rules(e) => {

@@ -159,6 +159,22 @@ REASONS: dict[int, tuple[grpc.StatusCode, str]] = {
         grpc.StatusCode.FAILED_PRECONDITION,
         "someone claimed that seat first (or it is a bot's): pick an open one from view.seats",
     ),
+    pb.MALFORMED_REQUEST: (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "the request bytes are not the method's message: a bug in the client or its stubs",
+    ),
+    pb.OVERLOADED: (
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "the server is busy: retry with backoff (nothing was done)",
+    ),
+    pb.SEARCH_QUEUE_FULL: (
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "too many HARD searches waiting: retry with backoff, or ask a lower level",
+    ),
+    pb.REQUEST_BODY_TIMEOUT: (
+        grpc.StatusCode.CANCELLED,
+        "the request arrived too slowly: retry on a better connection",
+    ),
 }
 # Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 RETRYABLE_CODES = {
@@ -167,8 +183,17 @@ RETRYABLE_CODES = {
     grpc.StatusCode.DEADLINE_EXCEEDED,
     grpc.StatusCode.CANCELLED,
 }
-# Reasons a client cannot cause on purpose against a healthy server.
-UNPROVOKABLE = {pb.BONEYARD_EMPTY, pb.RANDOM_UNAVAILABLE}
+# Reasons a client cannot cause on purpose against a healthy server (or not with a
+# well-formed client: MALFORMED_REQUEST and REQUEST_BODY_TIMEOUT need broken bytes or a
+# stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; tests/ provoke them).
+UNPROVOKABLE = {
+    pb.BONEYARD_EMPTY,
+    pb.RANDOM_UNAVAILABLE,
+    pb.MALFORMED_REQUEST,
+    pb.OVERLOADED,
+    pb.SEARCH_QUEUE_FULL,
+    pb.REQUEST_BODY_TIMEOUT,
+}
 
 
 def reason_name(reason: int) -> str:

@@ -146,11 +146,30 @@ const REASONS = new Map<ErrorReason, [Code, string]>([
     ErrorReason.SEAT_TAKEN,
     [Code.FailedPrecondition, "someone claimed that seat first (or it is a bot's): pick an open one from view.seats"],
   ],
+  [
+    ErrorReason.MALFORMED_REQUEST,
+    [Code.InvalidArgument, "the request bytes are not the method's message: a bug in the client or its stubs"],
+  ],
+  [ErrorReason.OVERLOADED, [Code.ResourceExhausted, "the server is busy: retry with backoff (nothing was done)"]],
+  [
+    ErrorReason.SEARCH_QUEUE_FULL,
+    [Code.ResourceExhausted, "too many HARD searches waiting: retry with backoff, or ask a lower level"],
+  ],
+  [ErrorReason.REQUEST_BODY_TIMEOUT, [Code.Canceled, "the request arrived too slowly: retry on a better connection"]],
 ]);
 // Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled]);
-// Reasons a client cannot cause on purpose against a healthy server.
-const UNPROVOKABLE = new Set([ErrorReason.BONEYARD_EMPTY, ErrorReason.RANDOM_UNAVAILABLE]);
+// Reasons a client cannot cause on purpose against a healthy server (or not with a
+// well-formed client: MALFORMED_REQUEST and REQUEST_BODY_TIMEOUT need broken bytes or a
+// stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; tests/ provoke them).
+const UNPROVOKABLE = new Set([
+  ErrorReason.BONEYARD_EMPTY,
+  ErrorReason.RANDOM_UNAVAILABLE,
+  ErrorReason.MALFORMED_REQUEST,
+  ErrorReason.OVERLOADED,
+  ErrorReason.SEARCH_QUEUE_FULL,
+  ErrorReason.REQUEST_BODY_TIMEOUT,
+]);
 const reasonName = (r: ErrorReason) => ErrorReason[r] ?? String(r);
 
 /** The server's answer breaks a promise of the API. */
