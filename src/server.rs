@@ -34,6 +34,7 @@ use crate::service::Api;
 use crate::state::{KeyRing, Tokens};
 
 mod incoming;
+pub mod throttle;
 
 /// The error [`run`] returns: the server could not be set up or failed while serving.
 pub type BoxError = Box<dyn Error + Send + Sync>;

@@ -14,7 +14,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -23,14 +23,12 @@ use tokio::time::Sleep;
 use tokio_stream::Stream;
 use tonic::transport::server::{Connected, TcpIncoming};
 
+use super::throttle::Throttle;
+
 /// Pause after an accept error (out of file descriptors, most likely) before accepting
 /// again. Without it the loop retries at once, forever: the failed connection stays in
 /// the backlog.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
-
-/// At most one warning this often about accept errors, and one about the cap; the
-/// others are counted in the next.
-const WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// TCP keepalive on accepted sockets: probes after a minute of silence, every 10 s, 3
 /// unanswered close the connection. Finds peers that vanished (90 s) on connections
@@ -170,26 +168,6 @@ fn is_connection_error(error: &io::Error) -> bool {
     )
 }
 
-/// Decides whether a repeated warning is written now: at most once per [`WARN_EVERY`].
-#[derive(Default)]
-struct Throttle {
-    last: Option<Instant>,
-    held_back: u64,
-}
-
-impl Throttle {
-    /// `Some(held back since the last one)` when the warning is due, else `None`.
-    fn check(&mut self) -> Option<u64> {
-        let now = Instant::now();
-        if self.last.is_some_and(|last| now - last < WARN_EVERY) {
-            self.held_back += 1;
-            return None;
-        }
-        self.last = Some(now);
-        Some(std::mem::take(&mut self.held_back))
-    }
-}
-
 /// An accepted connection: holds its permit of the connection cap until dropped, and
 /// fails its reads once the handshake deadline passes before [`PREFACE_LEN`] bytes
 /// arrived (hyper then closes it).
@@ -292,21 +270,5 @@ impl Connected for Connection {
 
     fn connect_info(&self) -> Self::ConnectInfo {
         self.stream.connect_info()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_throttled_warning_is_due_once_per_period_and_counts_the_others() {
-        let mut throttle = Throttle::default();
-        assert_eq!(throttle.check(), Some(0));
-        assert_eq!(throttle.check(), None);
-        assert_eq!(throttle.check(), None);
-        throttle.last = throttle.last.and_then(|last| last.checked_sub(WARN_EVERY));
-        assert_eq!(throttle.check(), Some(2));
-        assert_eq!(throttle.check(), None);
     }
 }
