@@ -76,6 +76,34 @@ pub struct Config {
     )]
     pub concurrency_limit: u32,
 
+    /// Calls in flight at once over all connections; past it a call is refused at once,
+    /// unread (RESOURCE_EXHAUSTED, OVERLOADED). With --max-message-bytes it bounds the
+    /// request bytes the server buffers (docs/RELIABILITY.md, "The memory budget").
+    #[arg(
+        long,
+        env = "ALLFIVES_MAX_CALLS_IN_FLIGHT",
+        default_value_t = 512,
+        value_parser = clap::value_parser!(u32).range(1..=65_536)
+    )]
+    pub max_calls_in_flight: u32,
+
+    /// Longest a call's request body may take to arrive once its headers have, in
+    /// milliseconds; then the call is refused (CANCELLED, REQUEST_BODY_TIMEOUT) and its
+    /// buffer freed.
+    #[arg(
+        long,
+        env = "ALLFIVES_BODY_TIMEOUT_MS",
+        default_value_t = 2000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub body_timeout_ms: u64,
+
+    /// Close a connection with no call open for this many seconds (gracefully, with
+    /// GOAWAY: clients reconnect when they next call); 0 keeps idle connections open.
+    /// At the connection cap the longest idle connection is closed first anyway.
+    #[arg(long, env = "ALLFIVES_IDLE_TIMEOUT_SECS", default_value_t = 120)]
+    pub idle_timeout_secs: u64,
+
     /// Largest request message, in bytes (requests are a token of at most 1 KiB plus
     /// a few fields).
     #[arg(
@@ -398,6 +426,9 @@ mod tests {
         assert_eq!(c.request_timeout_ms, 5000);
         assert_eq!(c.concurrency_limit, 256);
         assert_eq!(c.max_message_bytes, 16384);
+        assert_eq!(c.max_calls_in_flight, 512);
+        assert_eq!(c.body_timeout_ms, 2000);
+        assert_eq!(c.idle_timeout_secs, 120);
         assert_eq!(c.shutdown_delay_ms, 2000);
         assert_eq!(c.drain_seconds, 10);
         assert_eq!(c.max_connections, 4096);
