@@ -16,15 +16,16 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::net::TcpListener;
 use tonic::Code;
 use tonic::codegen::Service;
 use tonic::codegen::http::{self, HeaderName, Method};
 use tonic::server::NamedService;
 use tonic::service::Routes;
-use tonic::transport::Server;
 use tonic_health::ServingStatus;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer, ExposeHeaders};
+use tower_layer::Layer;
 
 use crate::config::{Config, CorsOrigins, LogFormat};
 use crate::metrics::{Metrics, Route};
@@ -33,7 +34,10 @@ use crate::proto::v1::all_fives_service_server::AllFivesServiceServer;
 use crate::service::Api;
 use crate::state::{KeyRing, Tokens};
 
+mod connections;
 mod incoming;
+mod limits;
+mod serve;
 pub mod throttle;
 
 /// The error [`run`] returns: the server could not be set up or failed while serving.
@@ -42,6 +46,13 @@ pub type BoxError = Box<dyn Error + Send + Sync>;
 /// Largest response message. Responses are a token and a game view of a few KiB; the
 /// limit only stops a bug from sending megabytes.
 const MAX_RESPONSE_BYTES: usize = 256 * 1024;
+
+/// Largest header block a request may send (HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE):
+/// gRPC requests send a few hundred bytes of headers.
+const MAX_HEADER_LIST_BYTES: u32 = 16 * 1024;
+
+/// How long an idle connection evicted at the connection cap may take to close.
+const EVICT_GRACE: Duration = Duration::from_secs(1);
 
 /// How long an HTTP/2 keepalive ping may go unanswered before the connection is closed.
 const HTTP2_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -84,7 +95,6 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let max_request = usize::try_from(config.max_message_bytes)?;
-    let concurrency = usize::try_from(config.concurrency_limit)?;
     let request_timeout = Duration::from_millis(config.request_timeout_ms);
     let drain = Duration::from_secs(config.drain_seconds);
     let shutdown_delay = Duration::from_millis(config.shutdown_delay_ms);
@@ -120,30 +130,6 @@ where
         .build_v1alpha()?
         .max_decoding_message_size(max_request);
 
-    let mut server = Server::builder()
-        .accept_http1(true)
-        .timeout(request_timeout)
-        .concurrency_limit_per_connection(concurrency)
-        // Well-behaved HTTP/2 clients queue past the limit instead of being shed.
-        .max_concurrent_streams(config.concurrency_limit)
-        .load_shed(true)
-        .http2_keepalive_interval(
-            (config.http2_keepalive_secs > 0)
-                .then(|| Duration::from_secs(config.http2_keepalive_secs)),
-        )
-        .http2_keepalive_timeout(Some(HTTP2_KEEPALIVE_TIMEOUT));
-    if config.max_connection_age_secs > 0 {
-        // After the GOAWAY, calls already started get their whole timeout to finish;
-        // only streams outlast that (health Watch), and their clients reconnect.
-        server = server
-            .max_connection_age(Duration::from_secs(config.max_connection_age_secs))
-            .max_connection_age_grace(request_timeout + Duration::from_secs(1));
-    }
-    // CORS outermost: it answers preflights and decorates gRPC-Web responses.
-    let server = server
-        .layer(cors_layer(&config.cors_origins))
-        .layer(tonic_web::GrpcWebLayer::new());
-
     let routes = Routes::new(api)
         .add_service(health)
         .add_service(reflection_v1)
@@ -156,8 +142,31 @@ where
     );
     let routes = routes.prepare();
 
-    // `serve_with_incoming*` ignores the builder's TCP options; `Incoming` sets them.
-    let incoming = incoming::Incoming::new(listener, max_connections, handshake_timeout);
+    // Outermost first: CORS answers preflights and decorates gRPC-Web responses;
+    // gRPC-Web turns browser calls into gRPC; the call log counts every call, refusals
+    // by the limits (calls in flight, deadline) among them.
+    let limits = limits::Limits::new(
+        usize::try_from(config.max_calls_in_flight)?,
+        request_timeout,
+    );
+    let service =
+        cors_layer(&config.cors_origins).layer(tonic_web::GrpcWebLayer::new().layer(CallLog {
+            inner: limits.wrap(routes),
+            metrics,
+        }));
+    let http = http_builder(&config, max_request);
+    let lifetimes = serve::Lifetimes {
+        age: (config.max_connection_age_secs > 0)
+            .then(|| Duration::from_secs(config.max_connection_age_secs)),
+        // Calls already taken get their whole timeout to finish; only streams outlast
+        // that (health Watch), and their clients reconnect.
+        grace: request_timeout + Duration::from_secs(1),
+        idle: (config.idle_timeout_secs > 0).then(|| Duration::from_secs(config.idle_timeout_secs)),
+        evict_grace: EVICT_GRACE,
+    };
+
+    let registry = Arc::new(connections::Registry::default());
+    let incoming = incoming::Incoming::new(listener, registry, max_connections, handshake_timeout);
 
     let (drain_started, drain_start) = tokio::sync::oneshot::channel::<()>();
     let signal = async move {
@@ -187,14 +196,7 @@ where
         let _ = drain_started.send(());
     };
 
-    let serving = server.serve_with_incoming_shutdown(
-        CallLog {
-            inner: routes,
-            metrics,
-        },
-        incoming,
-        signal,
-    );
+    let serving = serve::serve(incoming, http, service, lifetimes, signal);
     let deadline = async {
         match drain_start.await {
             Ok(()) => tokio::time::sleep(drain).await,
@@ -203,12 +205,40 @@ where
         }
     };
     tokio::select! {
-        result = serving => result?,
+        () = serving => {}
         // Connections still open are dropped with the runtime (at once, in `main`).
         () = deadline => tracing::warn!("drain deadline passed with calls still in flight"),
     }
     tracing::info!("server stopped");
     Ok(())
+}
+
+/// hyper's settings: HTTP/2 windows sized to this API's requests (a stream may have one
+/// whole request in flight; a connection four), its stream and header limits and
+/// keepalive pings; HTTP/1 (gRPC-Web) with a read buffer to match.
+fn http_builder(
+    config: &Config,
+    max_request: usize,
+) -> hyper_util::server::conn::auto::Builder<TokioExecutor> {
+    // A message and its 5-byte gRPC prefix.
+    let stream_window = u32::try_from(max_request + 5).unwrap_or(u32::MAX);
+    let mut http = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    http.http2()
+        .timer(TokioTimer::new())
+        .initial_stream_window_size(stream_window)
+        .initial_connection_window_size(stream_window.saturating_mul(4))
+        .max_concurrent_streams(config.concurrency_limit)
+        .max_header_list_size(MAX_HEADER_LIST_BYTES)
+        .keep_alive_interval(
+            (config.http2_keepalive_secs > 0)
+                .then(|| Duration::from_secs(config.http2_keepalive_secs)),
+        )
+        .keep_alive_timeout(HTTP2_KEEPALIVE_TIMEOUT);
+    // gRPC-Web text is base64: a third larger than the message.
+    http.http1()
+        .timer(TokioTimer::new())
+        .max_buf_size((max_request * 2).max(64 * 1024));
+    http
 }
 
 /// Descriptors the process needs besides its connections: the listeners, the metrics

@@ -1,12 +1,15 @@
 //! Accepting connections: at most `--max-connections` open at once, a pause after an
-//! accept error instead of a busy loop, TCP keepalive and nodelay, and a deadline for a
-//! new connection's first bytes. See docs/RELIABILITY.md, "Slow or broken clients".
+//! accept error instead of a busy loop, TCP keepalive and nodelay, a deadline for a
+//! new connection's first bytes, and a lingering close. See docs/RELIABILITY.md, "Slow
+//! or broken clients" and "Connections".
 //!
-//! [`Incoming`] is the stream of connections tonic serves. It takes a permit of the
-//! connection cap before it accepts, so at the cap it stops accepting and new
-//! connections wait in the kernel's backlog (backpressure, nothing accepted and
-//! dropped). Each [`Connection`] holds its permit until it is dropped, which is when
-//! its connection task ends: the client closed it, an error, the connection age, or the
+//! [`Incoming`] is the stream of connections [`super::serve`] serves. It takes a permit
+//! of the connection cap before it accepts. At the cap it first evicts the connection
+//! idle the longest ([`Registry::evict_idlest`]: told to close, its permit given back at
+//! once); with none idle it stops accepting, and new connections wait in the kernel's
+//! backlog (backpressure, nothing accepted and dropped) until one closes or turns idle.
+//! Each [`Connection`] holds its permit until it is dropped, which is when its
+//! connection task ends: the client closed it, an error, its age, idleness, or the
 //! handshake deadline.
 
 use std::future::Future;
@@ -23,6 +26,7 @@ use tokio::time::Sleep;
 use tokio_stream::Stream;
 use tonic::transport::server::{Connected, TcpIncoming};
 
+use super::connections::{Registered, Registry, Tracker};
 use super::throttle::Throttle;
 
 /// Pause after an accept error (out of file descriptors, most likely) before accepting
@@ -42,18 +46,31 @@ const TCP_KEEPALIVE_RETRIES: u32 = 3;
 /// answers (gRPC-Web, CORS preflights) is longer.
 const PREFACE_LEN: usize = 24;
 
+/// At the cap with no connection idle, how often to look again for one to evict.
+const EVICT_RETRY: Duration = Duration::from_millis(100);
+
+/// After the server has closed its side, how long it reads (and discards) what the
+/// client still sends before closing the socket. Closing with unread bytes makes the
+/// kernel send a reset, which can destroy the last responses before the client has
+/// read them; waiting for the client's own close (it closes once it has the final
+/// GOAWAY) avoids that.
+const LINGER: Duration = Duration::from_secs(1);
+
 type Acquire = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
 
 /// The connections tonic serves: see the module's documentation.
 pub struct Incoming {
     listener: TcpIncoming,
     cap: Arc<Semaphore>,
+    registry: Arc<Registry>,
     max_connections: usize,
     handshake_timeout: Duration,
-    /// A permit taken for the next connection, kept while none is ready to accept.
-    permit: Option<OwnedSemaphorePermit>,
+    /// A connection accepted at the cap, waiting for a place under it.
+    waiting: Option<TcpStream>,
     /// Waiting for a connection to close, at the cap.
     acquiring: Option<Acquire>,
+    /// At the cap: when to look again for an idle connection to evict.
+    evict_retry: Option<Pin<Box<Sleep>>>,
     /// Pausing after an accept error.
     backoff: Option<Pin<Box<Sleep>>>,
     accept_errors: Throttle,
@@ -61,9 +78,15 @@ pub struct Incoming {
 }
 
 impl Incoming {
-    /// Accepts on `listener`, at most `max_connections` open at once, each closed if it
-    /// has not sent the HTTP/2 preface within `handshake_timeout`.
-    pub fn new(listener: TcpListener, max_connections: usize, handshake_timeout: Duration) -> Self {
+    /// Accepts on `listener`, at most `max_connections` open at once (each registered in
+    /// `registry`), each closed if it has not sent the HTTP/2 preface within
+    /// `handshake_timeout`.
+    pub fn new(
+        listener: TcpListener,
+        registry: Arc<Registry>,
+        max_connections: usize,
+        handshake_timeout: Duration,
+    ) -> Self {
         let listener = TcpIncoming::from(listener)
             .with_nodelay(Some(true))
             .with_keepalive(Some(TCP_KEEPALIVE))
@@ -72,10 +95,12 @@ impl Incoming {
         Incoming {
             listener,
             cap: Arc::new(Semaphore::new(max_connections)),
+            registry,
             max_connections,
             handshake_timeout,
-            permit: None,
+            waiting: None,
             acquiring: None,
+            evict_retry: None,
             backoff: None,
             accept_errors: Throttle::default(),
             at_cap: Throttle::default(),
@@ -85,21 +110,31 @@ impl Incoming {
     /// A permit for one more connection; `None` if the cap's semaphore was closed
     /// (never: nothing closes it).
     fn poll_permit(&mut self, cx: &mut Context<'_>) -> Poll<Option<OwnedSemaphorePermit>> {
-        if let Some(permit) = self.permit.take() {
-            return Poll::Ready(Some(permit));
-        }
-        if self.acquiring.is_none() {
-            match Arc::clone(&self.cap).try_acquire_owned() {
-                Ok(permit) => return Poll::Ready(Some(permit)),
+        let due = self
+            .evict_retry
+            .as_mut()
+            .is_none_or(|retry| retry.as_mut().poll(cx).is_ready());
+        if due {
+            self.evict_retry = None;
+            match self.try_permit() {
+                Ok(permit) => {
+                    self.acquiring = None;
+                    return Poll::Ready(Some(permit));
+                }
                 Err(TryAcquireError::Closed) => return Poll::Ready(None),
                 Err(TryAcquireError::NoPermits) => {
                     if let Some(held_back) = self.at_cap.check() {
                         tracing::warn!(
                             max_connections = self.max_connections,
                             earlier = held_back,
-                            "at the connection cap: not accepting until a connection closes"
+                            "at the connection cap with every connection busy: not accepting \
+                             until one closes or turns idle"
                         );
                     }
+                    let mut retry = Box::pin(tokio::time::sleep(EVICT_RETRY));
+                    // Registers the timer's waker.
+                    let _ = retry.as_mut().poll(cx);
+                    self.evict_retry = Some(retry);
                 }
             }
         }
@@ -109,7 +144,18 @@ impl Incoming {
             .get_or_insert_with(|| Box::pin(Arc::clone(cap).acquire_owned()));
         let acquired = ready!(acquiring.as_mut().poll(cx));
         self.acquiring = None;
+        self.evict_retry = None;
         Poll::Ready(acquired.ok())
+    }
+
+    /// A permit now: a free one, or one given back by evicting the idlest connection.
+    fn try_permit(&self) -> Result<OwnedSemaphorePermit, TryAcquireError> {
+        match Arc::clone(&self.cap).try_acquire_owned() {
+            Err(TryAcquireError::NoPermits) if self.registry.evict_idlest() => {
+                Arc::clone(&self.cap).try_acquire_owned()
+            }
+            other => other,
+        }
     }
 }
 
@@ -123,37 +169,42 @@ impl Stream for Incoming {
                 ready!(backoff.as_mut().poll(cx));
                 this.backoff = None;
             }
+            // Accept first, then find it a place: at the cap that evicts an idle
+            // connection only when a new one is really waiting (and holds one accepted
+            // connection at most; the rest wait in the kernel's backlog).
+            if this.waiting.is_none() {
+                match Pin::new(&mut this.listener).poll_next(cx) {
+                    Poll::Ready(Some(Ok(stream))) => this.waiting = Some(stream),
+                    Poll::Ready(None) => return Poll::Ready(None),
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Some(Err(error))) => {
+                        if is_connection_error(&error) {
+                            // That connection is gone; the listener is fine.
+                            tracing::debug!(%error, "a connection failed before it was accepted");
+                            continue;
+                        }
+                        if let Some(held_back) = this.accept_errors.check() {
+                            tracing::warn!(
+                                %error,
+                                earlier = held_back,
+                                pause_ms = ACCEPT_BACKOFF.as_millis(),
+                                "cannot accept connections (out of file descriptors?); pausing"
+                            );
+                        }
+                        this.backoff = Some(Box::pin(tokio::time::sleep(ACCEPT_BACKOFF)));
+                        continue;
+                    }
+                }
+            }
             let Some(permit) = ready!(this.poll_permit(cx)) else {
                 return Poll::Ready(None);
             };
-            match Pin::new(&mut this.listener).poll_next(cx) {
-                Poll::Ready(Some(Ok(stream))) => {
-                    let connection = Connection::new(stream, permit, this.handshake_timeout);
-                    return Poll::Ready(Some(Ok(connection)));
-                }
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => {
-                    this.permit = Some(permit);
-                    return Poll::Pending;
-                }
-                Poll::Ready(Some(Err(error))) => {
-                    this.permit = Some(permit);
-                    if is_connection_error(&error) {
-                        // That connection is gone; the listener is fine.
-                        tracing::debug!(%error, "a connection failed before it was accepted");
-                        continue;
-                    }
-                    if let Some(held_back) = this.accept_errors.check() {
-                        tracing::warn!(
-                            %error,
-                            earlier = held_back,
-                            pause_ms = ACCEPT_BACKOFF.as_millis(),
-                            "cannot accept connections (out of file descriptors?); pausing"
-                        );
-                    }
-                    this.backoff = Some(Box::pin(tokio::time::sleep(ACCEPT_BACKOFF)));
-                }
-            }
+            let Some(stream) = this.waiting.take() else {
+                continue;
+            };
+            let registered = this.registry.register(permit);
+            let connection = Connection::new(stream, registered, this.handshake_timeout);
+            return Poll::Ready(Some(Ok(connection)));
         }
     }
 }
@@ -174,7 +225,10 @@ fn is_connection_error(error: &io::Error) -> bool {
 pub struct Connection {
     stream: TcpStream,
     handshake: Option<Handshake>,
-    _permit: OwnedSemaphorePermit,
+    /// Closing: our side is shut; reading what the client still sends until it closes
+    /// or this deadline.
+    linger: Option<Pin<Box<Sleep>>>,
+    registered: Registered,
 }
 
 struct Handshake {
@@ -184,15 +238,26 @@ struct Handshake {
 }
 
 impl Connection {
-    fn new(stream: TcpStream, permit: OwnedSemaphorePermit, handshake_timeout: Duration) -> Self {
+    fn new(stream: TcpStream, registered: Registered, handshake_timeout: Duration) -> Self {
         Connection {
             stream,
             handshake: Some(Handshake {
                 deadline: Box::pin(tokio::time::sleep(handshake_timeout)),
                 awaited: PREFACE_LEN,
             }),
-            _permit: permit,
+            linger: None,
+            registered,
         }
+    }
+
+    /// What this connection is doing (calls open, idle since), for the loop serving it.
+    pub fn tracker(&self) -> &Arc<Tracker> {
+        self.registered.tracker()
+    }
+
+    /// The connection's number, unique in this process.
+    pub fn number(&self) -> u64 {
+        self.registered.number()
     }
 }
 
@@ -260,8 +325,32 @@ impl AsyncWrite for Connection {
         Pin::new(&mut self.get_mut().stream).poll_flush(cx)
     }
 
+    /// Shuts our side, then lingers: reads and discards until the client closes its
+    /// side or [`LINGER`] passes (see there why).
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+        let this = self.get_mut();
+        if this.linger.is_none() {
+            ready!(Pin::new(&mut this.stream).poll_shutdown(cx))?;
+            this.linger = Some(Box::pin(tokio::time::sleep(LINGER)));
+        }
+        let mut scratch = [0u8; 2048];
+        loop {
+            let mut buf = ReadBuf::new(&mut scratch);
+            match Pin::new(&mut this.stream).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => continue,
+                // A reset or any error: nothing left to protect.
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Pending => {
+                    if let Some(linger) = &mut this.linger
+                        && linger.as_mut().poll(cx).is_ready()
+                    {
+                        return Poll::Ready(Ok(()));
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
     }
 }
 

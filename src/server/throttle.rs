@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 pub const WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// Decides whether a repeated warning is written now: at most once per [`WARN_EVERY`].
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Throttle {
     last: Option<Instant>,
     held_back: u64,

@@ -1,0 +1,353 @@
+//! The connections being served, and what each is doing: how many calls it has open and
+//! since when it has had none. [`Registry`] holds one [`Tracker`] per connection; the
+//! connection loop ([`super::serve`]) closes a connection that stayed idle too long,
+//! and at the connection cap [`Registry::evict_idlest`] closes the one idle the longest
+//! so that a new client is served (docs/RELIABILITY.md, "Connections").
+//!
+//! [`Tracked`] is the per-connection service hyper calls: it counts a call open from
+//! its headers until its response body is done (or dropped), and gives the request
+//! tonic's `TcpConnectInfo`, so `Request::remote_addr()` names the connection.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use tokio::sync::{Notify, OwnedSemaphorePermit};
+use tokio::time::Instant;
+use tonic::body::Body;
+use tonic::codegen::http::{Request, Response};
+use tonic::codegen::{Bytes, Service, StdError};
+use tonic::transport::server::TcpConnectInfo;
+
+/// Every connection open, by a number of its own.
+#[derive(Default)]
+pub struct Registry {
+    live: Mutex<HashMap<u64, Arc<Tracker>>>,
+    next: AtomicU64,
+    epoch: OnceInstant,
+}
+
+/// The instant milliseconds are counted from (the registry's creation).
+struct OnceInstant(Instant);
+
+impl Default for OnceInstant {
+    fn default() -> Self {
+        OnceInstant(Instant::now())
+    }
+}
+
+impl Registry {
+    /// Registers a new connection holding `permit` (its place under the cap); the
+    /// connection leaves the registry when the returned [`Registered`] is dropped.
+    pub fn register(self: &Arc<Self>, permit: OwnedSemaphorePermit) -> Registered {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let tracker = Arc::new(Tracker {
+            open: AtomicUsize::new(0),
+            idle_since_ms: AtomicU64::new(self.now_ms()),
+            evicted: AtomicBool::new(false),
+            evict: Notify::new(),
+            changed: Notify::new(),
+            permit: Mutex::new(Some(permit)),
+            epoch: self.epoch.0,
+        });
+        self.lock().insert(id, Arc::clone(&tracker));
+        Registered {
+            id,
+            tracker,
+            registry: Arc::clone(self),
+        }
+    }
+
+    /// Connections open.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Tells the connection idle the longest (no call open, not told already) to close,
+    /// and gives its place under the cap back at once: it closes within its eviction
+    /// grace. `false` if no connection is idle.
+    pub fn evict_idlest(&self) -> bool {
+        let chosen = {
+            let live = self.lock();
+            live.values()
+                .filter(|t| {
+                    t.open.load(Ordering::Acquire) == 0 && !t.evicted.load(Ordering::Acquire)
+                })
+                .min_by_key(|t| t.idle_since_ms.load(Ordering::Acquire))
+                .cloned()
+        };
+        let Some(tracker) = chosen else {
+            return false;
+        };
+        tracker.evicted.store(true, Ordering::Release);
+        drop(tracker.take_permit());
+        tracker.evict.notify_one();
+        true
+    }
+
+    fn now_ms(&self) -> u64 {
+        millis_since(self.epoch.0)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Tracker>>> {
+        // A panic while the map was held leaves it consistent (inserts and removes
+        // only), so a poisoned lock is still usable.
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn millis_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A connection's place in the registry; dropping it removes the connection and gives
+/// its place under the cap back (if eviction has not already).
+pub struct Registered {
+    id: u64,
+    tracker: Arc<Tracker>,
+    registry: Arc<Registry>,
+}
+
+impl Registered {
+    pub fn tracker(&self) -> &Arc<Tracker> {
+        &self.tracker
+    }
+
+    /// The connection's number, unique in this registry.
+    pub fn number(&self) -> u64 {
+        self.id
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.registry.lock().remove(&self.id);
+        drop(self.tracker.take_permit());
+    }
+}
+
+/// What one connection is doing.
+pub struct Tracker {
+    /// Calls open: headers received, response body not yet done.
+    open: AtomicUsize,
+    /// When the last call closed (or the connection opened), in ms since `epoch`.
+    idle_since_ms: AtomicU64,
+    /// Told to close by [`Registry::evict_idlest`].
+    evicted: AtomicBool,
+    evict: Notify,
+    /// A call opened while none was open, or the last one closed.
+    changed: Notify,
+    permit: Mutex<Option<OwnedSemaphorePermit>>,
+    epoch: Instant,
+}
+
+impl Tracker {
+    fn take_permit(&self) -> Option<OwnedSemaphorePermit> {
+        self.permit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    fn opened(self: &Arc<Self>) -> OpenCall {
+        if self.open.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.changed.notify_one();
+        }
+        OpenCall(Arc::clone(self))
+    }
+
+    /// Completes when the registry tells this connection to close.
+    pub async fn evicted(&self) {
+        self.evict.notified().await;
+    }
+
+    /// Completes once the connection has had no call open for `timeout` (never if
+    /// `timeout` is `None`).
+    pub async fn idle_for(&self, timeout: Option<Duration>) {
+        let Some(timeout) = timeout else {
+            return std::future::pending().await;
+        };
+        loop {
+            if self.open.load(Ordering::Acquire) > 0 {
+                self.changed.notified().await;
+                continue;
+            }
+            let since = self.idle_since_ms.load(Ordering::Acquire);
+            let deadline = self.epoch + Duration::from_millis(since) + timeout;
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {
+                    if self.open.load(Ordering::Acquire) == 0
+                        && self.idle_since_ms.load(Ordering::Acquire) == since
+                    {
+                        return;
+                    }
+                }
+                () = self.changed.notified() => {}
+            }
+        }
+    }
+}
+
+/// One call counted open until dropped (with its response body, or with the call's
+/// future if the call never answered).
+struct OpenCall(Arc<Tracker>);
+
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        let tracker = &self.0;
+        tracker
+            .idle_since_ms
+            .store(millis_since(tracker.epoch), Ordering::Release);
+        if tracker.open.fetch_sub(1, Ordering::AcqRel) == 1 {
+            tracker.changed.notify_one();
+        }
+    }
+}
+
+/// The service hyper calls on one connection: see the module's documentation.
+#[derive(Clone)]
+pub struct Tracked<S> {
+    inner: S,
+    tracker: Arc<Tracker>,
+    info: TcpConnectInfo,
+}
+
+impl<S> Tracked<S> {
+    pub fn new(inner: S, tracker: Arc<Tracker>, info: TcpConnectInfo) -> Self {
+        Tracked {
+            inner,
+            tracker,
+            info,
+        }
+    }
+}
+
+impl<S, B, ResBody> Service<Request<B>> for Tracked<S>
+where
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<StdError>,
+    S: Service<Request<Body>, Response = Response<ResBody>>,
+    S::Future: Send + 'static,
+    ResBody: HttpBody<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<StdError>,
+{
+    type Response = Response<TrackedBody>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let open = self.tracker.opened();
+        let mut request = request.map(Body::new);
+        request.extensions_mut().insert(self.info.clone());
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let response = response.await?;
+            Ok(response.map(|body| TrackedBody {
+                inner: Body::new(body),
+                _open: open,
+            }))
+        })
+    }
+}
+
+/// A response body that keeps its call counted open until it is done or dropped.
+pub struct TrackedBody {
+    inner: Body,
+    _open: OpenCall,
+}
+
+impl HttpBody for TrackedBody {
+    type Data = Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::Semaphore;
+
+    fn permit(cap: &Arc<Semaphore>) -> OwnedSemaphorePermit {
+        Arc::clone(cap).try_acquire_owned().expect("a permit")
+    }
+
+    #[tokio::test]
+    async fn the_idlest_connection_is_evicted_and_its_place_given_back_at_once() {
+        let cap = Arc::new(Semaphore::new(3));
+        let registry = Arc::new(Registry::default());
+        let first = registry.register(permit(&cap));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let busy = registry.register(permit(&cap));
+        let _call = busy.tracker().opened();
+        let second = registry.register(permit(&cap));
+        assert_eq!(cap.available_permits(), 0);
+
+        assert!(registry.evict_idlest());
+        assert_eq!(
+            cap.available_permits(),
+            1,
+            "the place is given back at once"
+        );
+        tokio::time::timeout(Duration::from_secs(1), first.tracker().evicted())
+            .await
+            .expect("the idlest (oldest idle) connection is told");
+        // The busy one is never chosen; the second idle one is next.
+        assert!(registry.evict_idlest());
+        tokio::time::timeout(Duration::from_secs(1), second.tracker().evicted())
+            .await
+            .expect("then the other idle one");
+        assert!(
+            !registry.evict_idlest(),
+            "a connection with a call open stays"
+        );
+        drop((first, second));
+        assert_eq!(registry.len(), 1);
+        assert_eq!(cap.available_permits(), 2);
+        drop(busy);
+        assert_eq!(cap.available_permits(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_means_no_call_open_for_the_whole_timeout() {
+        let cap = Arc::new(Semaphore::new(1));
+        let registry = Arc::new(Registry::default());
+        let conn = registry.register(permit(&cap));
+        let tracker = Arc::clone(conn.tracker());
+        let call = tracker.opened();
+        let idle = tokio::spawn({
+            let tracker = Arc::clone(&tracker);
+            async move { tracker.idle_for(Some(Duration::from_secs(10))).await }
+        });
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(!idle.is_finished(), "a call is open: not idle");
+        drop(call);
+        tokio::time::sleep(Duration::from_secs(9)).await;
+        assert!(!idle.is_finished());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(idle.is_finished(), "idle ten seconds after the last call");
+    }
+}
