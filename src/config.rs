@@ -65,9 +65,9 @@ pub struct Config {
     )]
     pub request_timeout_ms: u64,
 
-    /// Calls in flight per connection, also its HTTP/2 MAX_CONCURRENT_STREAMS: HTTP/2
+    /// Calls in flight per connection, its HTTP/2 MAX_CONCURRENT_STREAMS: HTTP/2
     /// clients queue past it; calls sent past it anyway are refused unprocessed
-    /// (UNAVAILABLE); the load shedder answers RESOURCE_EXHAUSTED.
+    /// (REFUSED_STREAM, which clients see as UNAVAILABLE and may retry).
     #[arg(
         long,
         env = "ALLFIVES_CONCURRENCY_LIMIT",
@@ -144,8 +144,9 @@ pub struct Config {
     )]
     pub handshake_timeout_ms: u64,
 
-    /// Close HTTP/2 connections gracefully after this many seconds so clients
-    /// reconnect and spread over replicas; 0 keeps them open.
+    /// Close connections gracefully after about this many seconds (each within ±10%)
+    /// so clients reconnect and spread over replicas; calls in flight finish and no
+    /// call is lost. 0 keeps them open.
     #[arg(long, env = "ALLFIVES_MAX_CONNECTION_AGE_SECS", default_value_t = 300)]
     pub max_connection_age_secs: u64,
 

@@ -293,7 +293,8 @@ fn cors_layer(origins: &CorsOrigins) -> CorsLayer {
 /// outcome is counted in the metrics (an abandoned call as CANCELLED, which is what a
 /// client sees when the server's timeout ends it).
 ///
-/// Calls refused by the load shedder never get here, so they are not counted.
+/// Streams HTTP/2 refuses past `--concurrency-limit` never get here, so they are not
+/// counted; calls refused by the limits inside (OVERLOADED, the deadline) are.
 #[derive(Clone)]
 struct CallLog<S> {
     inner: S,
