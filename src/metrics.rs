@@ -42,7 +42,16 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 const PREFIX: &str = "allfives";
 
 /// How long a scraper may take to send its request head.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Scrape connections open at once. Prometheus keeps one per scraper; past the cap the
+/// endpoint stops accepting (new ones wait in the backlog), so slow or idle
+/// connections to it can never take the descriptors the gRPC port needs.
+const MAX_SCRAPE_CONNECTIONS: usize = 16;
+
+/// How long a scrape connection may stay open (then it is closed gracefully; a
+/// scraper reconnects): bounds how long an idle keep-alive connection holds its place.
+const SCRAPE_CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 
 /// How long in-flight scrapes get once the endpoint shuts down.
 const SCRAPE_DRAIN: Duration = Duration::from_secs(1);
@@ -443,13 +452,27 @@ pub async fn serve_metrics(
 ) {
     let (closing, closed) = watch::channel(false);
     let mut connections = JoinSet::new();
+    let places = Arc::new(tokio::sync::Semaphore::new(MAX_SCRAPE_CONNECTIONS));
     tokio::pin!(shutdown);
     loop {
+        // A place under the cap first, then accept (at the cap: the backlog waits).
+        let place = tokio::select! {
+            () = &mut shutdown => break,
+            place = Arc::clone(&places).acquire_owned() => match place {
+                Ok(place) => place,
+                Err(_) => break,
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    connections.spawn(connection(stream, Arc::clone(&metrics), closed.clone()));
+                    let (metrics, closed) = (Arc::clone(&metrics), closed.clone());
+                    connections.spawn(async move {
+                        connection(stream, metrics, closed).await;
+                        drop(place);
+                    });
                 }
                 Err(error) => {
                     // Out of file descriptors, most likely: wait rather than spin.
@@ -473,7 +496,8 @@ pub async fn serve_metrics(
     // Dropping the set aborts whatever is left.
 }
 
-/// One scraper's connection (keep-alive), closed gracefully when `closed` turns true.
+/// One scraper's connection (keep-alive), closed gracefully when `closed` turns true
+/// or after [`SCRAPE_CONNECTION_LIFETIME`] (then given [`SCRAPE_DRAIN`] to finish).
 async fn connection(stream: TcpStream, metrics: Arc<Metrics>, mut closed: watch::Receiver<bool>) {
     let _ = stream.set_nodelay(true);
     let service = service_fn(move |request: Request<Incoming>| {
@@ -489,6 +513,13 @@ async fn connection(stream: TcpStream, metrics: Arc<Metrics>, mut closed: watch:
         _ = closed.changed() => {
             connection.as_mut().graceful_shutdown();
             connection.await
+        }
+        () = tokio::time::sleep(SCRAPE_CONNECTION_LIFETIME) => {
+            connection.as_mut().graceful_shutdown();
+            match tokio::time::timeout(SCRAPE_DRAIN, connection).await {
+                Ok(result) => result,
+                Err(_) => Ok(()),
+            }
         }
     };
     if let Err(error) = result {
