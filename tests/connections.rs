@@ -204,3 +204,39 @@ async fn thousands_of_idle_connections_from_one_client_do_not_keep_a_new_client_
     assert!(served < Duration::from_secs(1), "{served:?}");
     drop(idle);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_idle_past_the_idle_timeout_is_closed_and_the_next_call_reconnects() {
+    let server = TestServer::start_with(ring(1, 3), &["--idle-timeout-secs", "1"]).await;
+    let made = Arc::new(AtomicU64::new(0));
+    let channel = Endpoint::from_static("http://allfives.test")
+        .connect_with_connector(Counting {
+            addr: server.addr,
+            made: Arc::clone(&made),
+        })
+        .await
+        .expect("connect");
+    let mut client = AllFivesServiceClient::new(channel);
+    // Calls closer together than the timeout keep the connection.
+    for _ in 0..4 {
+        client
+            .new_game(pb::NewGameRequest::default())
+            .await
+            .expect("a call");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    assert_eq!(
+        made.load(Ordering::Relaxed),
+        1,
+        "a busy connection was closed"
+    );
+    // Idle past it: the server closes the connection; the next call reconnects.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    client
+        .new_game(pb::NewGameRequest::default())
+        .await
+        .expect("the call after an idle close");
+    let connections = made.load(Ordering::Relaxed);
+    println!("idle timeout: at --idle-timeout-secs 1, {connections} connections for 5 calls");
+    assert_eq!(connections, 2, "the idle connection was not closed");
+}
