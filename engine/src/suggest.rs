@@ -18,7 +18,11 @@
 //!   the choice and the budget.
 //!
 //! A suggestion is a pure function of (knowledge, level, budget, seed): the same
-//! request gives the same answer. The generator is seeded with `seed` and set to the
+//! request gives the same answer. A HARD search can also be stopped between worlds by
+//! its caller ([`suggest_until`], [`play_bots_until`]: the caller's question, asked
+//! before each world, e.g. "has my client gone, or my deadline passed?"); a stopped
+//! search answers nothing rather than a weaker answer, so whatever it does answer is
+//! still that pure function. The generator is seeded with `seed` and set to the
 //! stream `knowledge.moves`, so one seed gives different (but repeatable) randomness at
 //! every point of a match.
 
@@ -112,6 +116,24 @@ pub fn suggest_with(
     search: Search,
     seed: u64,
 ) -> Result<Suggestion, Error> {
+    match suggest_until(knowledge, level, search, seed, &|| false)? {
+        Some(suggestion) => Ok(suggestion),
+        None => unreachable!("only a stop that says so ends a search early"),
+    }
+}
+
+/// As [`suggest_with`], asking `stop` before each world of a HARD search whether to
+/// give up: `Ok(None)` when it said so (the other levels never ask). A search that is
+/// not stopped answers exactly as [`suggest_with`]; one that is stops within one
+/// world's time of `stop` turning true. `stop` is the caller's (an atomic flag, a
+/// clock): the engine keeps no time of its own.
+pub fn suggest_until(
+    knowledge: &Knowledge,
+    level: Level,
+    search: Search,
+    seed: u64,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Suggestion>, Error> {
     let seat = knowledge.seat;
     if knowledge.turn != seat {
         return Err(Error::NotYourTurn {
@@ -127,21 +149,24 @@ pub fn suggest_with(
     let mut moves = Vec::new();
     world.legal_moves_into(&mut moves);
     if moves.is_empty() {
-        return Ok(Suggestion {
+        return Ok(Some(Suggestion {
             action: Action::Draw { seat },
             values: Vec::new(),
-        });
+        }));
     }
     let values: Vec<f32> = match level {
         Level::Easy | Level::Medium => moves.iter().map(|m| m.points as f32).collect(),
-        Level::Hard => evaluate(knowledge, &moves, search, &mut rng),
+        Level::Hard => match evaluate(knowledge, &moves, search, &mut rng, stop) {
+            Some(values) => values,
+            None => return Ok(None),
+        },
     };
     let pick = match level {
         Level::Easy if below(&mut rng, 3) != 0 => below(&mut rng, moves.len() as u32) as usize,
         _ => best(&values, &mut rng),
     };
     let m = moves[pick];
-    Ok(Suggestion {
+    Ok(Some(Suggestion {
         action: Action::Play {
             seat,
             tile: m.tile,
@@ -152,7 +177,7 @@ pub fn suggest_with(
             .zip(values)
             .map(|(&play, value)| MoveValue { play, value })
             .collect(),
-    })
+    }))
 }
 
 /// The action a bot at `level` takes in `game`: the deal between hands, else what it
@@ -215,6 +240,23 @@ pub fn play_bots(
     search: Search,
     events: &mut Vec<Event>,
 ) -> Result<BotsPlayed, Error> {
+    match play_bots_until(game, bots, search, events, &|| false)? {
+        Some(played) => Ok(played),
+        None => unreachable!("only a stop that says so ends a search early"),
+    }
+}
+
+/// As [`play_bots`], asking `stop` before each world of every HARD search whether to
+/// give up: `Ok(None)` when it said so, and then `game` and `events` are part way
+/// through the bots' moves and must be thrown away (the caller answers nothing of
+/// them). Not stopped, it plays exactly as [`play_bots`].
+pub fn play_bots_until(
+    game: &mut Game,
+    bots: &[Option<Level>],
+    search: Search,
+    events: &mut Vec<Event>,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<BotsPlayed>, Error> {
     let seed = bot_seed(game.seed());
     let mut played = BotsPlayed::default();
     let mut budget = search.worlds.saturating_mul(BOT_SEARCHES_PER_CALL);
@@ -232,14 +274,16 @@ pub fn play_bots(
             _ => BOT_WORLDS_PAST_BUDGET.min(search.worlds),
         };
         let move_search = Search { worlds, ..search };
-        let action = suggest_with(&knowledge, level, move_search, seed)?.action;
-        game.apply(action, events)?;
+        let Some(suggestion) = suggest_until(&knowledge, level, move_search, seed, stop)? else {
+            return Ok(None);
+        };
+        game.apply(suggestion.action, events)?;
         played.actions += 1;
         if level == Level::Hard {
             played.hard_worlds += worlds;
         }
     }
-    Ok(played)
+    Ok(Some(played))
 }
 
 /// The seed of the bots' choices in a match seeded with `seed`: a fixed bijection that
@@ -262,13 +306,16 @@ fn best(values: &[f32], rng: &mut ChaCha8Rng) -> usize {
 }
 
 /// Mean value of each move over `search.worlds` sampled deals, each move played out to
-/// the end of the hand (or the horizon) with greedy play.
+/// the end of the hand (or the horizon) with greedy play; `None` if `stop` said so,
+/// asked before each world (one world is the whole of every move's rollout in one
+/// deal: the unit a search can be stopped in, tens of microseconds).
 fn evaluate(
     knowledge: &Knowledge,
     moves: &[Move],
     search: Search,
     rng: &mut ChaCha8Rng,
-) -> Vec<f32> {
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<f32>> {
     let worlds = search.worlds.clamp(1, MAX_WORLDS);
     let seat = knowledge.seat;
     let rules = &knowledge.rules;
@@ -278,6 +325,9 @@ fn evaluate(
     let mut scratch = Vec::new();
     let mut events: Vec<Event> = Vec::new();
     for _ in 0..worlds {
+        if stop() {
+            return None;
+        }
         let world = knowledge.sample(rng);
         let rollout_seed = rng.next_u64();
         for (total, m) in totals.iter_mut().zip(moves) {
@@ -302,10 +352,12 @@ fn evaluate(
             *total += f64::from(outcome(&world, &game, side, sides));
         }
     }
-    totals
-        .iter()
-        .map(|t| (t / f64::from(worlds)) as f32)
-        .collect()
+    Some(
+        totals
+            .iter()
+            .map(|t| (t / f64::from(worlds)) as f32)
+            .collect(),
+    )
 }
 
 /// Plays greedily for every seat until the hand (or the match) ends, or for `horizon`
@@ -438,6 +490,75 @@ mod tests {
             assert_eq!(game, by_hand, "seed {seed}");
             assert_eq!(played.actions, moves as usize);
             assert_eq!(played.hard_worlds, worlds_given);
+        }
+    }
+
+    #[test]
+    fn a_search_asks_before_each_world_and_stops_when_told() {
+        use std::cell::Cell;
+        let game = dealt(2, 11);
+        let k = game.knowledge(game.turn().unwrap()).unwrap();
+        let search = Search::worlds(Some(40));
+        // Never stopped: the same answer as without a stop, one question per world.
+        let asked = Cell::new(0u32);
+        let never = || {
+            asked.set(asked.get() + 1);
+            false
+        };
+        let full = suggest_until(&k, Level::Hard, search, 3, &never).unwrap();
+        assert_eq!(
+            full,
+            Some(suggest_with(&k, Level::Hard, search, 3).unwrap())
+        );
+        assert_eq!(asked.get(), 40);
+        // Told to stop at the 6th question: nothing answered, and no world after it.
+        for at in [1, 6, 40] {
+            asked.set(0);
+            let until = || {
+                asked.set(asked.get() + 1);
+                asked.get() >= at
+            };
+            assert_eq!(suggest_until(&k, Level::Hard, search, 3, &until), Ok(None));
+            assert_eq!(asked.get(), at);
+        }
+        // The other levels do not search and never ask.
+        asked.set(0);
+        let stopped = || {
+            asked.set(asked.get() + 1);
+            true
+        };
+        for level in [Level::Easy, Level::Medium] {
+            assert!(matches!(
+                suggest_until(&k, level, search, 3, &stopped),
+                Ok(Some(_))
+            ));
+        }
+        assert_eq!(asked.get(), 0);
+    }
+
+    #[test]
+    fn bots_stop_part_way_when_told_and_play_as_before_when_not() {
+        use std::cell::Cell;
+        let bots = [Some(Level::Hard); 3];
+        let search = Search::worlds(Some(8));
+        for seed in 0..5 {
+            let mut game = dealt(3, seed);
+            let mut same = game.clone();
+            let played = play_bots_until(&mut game, &bots, search, &mut Vec::new(), &|| false);
+            let before = play_bots(&mut same, &bots, search, &mut Vec::new());
+            assert_eq!(played.unwrap(), Some(before.unwrap()));
+            assert_eq!(game, same);
+            // Told to stop at the 12th question (within a later move's search): no
+            // question after it, and nothing to answer.
+            let asked = Cell::new(0u32);
+            let until = || {
+                asked.set(asked.get() + 1);
+                asked.get() > 8 + 3
+            };
+            let mut cut = dealt(3, seed);
+            let result = play_bots_until(&mut cut, &bots, search, &mut Vec::new(), &until);
+            assert_eq!(result, Ok(None), "seed {seed}");
+            assert_eq!(asked.get(), 8 + 4, "seed {seed}");
         }
     }
 
