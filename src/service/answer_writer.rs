@@ -7,7 +7,8 @@
 //! [`write_answer`] writes the same bytes (a test compares them over whole games) in
 //! one pass into a reused buffer, putting each length in front of its message once
 //! the message is written. Requests, and every other service's messages, go through
-//! prost unchanged.
+//! prost, except that a request prost cannot decode is the client's error
+//! ([`RequestDecoder`]: INVALID_ARGUMENT, `MALFORMED_REQUEST`), not INTERNAL.
 
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
@@ -16,11 +17,12 @@ use std::marker::PhantomData;
 use prost::Message;
 use prost::bytes::BufMut;
 use tonic::Status;
-use tonic::codec::{BufferSettings, EncodeBuf, Encoder};
+use tonic::codec::{BufferSettings, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 
 use crate::proto::v1 as pb;
 use crate::service::convert::recycle_view;
+use crate::service::status::ApiError;
 use crate::service::wire::{
     LEN, put_bool, put_bytes, put_int32, put_len, put_optional_uint32, put_packed_uint32,
     put_uint32,
@@ -44,15 +46,61 @@ where
     type Encode = T;
     type Decode = U;
     type Encoder = AnswerEncoder<T>;
-    type Decoder = ProstDecoder<U>;
+    type Decoder = RequestDecoder<U>;
 
     fn encoder(&mut self) -> Self::Encoder {
         AnswerEncoder(ProstCodec::<T, U>::default().encoder())
     }
 
     fn decoder(&mut self) -> Self::Decoder {
-        ProstCodec::<T, U>::default().decoder()
+        RequestDecoder(ProstCodec::<T, U>::default().decoder())
     }
+}
+
+/// prost's decoder, except that a request it cannot decode is answered INVALID_ARGUMENT
+/// with reason `MALFORMED_REQUEST` (tonic-prost answers INTERNAL, which says the server
+/// failed). An answer the generated client cannot decode is left as prost has it: the
+/// server, not the caller, sent it.
+#[derive(Debug, Clone)]
+pub struct RequestDecoder<U>(ProstDecoder<U>);
+
+impl<U: Message + Default + 'static> Decoder for RequestDecoder<U> {
+    type Item = U;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
+        self.0.decode(buf).map_err(|status| {
+            if is_request::<U>() {
+                Status::from(ApiError::Malformed(status.message().to_owned()))
+            } else {
+                status
+            }
+        })
+    }
+
+    fn buffer_settings(&self) -> BufferSettings {
+        self.0.buffer_settings()
+    }
+}
+
+/// Whether `U` is a request of a service generated with this codec (the API's, the
+/// benchmark's echo), which only a client sends.
+fn is_request<U: 'static>() -> bool {
+    let u = TypeId::of::<U>();
+    let api = [
+        TypeId::of::<pb::NewGameRequest>(),
+        TypeId::of::<pb::ClaimSeatRequest>(),
+        TypeId::of::<pb::DealRequest>(),
+        TypeId::of::<pb::PlayRequest>(),
+        TypeId::of::<pb::DrawRequest>(),
+        TypeId::of::<pb::ScoreRequest>(),
+        TypeId::of::<pb::SuggestRequest>(),
+    ];
+    #[cfg(feature = "bench-echo")]
+    if u == TypeId::of::<crate::proto::bench::EchoRequest>() {
+        return true;
+    }
+    api.contains(&u)
 }
 
 /// Encodes the API's answers with [`write_answer`] and anything else with prost.
