@@ -11,16 +11,12 @@
 use std::error::Error;
 use std::future::Future;
 use std::io::IsTerminal;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::net::TcpListener;
-use tonic::Code;
-use tonic::codegen::Service;
-use tonic::codegen::http::{self, HeaderName, Method};
+use tonic::codegen::http::{HeaderName, Method};
 use tonic::server::NamedService;
 use tonic::service::Routes;
 use tonic_health::ServingStatus;
@@ -28,15 +24,17 @@ use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer, ExposeHeaders};
 use tower_layer::Layer;
 
 use crate::config::{Config, CorsOrigins, LogFormat};
-use crate::metrics::{Metrics, Route};
+use crate::metrics::Metrics;
 use crate::proto::v1::FILE_DESCRIPTOR_SET;
 use crate::proto::v1::all_fives_service_server::AllFivesServiceServer;
 use crate::service::Api;
 use crate::state::{KeyRing, Tokens};
 
+mod call_log;
 mod connections;
 mod incoming;
 mod limits;
+pub mod request_body;
 mod serve;
 pub mod throttle;
 
@@ -143,17 +141,22 @@ where
     let routes = routes.prepare();
 
     // Outermost first: CORS answers preflights and decorates gRPC-Web responses;
-    // gRPC-Web turns browser calls into gRPC; the call log counts every call, refusals
-    // by the limits (calls in flight, deadline) among them.
+    // gRPC-Web turns browser calls into gRPC; the request bodies are checked (framing,
+    // --body-timeout-ms); the call log counts every call, refusals by the limits (calls
+    // in flight, deadline) among them.
     let limits = limits::Limits::new(
         usize::try_from(config.max_calls_in_flight)?,
         request_timeout,
     );
-    let service =
-        cors_layer(&config.cors_origins).layer(tonic_web::GrpcWebLayer::new().layer(CallLog {
-            inner: limits.wrap(routes),
-            metrics,
-        }));
+    let service = cors_layer(&config.cors_origins).layer(tonic_web::GrpcWebLayer::new().layer(
+        request_body::RequestBody::new(
+            call_log::CallLog {
+                inner: limits.wrap(routes),
+                metrics,
+            },
+            Duration::from_millis(config.body_timeout_ms),
+        ),
+    ));
     let http = http_builder(&config, max_request);
     let lifetimes = serve::Lifetimes {
         age: (config.max_connection_age_secs > 0)
@@ -286,117 +289,6 @@ fn cors_layer(origins: &CorsOrigins) -> CorsLayer {
             HeaderName::from_static("grpc-status-details-bin"),
         ]))
         .max_age(CORS_MAX_AGE)
-}
-
-/// Wraps the routes: an event when the response is ready (code and latency) or the call
-/// is abandoned, in a `call` span with the gRPC method; the same
-/// outcome is counted in the metrics (an abandoned call as CANCELLED, which is what a
-/// client sees when the server's timeout ends it).
-///
-/// Streams HTTP/2 refuses past `--concurrency-limit` never get here, so they are not
-/// counted; calls refused by the limits inside (OVERLOADED, the deadline) are.
-#[derive(Clone)]
-struct CallLog<S> {
-    inner: S,
-    metrics: Arc<Metrics>,
-}
-
-impl<S, B, ResBody> Service<http::Request<B>> for CallLog<S>
-where
-    S: Service<http::Request<B>, Response = http::Response<ResBody>>,
-    S::Future: Send + 'static,
-    S::Error: std::fmt::Display,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        // The span of the call's log lines is made only when a line is written: an
-        // enabled span on every call would cost more than a tenth of a bare call.
-        let uri = request.uri().clone();
-        let route = Route::from_path(uri.path());
-        let metrics = Arc::clone(&self.metrics);
-        let response = self.inner.call(request);
-        Box::pin(async move {
-            let mut pending = Pending {
-                start: Instant::now(),
-                done: false,
-                route,
-                metrics,
-                uri,
-            };
-            let result = response.await;
-            pending.done = true;
-            let elapsed = pending.start.elapsed();
-            let micros = elapsed.as_micros();
-            let code = match &result {
-                Ok(response) => {
-                    // An error is a trailers-only response (status in the headers);
-                    // otherwise the status follows the message, and is OK unless the
-                    // body fails, which unary calls do not.
-                    let code = response
-                        .headers()
-                        .get("grpc-status")
-                        .map_or(Code::Ok, |v| Code::from_bytes(v.as_bytes()));
-                    match code {
-                        Code::Unknown | Code::Internal | Code::DataLoss => call_span(&pending.uri)
-                            .in_scope(|| tracing::warn!(?code, micros, "call failed")),
-                        _ => {
-                            if tracing::enabled!(tracing::Level::DEBUG) {
-                                call_span(&pending.uri)
-                                    .in_scope(|| tracing::debug!(?code, micros, "call done"))
-                            }
-                        }
-                    }
-                    code
-                }
-                Err(error) => {
-                    call_span(&pending.uri)
-                        .in_scope(|| tracing::warn!(%error, micros, "call failed"));
-                    Code::Unknown
-                }
-            };
-            pending.metrics.call_done(route, code, elapsed);
-            result
-        })
-    }
-}
-
-/// The span of a call's log lines: `call`, with the gRPC path as `method`.
-fn call_span(uri: &http::Uri) -> tracing::Span {
-    tracing::info_span!("call", method = uri.path())
-}
-
-/// Logs and counts a call dropped before its response: past its deadline or cancelled
-/// by the client.
-struct Pending {
-    start: Instant,
-    done: bool,
-    route: Route,
-    metrics: Arc<Metrics>,
-    uri: http::Uri,
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        if !self.done {
-            let elapsed = self.start.elapsed();
-            self.metrics.call_done(self.route, Code::Cancelled, elapsed);
-            if tracing::enabled!(tracing::Level::DEBUG) {
-                call_span(&self.uri).in_scope(|| {
-                    tracing::debug!(
-                        micros = elapsed.as_micros(),
-                        "call abandoned (deadline passed or client cancelled)"
-                    )
-                });
-            }
-        }
-    }
 }
 
 /// Benchmark only: the bare unary call `examples/loadgen.rs` compares games against. It

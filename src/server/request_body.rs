@@ -1,0 +1,370 @@
+//! Every call's request body, checked as it streams in, after gRPC-Web has turned it
+//! into gRPC framing: the framing itself, and the deadline for the whole body
+//! (`--body-timeout-ms`).
+//!
+//! What a call whose body is bad is answered:
+//! - bytes that are not gRPC messages (a flag other than 0: this server negotiates no
+//!   compression, so a compressed flag is as wrong as any other), a body that ends
+//!   inside a message or holds none on a route that takes one, and anything the body
+//!   layer before this one refused (gRPC-Web's base64): INVALID_ARGUMENT,
+//!   `MALFORMED_REQUEST`. The client sent something this server cannot read.
+//! - a body not whole within `--body-timeout-ms` of the call's headers: CANCELLED,
+//!   `REQUEST_BODY_TIMEOUT`, and the call is dropped, which frees what it buffered.
+//! - a body the transport broke (the client reset the stream, the connection closed):
+//!   CANCELLED, as gRPC clients report a call they cancelled. Nobody is left to read
+//!   it; the code is for the log and the metrics, where a cancellation is not a
+//!   server error. (gRPC-Web calls are the exception: tonic-web turns a broken body
+//!   into a status of its own, without hyper's error, so it counts as malformed.)
+//!
+//! tonic reads a CANCELLED body error as the end of the body ("Missing request
+//! message": INTERNAL), so those two answers are made here, by the call's future,
+//! which drops the call instead of waiting for it; the body then waits for nothing.
+
+use std::error::Error;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
+use tokio::sync::oneshot;
+use tokio::time::{Instant, Sleep};
+use tonic::Status;
+use tonic::body::Body;
+use tonic::codegen::http;
+use tonic::codegen::{Bytes, Service};
+
+use crate::service::status::ApiError;
+
+/// The length of a gRPC message's header: a flag byte and a 4-byte length.
+const HEADER: usize = 5;
+
+/// Wraps a service (the routes, under the call log): each request's body is
+/// [`Checked`], and the call is answered early when its body times out or breaks.
+#[derive(Clone, Debug)]
+pub struct RequestBody<S> {
+    inner: S,
+    timeout: Duration,
+}
+
+impl<S> RequestBody<S> {
+    /// `inner` with bodies that must be whole within `timeout` of the headers.
+    pub fn new(inner: S, timeout: Duration) -> RequestBody<S> {
+        RequestBody { inner, timeout }
+    }
+}
+
+impl<S, ResBody> Service<http::Request<Body>> for RequestBody<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<ResBody>>,
+    S::Future: Send + 'static,
+    S::Error: 'static,
+    ResBody: Default + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let (parts, body) = request.into_parts();
+        let (ended, end) = oneshot::channel();
+        let checked = Checked {
+            inner: body,
+            framing: Framing::new(takes_one_message(parts.uri.path())),
+            deadline: Instant::now() + self.timeout,
+            timer: None,
+            ended: Some(ended),
+            finished: false,
+        };
+        let response = self
+            .inner
+            .call(http::Request::from_parts(parts, Body::new(checked)));
+        Box::pin(answer(response, end))
+    }
+}
+
+/// Whether calls on `path` send exactly one request message: all but reflection's,
+/// whose request is a stream (which may be empty).
+fn takes_one_message(path: &str) -> bool {
+    !path.ends_with("/ServerReflectionInfo")
+}
+
+/// How a body ended, told by [`Checked`] to the call's future ([`answer`]).
+#[derive(Debug)]
+enum End {
+    /// Whole and well framed: the call goes on to its answer.
+    Complete,
+    /// Not whole by the deadline.
+    TimedOut,
+    /// The transport broke it.
+    Broken,
+}
+
+/// The call's answer: the service's, unless the body times out or breaks first (then
+/// the service's future is dropped, and with it the body and all it buffered).
+async fn answer<F, ResBody, E>(
+    response: F,
+    end: oneshot::Receiver<End>,
+) -> Result<http::Response<ResBody>, E>
+where
+    F: Future<Output = Result<http::Response<ResBody>, E>>,
+    ResBody: Default,
+{
+    let mut response = std::pin::pin!(response);
+    tokio::select! {
+        biased;
+        answer = &mut response => return answer,
+        end = end => match end {
+            Ok(End::TimedOut) => return Ok(Status::from(ApiError::BodyTimeout).into_http()),
+            Ok(End::Broken) => {
+                return Ok(Status::cancelled("the request's stream broke before its body was whole")
+                    .into_http())
+            }
+            // Whole, or dropped by the service (which answers without the rest).
+            Ok(End::Complete) | Err(_) => {}
+        },
+    }
+    response.await
+}
+
+/// A request body checked as it streams: its gRPC framing, its deadline.
+pub struct Checked {
+    inner: Body,
+    framing: Framing,
+    deadline: Instant,
+    /// Made the first time the body waits (most bodies arrive with their headers).
+    timer: Option<Pin<Box<Sleep>>>,
+    /// Told how the body ended; `None` once told.
+    ended: Option<oneshot::Sender<End>>,
+    /// Whether the body has ended (or failed): it yields nothing more.
+    finished: bool,
+}
+
+impl Checked {
+    /// The body is refused as malformed: tonic answers the call with this error.
+    fn malformed(&mut self, what: String) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        self.finished = true;
+        self.ended = None;
+        Poll::Ready(Some(Err(Status::from(ApiError::Malformed(what)))))
+    }
+
+    /// The body ended without being whole: the call's future answers it (`end`) and
+    /// drops the call, so this body is never polled again. If the call's future has
+    /// answered already (a streaming call), the body ends with `status` instead.
+    fn fail(&mut self, end: End, status: Status) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        self.finished = true;
+        match self.ended.take().map(|ended| ended.send(end)) {
+            Some(Ok(())) => Poll::Pending,
+            _ => Poll::Ready(Some(Err(status))),
+        }
+    }
+}
+
+impl HttpBody for Checked {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = &mut *self;
+        if this.finished {
+            return Poll::Ready(None);
+        }
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref()
+                    && let Err(what) = this.framing.data(data)
+                {
+                    return this.malformed(what);
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            // tonic's body made every error a status: one made from hyper's error is the
+            // transport's, any other was made by a layer that read the bytes.
+            Poll::Ready(Some(Err(status))) => {
+                if from_transport(&status) {
+                    this.fail(End::Broken, Status::cancelled(status.message().to_owned()))
+                } else {
+                    this.malformed(status.message().to_owned())
+                }
+            }
+            Poll::Ready(None) => match this.framing.end() {
+                Ok(()) => {
+                    this.finished = true;
+                    if let Some(ended) = this.ended.take() {
+                        let _ = ended.send(End::Complete);
+                    }
+                    Poll::Ready(None)
+                }
+                Err(what) => this.malformed(what),
+            },
+            Poll::Pending => {
+                let deadline = this.deadline;
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => {
+                        this.fail(End::TimedOut, Status::from(ApiError::BodyTimeout))
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.finished
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Whether `error` comes from the transport (hyper's error is in its sources: a reset
+/// stream, a closed connection), not from a layer that refused the bytes (gRPC-Web's
+/// base64).
+fn from_transport(error: &(dyn Error + 'static)) -> bool {
+    let mut source = Some(error);
+    while let Some(error) = source {
+        if error.is::<hyper::Error>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
+}
+
+/// Where a body is in its gRPC framing: messages, each a flag byte (0: not
+/// compressed), a big-endian 4-byte length and that many bytes.
+#[derive(Debug)]
+struct Framing {
+    /// The header being read, and how much of it has arrived.
+    header: [u8; HEADER],
+    have: usize,
+    /// Bytes of the current message still to come.
+    left: u32,
+    /// Messages begun.
+    messages: u32,
+    /// Whether the route takes exactly one message (then an empty body is malformed).
+    one_message: bool,
+}
+
+impl Framing {
+    fn new(one_message: bool) -> Framing {
+        Framing {
+            header: [0; HEADER],
+            have: 0,
+            left: 0,
+            messages: 0,
+            one_message,
+        }
+    }
+
+    /// Follows the framing through `data`; the error says what is wrong.
+    fn data(&mut self, mut data: &[u8]) -> Result<(), String> {
+        while !data.is_empty() {
+            if self.left > 0 {
+                let n = data.len().min(self.left as usize);
+                // `n` is at most `self.left`, a u32.
+                self.left -= n as u32;
+                data = &data[n..];
+                continue;
+            }
+            let n = data.len().min(HEADER - self.have);
+            self.header[self.have..self.have + n].copy_from_slice(&data[..n]);
+            self.have += n;
+            data = &data[n..];
+            if self.have == HEADER {
+                self.have = 0;
+                match self.header[0] {
+                    0 => {}
+                    1 => {
+                        return Err("a message is flagged compressed, but the call \
+                                    negotiated no grpc-encoding (this server takes none)"
+                            .to_owned());
+                    }
+                    flag => {
+                        return Err(format!(
+                            "a message's flag is {flag}: not gRPC framing (0 or 1)"
+                        ));
+                    }
+                }
+                let [_, a, b, c, d] = self.header;
+                self.left = u32::from_be_bytes([a, b, c, d]);
+                self.messages += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that the body ended between messages, having sent one if it must.
+    fn end(&self) -> Result<(), String> {
+        if self.have > 0 {
+            return Err(format!(
+                "the body ended inside a message's header ({} of {HEADER} bytes)",
+                self.have
+            ));
+        }
+        if self.left > 0 {
+            return Err(format!(
+                "the body ended inside a message, {} bytes short of its length",
+                self.left
+            ));
+        }
+        if self.one_message && self.messages == 0 {
+            return Err("the body holds no message".to_owned());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(flag: u8, len: u32, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![flag];
+        out.extend(len.to_be_bytes());
+        out.extend(body);
+        out
+    }
+
+    #[test]
+    fn well_framed_bodies_pass_in_any_split() {
+        let mut body = message(0, 3, b"abc");
+        body.extend(message(0, 0, b""));
+        for split in 0..=body.len() {
+            let mut framing = Framing::new(true);
+            let (a, b) = body.split_at(split);
+            assert_eq!(framing.data(a), Ok(()));
+            assert_eq!(framing.data(b), Ok(()));
+            assert_eq!(framing.end(), Ok(()), "split at {split}");
+            assert_eq!(framing.messages, 2);
+        }
+    }
+
+    #[test]
+    fn bad_flags_short_bodies_and_empty_bodies_are_refused() {
+        for flag in [1, 2, 0x80, 0xff] {
+            let mut framing = Framing::new(true);
+            assert!(framing.data(&message(flag, 1, b"x")).is_err(), "{flag}");
+        }
+        for cut in 1..9 {
+            let mut framing = Framing::new(true);
+            framing
+                .data(&message(0, 4, b"abcd")[..cut])
+                .expect("framing");
+            assert!(framing.end().is_err(), "cut at {cut}");
+        }
+        assert!(Framing::new(true).end().is_err());
+        assert_eq!(Framing::new(false).end(), Ok(()));
+    }
+}
