@@ -189,6 +189,22 @@ fn act(
 /// own seat's knowledge, `engine::suggest::play_bots`), then the match is sealed and
 /// rendered.
 pub fn finish(tokens: &Tokens, policy: &Policy, step: Step) -> Result<Answer, ApiError> {
+    match finish_until(tokens, policy, step, &|| false)? {
+        Some(answer) => Ok(answer),
+        None => unreachable!("only a stop that says so ends a search early"),
+    }
+}
+
+/// As [`finish`], the bots' HARD searches asking `stop` before each world whether to
+/// give up (`engine::suggest::play_bots_until`): `Ok(None)` when it said so, and then
+/// nothing was sealed or kept: the call did nothing, and the same request with the same
+/// token can come again.
+pub fn finish_until(
+    tokens: &Tokens,
+    policy: &Policy,
+    step: Step,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Answer>, ApiError> {
     let Step {
         mut opened,
         viewer,
@@ -197,11 +213,15 @@ pub fn finish(tokens: &Tokens, policy: &Policy, step: Step) -> Result<Answer, Ap
     let bots = opened.seats.bots();
     let mut played = suggest::BotsPlayed::default();
     if opened.game.phase() == Phase::Playing && bots.iter().any(Option::is_some) {
-        played = suggest::play_bots(&mut opened.game, &bots, policy.bot_search, &mut events)?;
+        let search = policy.bot_search;
+        match suggest::play_bots_until(&mut opened.game, &bots, search, &mut events, stop)? {
+            Some(bots_played) => played = bots_played,
+            None => return Ok(None),
+        }
     }
     let mut answer = answer(tokens, opened, viewer, &events)?;
     answer.bot_worlds = played.hard_worlds;
-    Ok(answer)
+    Ok(Some(answer))
 }
 
 pub fn new_game(
@@ -380,19 +400,44 @@ pub fn score(tokens: &Tokens, req: &pb::ScoreRequest) -> Result<pb::ScoreRespons
     Ok(response)
 }
 
+/// The most worlds a HARD Suggest samples, whatever it asks for (up to 1024 may be
+/// asked; the answer's `worlds` says how many were sampled). The latency budget's: a
+/// call should answer within 100 ms, and at the costliest position (a two-player
+/// lead) a world costs up to about 20 µs of CPU on the reference machine, so 512
+/// worlds are about 10 ms: a search that has waited its turn in a full queue
+/// (`searches::Limits`) still answers well within the budget (docs/BOTS.md).
+pub const SUGGEST_MAX_WORLDS: u32 = 512;
+
 /// A bot's advice to the seat on turn, from that seat's knowledge only (the engine's
 /// `suggest` never sees the game), for the holder of that seat's credential. Changes
-/// nothing.
+/// nothing. A HARD search samples at most [`SUGGEST_MAX_WORLDS`] worlds.
 pub fn suggest(tokens: &Tokens, req: &pb::SuggestRequest) -> Result<pb::SuggestResponse, ApiError> {
+    match suggest_until(tokens, req, &|| false)? {
+        Some(answer) => Ok(answer),
+        None => unreachable!("only a stop that says so ends a search early"),
+    }
+}
+
+/// As [`suggest`], a HARD search asking `stop` before each world whether to give up:
+/// `Ok(None)` when it said so.
+pub fn suggest_until(
+    tokens: &Tokens,
+    req: &pb::SuggestRequest,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<pb::SuggestResponse>, ApiError> {
     let level = level_in(req.level)?;
-    let worlds = worlds_in(req.worlds)?;
+    let worlds = worlds_in(req.worlds)?.map(|w| w.min(SUGGEST_MAX_WORLDS));
     let opened = tokens.open(&req.state)?;
     let seat = seat_in(req.seat, opened.game.rules(), "seat")?;
     opened.seats.authorize(seat, &req.credential)?;
     let knowledge = opened.game.knowledge(seat)?;
     tokens.keep(opened);
-    let suggestion = suggest::suggest(&knowledge, level, worlds, req.seed.unwrap_or(0))?;
-    Ok(suggestion_out(&suggestion, level, worlds))
+    let search = Search::worlds(worlds);
+    let seed = req.seed.unwrap_or(0);
+    let Some(suggestion) = suggest::suggest_until(&knowledge, level, search, seed, stop)? else {
+        return Ok(None);
+    };
+    Ok(Some(suggestion_out(&suggestion, level, worlds)))
 }
 
 #[cfg(test)]

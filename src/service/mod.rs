@@ -3,7 +3,10 @@
 //!
 //! - [`handlers`]: one function per RPC (parse, open, check the credential, engine,
 //!   bots, seal, view). HARD searches (Suggest's, and the server-played HARD bots')
-//!   run on tokio's blocking pool, at most one per core.
+//!   run on tokio's blocking pool, at most one per core, and stop between worlds when
+//!   their call is dropped or its deadline passes.
+//! - [`searches`]: the queue of HARD searches waiting for a core, bounded, with a fair
+//!   share of it and of the cores for each connection.
 //! - [`convert`]: engine types <-> protobuf messages.
 //! - [`answer_writer`]: the generated services' gRPC codec, which writes the answers in
 //!   one pass ([`wire`]: the protobuf writer it uses).
@@ -15,12 +18,15 @@
 pub mod answer_writer;
 pub mod convert;
 pub mod handlers;
+pub mod searches;
 pub mod status;
 pub(crate) mod wire;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
+use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use crate::metrics::Metrics;
@@ -28,7 +34,12 @@ use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
 use crate::state::Tokens;
 use handlers::{Answer, Policy, Step};
+use searches::{Conn, Limits, Searches};
 use status::ApiError;
+
+/// The longest a call may run unless [`Api::with_call_timeout`] says otherwise (the
+/// server's `--request-timeout-ms` default).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The service: holds the key ring with its cache of lately sealed games, and the
 /// metrics. No call depends on another: a game lives in its token, and the cache only
@@ -42,11 +53,53 @@ pub struct Api {
     /// smaller search in proportion): a bot thinks longer or shorter depending on its
     /// tiles (how many moves it weighs), so a call is made to last this long whatever
     /// they are, and its time tells nothing about them (`--bot-move-floor-ms`).
-    bot_move_floor: std::time::Duration,
-    /// One permit per HARD search allowed to run at once (one per core): searches take
-    /// milliseconds, so they run off the async workers, and a flood of them queues here
-    /// instead of starving every other call of CPU.
-    searches: Arc<Semaphore>,
+    bot_move_floor: Duration,
+    /// HARD searches: one runs per core (they take milliseconds of CPU, so they run off
+    /// the async workers), a few wait, the rest are refused, and no connection holds
+    /// more than its share (`searches`).
+    searches: Arc<Searches>,
+    /// The longest a call's search may run, counted from the call's start; a request's
+    /// `grpc-timeout` can only shorten it.
+    call_timeout: Duration,
+}
+
+/// What a search needs to know of its call: whose it is and when it must stop.
+#[derive(Clone, Copy, Debug)]
+struct Call {
+    conn: Conn,
+    deadline: Instant,
+}
+
+/// Sets the flag when dropped: the search of a call whose future was dropped (its
+/// client cancelled, or the server's timeout ended it) sees it and stops.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A `grpc-timeout` header's value (`<1 to 8 digits><H|M|S|m|u|n>`, gRPC over
+/// HTTP/2), or `None` if it is not one (then it is ignored, as tonic's server timeout
+/// ignores it).
+pub fn grpc_timeout(value: &[u8]) -> Option<Duration> {
+    let (&unit, digits) = value.split_last()?;
+    if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n = digits
+        .iter()
+        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    Some(match unit {
+        b'H' => Duration::from_secs(n * 3600),
+        b'M' => Duration::from_secs(n * 60),
+        b'S' => Duration::from_secs(n),
+        b'm' => Duration::from_millis(n),
+        b'u' => Duration::from_micros(n),
+        b'n' => Duration::from_nanos(n),
+        _ => return None,
+    })
 }
 
 impl Api {
@@ -56,9 +109,45 @@ impl Api {
             tokens,
             metrics,
             policy,
-            bot_move_floor: std::time::Duration::ZERO,
-            searches: Arc::new(Semaphore::new(cores)),
+            bot_move_floor: Duration::ZERO,
+            searches: Searches::new(Limits::for_slots(cores)),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
         }
+    }
+
+    /// The same service, with a call's searches stopped `timeout` after the call
+    /// began at the latest (a request's `grpc-timeout` may make it sooner).
+    pub fn with_call_timeout(self, timeout: Duration) -> Api {
+        Api {
+            call_timeout: timeout,
+            ..self
+        }
+    }
+
+    /// The same service, with HARD searches queued within `limits`.
+    pub fn with_search_limits(self, limits: Limits) -> Api {
+        Api {
+            searches: Searches::new(limits),
+            ..self
+        }
+    }
+
+    /// The connection and deadline of a call, from its request: the deadline is the
+    /// earlier of the call timeout and the request's `grpc-timeout`, from now.
+    fn call<T>(&self, req: &Request<T>) -> Call {
+        Call {
+            conn: req.remote_addr(),
+            deadline: self.deadline(req.metadata(), Instant::now()),
+        }
+    }
+
+    /// The deadline of a call that began at `now` with `metadata`.
+    fn deadline(&self, metadata: &MetadataMap, now: Instant) -> Instant {
+        let asked = metadata
+            .get("grpc-timeout")
+            .and_then(|v| grpc_timeout(v.as_bytes()));
+        let timeout = asked.map_or(self.call_timeout, |t| t.min(self.call_timeout));
+        now.checked_add(timeout).unwrap_or(now)
     }
 
     /// The same service, with calls in which HARD bots moved lasting at least `floor`
@@ -71,39 +160,72 @@ impl Api {
     }
 
     /// The least time a call whose HARD bots were given `worlds` worlds takes.
-    fn bot_floor(&self, worlds: u32) -> std::time::Duration {
+    fn bot_floor(&self, worlds: u32) -> Duration {
         let full = self.policy.bot_search.worlds.max(1);
         self.bot_move_floor * worlds / full
     }
 
-    /// Runs `work` on the blocking pool under a search permit (HARD searches take
-    /// milliseconds of CPU, which must not stall the async workers).
+    /// Runs `work` on the blocking pool in a search slot (HARD searches take
+    /// milliseconds of CPU, which must not stall the async workers), after waiting in
+    /// the queue if every slot is busy. Refused at once (`SEARCH_QUEUE_FULL`) when the
+    /// queue is full or the call's connection holds its share. `work` is handed the
+    /// search's stop: true once the call's future is dropped or its deadline passes,
+    /// and then it answers `None`; the call answers DEADLINE_EXCEEDED (or nothing, if
+    /// its client is gone). The slot is held until `work` returns, not only while the
+    /// call waits for it, so a stopped search frees it within one world's time.
     async fn searching<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&Api) -> T + Send + 'static,
+        call: Call,
+        method: &'static str,
+        seat: Option<u32>,
+        work: impl FnOnce(&Api, &dyn Fn() -> bool) -> Option<T> + Send + 'static,
     ) -> Result<T, Status> {
-        // A closed semaphore cannot happen (it is never closed); answer UNAVAILABLE
-        // rather than panic if it ever were.
-        let permit = Arc::clone(&self.searches)
-            .acquire_owned()
-            .await
-            .map_err(|_| Status::unavailable("the service is shutting down"))?;
+        let Some(mut ticket) = self.searches.enter(call.conn) else {
+            return Err(self.refuse_search(method, seat));
+        };
+        let deadline = tokio::time::Instant::from_std(call.deadline);
+        match tokio::time::timeout_at(deadline, ticket.running()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Err(Status::unavailable("the search queue lost the call")),
+            Err(_) => return Err(expired()),
+        }
+        let stopped = Arc::new(AtomicBool::new(false));
+        let _stop_on_drop = StopOnDrop(Arc::clone(&stopped));
         let api = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            work(&api)
+        let flag = Arc::clone(&stopped);
+        let searched = tokio::task::spawn_blocking(move || {
+            let _ticket = ticket;
+            let stop = || flag.load(Ordering::Relaxed) || Instant::now() >= call.deadline;
+            work(&api, &stop)
         })
         .await
-        .map_err(|_| Status::internal("the search failed"))
+        .map_err(|_| Status::internal("the search failed"))?;
+        searched.ok_or_else(expired)
+    }
+
+    /// A search refused for the queue: counted, and logged at most once per period
+    /// (a flood would otherwise write a line per call).
+    fn refuse_search(&self, method: &'static str, seat: Option<u32>) -> Status {
+        let error = ApiError::SearchQueueFull;
+        self.metrics.refused(error.reason());
+        if let Some(held_back) = self.searches.refusal_due() {
+            tracing::info_span!("rpc", method, seat, result = error.reason())
+                .in_scope(|| tracing::info!(held_back, "refused: the search queue is full"));
+        }
+        error.into()
     }
 
     /// A Deal, Play or Draw: its own move, then the bots that come on turn (on the
-    /// blocking pool when a HARD one may search), sealed and answered as `response`.
-    /// A call in which HARD bots moved lasts at least their floor (`bot_move_floor` per
-    /// full search), waited out asynchronously after the search's permit is given
-    /// back, so its time says nothing about the bots' tiles.
+    /// blocking pool, in the search queue, when a HARD one may search), sealed and
+    /// answered as `response`. A call whose search is refused or stopped does nothing:
+    /// nothing is sealed, so the client's token is still the match's and a retry with
+    /// it answers what this call would have. A call in which HARD bots moved lasts at
+    /// least their floor (`bot_move_floor` per full search), waited out asynchronously
+    /// after the search's slot is given back, so its time says nothing about the bots'
+    /// tiles.
     async fn changing<R: Send + 'static>(
         &self,
+        call: Call,
         method: &'static str,
         seat: Option<u32>,
         begin: impl FnOnce(&Tokens) -> Result<Step, ApiError>,
@@ -114,26 +236,40 @@ impl Api {
             Err(error) => return traced(&self.metrics, method, seat, || Err(error)),
         };
         let searches = step.searches();
-        let started = std::time::Instant::now();
-        let end = move |api: &Api| {
-            let mut floor = std::time::Duration::ZERO;
+        let started = Instant::now();
+        let end = move |api: &Api, stop: &dyn Fn() -> bool| {
+            let answer =
+                handlers::finish_until(&api.tokens, &api.policy, step, stop).transpose()?;
+            let mut floor = Duration::ZERO;
             let result = traced(&api.metrics, method, seat, || {
-                let answer = handlers::finish(&api.tokens, &api.policy, step)?;
+                let answer = answer?;
                 api.metrics.events(&answer.events);
                 floor = api.bot_floor(answer.bot_worlds);
                 Ok(response(answer))
             });
-            (result, floor)
+            Some((result, floor))
         };
         if !searches {
-            return end(self).0;
+            // No HARD bot: nothing asks the stop.
+            return end(self, &|| false).map_or_else(|| Err(expired()), |(result, _)| result);
         }
-        let (result, floor) = self.searching(end).await?;
-        if let Some(left) = floor.checked_sub(started.elapsed()) {
-            tokio::time::sleep(left).await;
+        let (result, floor) = self.searching(call, method, seat, end).await?;
+        // A deadline that passes during the floor ends the call as it would have ended
+        // a search still running: the same answer at the same time, so whether the
+        // bots' search had finished does not show either.
+        let until = started.checked_add(floor).unwrap_or(started);
+        if until > call.deadline {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(call.deadline)).await;
+            return Err(expired());
         }
+        tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
         result
     }
+}
+
+/// A call whose deadline passed before its search finished.
+fn expired() -> Status {
+    Status::deadline_exceeded("the call's deadline passed before its search finished")
 }
 
 /// Runs one call, counts a refusal, and turns a failure into a status. The call's log
@@ -207,8 +343,10 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::DealRequest>,
     ) -> Result<Response<pb::DealResponse>, Status> {
+        let call = self.call(&req);
         let req = req.into_inner();
         self.changing(
+            call,
             "Deal",
             None,
             |tokens| handlers::deal(tokens, &req),
@@ -221,8 +359,10 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::PlayRequest>,
     ) -> Result<Response<pb::PlayResponse>, Status> {
+        let call = self.call(&req);
         let req = req.into_inner();
         self.changing(
+            call,
             "Play",
             Some(req.seat),
             |tokens| handlers::play(tokens, &req),
@@ -235,8 +375,10 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::DrawRequest>,
     ) -> Result<Response<pb::DrawResponse>, Status> {
+        let call = self.call(&req);
         let req = req.into_inner();
         self.changing(
+            call,
             "Draw",
             Some(req.seat),
             |tokens| handlers::draw(tokens, &req),
@@ -264,11 +406,70 @@ impl AllFivesService for Api {
                 handlers::suggest(&self.tokens, req.get_ref())
             });
         }
-        self.searching(move |api| {
-            traced(&api.metrics, "Suggest", seat, || {
-                handlers::suggest(&api.tokens, req.get_ref())
-            })
+        let call = self.call(&req);
+        let req = req.into_inner();
+        self.searching(call, "Suggest", seat, move |api, stop| {
+            let answer = handlers::suggest_until(&api.tokens, &req, stop).transpose()?;
+            Some(traced(&api.metrics, "Suggest", seat, || answer))
         })
         .await?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeouts_are_read_in_every_unit_and_anything_else_is_ignored() {
+        let read = |v: &str| grpc_timeout(v.as_bytes());
+        assert_eq!(read("1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(read("2M"), Some(Duration::from_secs(120)));
+        assert_eq!(read("3S"), Some(Duration::from_secs(3)));
+        assert_eq!(read("10m"), Some(Duration::from_millis(10)));
+        assert_eq!(read("250u"), Some(Duration::from_micros(250)));
+        assert_eq!(read("99999999n"), Some(Duration::from_nanos(99_999_999)));
+        assert_eq!(
+            read("99999999H"),
+            Some(Duration::from_secs(99_999_999 * 3600))
+        );
+        for bad in [
+            "",
+            "m",
+            "123456789m",
+            "10",
+            "10x",
+            "-1S",
+            "1.5S",
+            " 1S",
+            "1 S",
+            "1s",
+        ] {
+            assert_eq!(read(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_calls_deadline_is_the_earlier_of_its_timeout_and_the_servers() {
+        let ring = Arc::new(crate::state::KeyRing::new(vec![(1, [3; 32])], None).unwrap());
+        let api = Api::new(
+            Arc::new(Tokens::new(ring, 8)),
+            Arc::new(Metrics::new()),
+            Policy::default(),
+        )
+        .with_call_timeout(Duration::from_secs(2));
+        let now = Instant::now();
+        let deadline = |header: Option<&str>| {
+            let mut metadata = MetadataMap::new();
+            if let Some(h) = header {
+                metadata.insert("grpc-timeout", h.parse().unwrap());
+            }
+            api.deadline(&metadata, now) - now
+        };
+        assert_eq!(deadline(None), Duration::from_secs(2));
+        assert_eq!(deadline(Some("1S")), Duration::from_secs(1));
+        assert_eq!(deadline(Some("1H")), Duration::from_secs(2));
+        assert_eq!(deadline(Some("junk")), Duration::from_secs(2));
+        assert_eq!(deadline(Some("0m")), Duration::ZERO);
     }
 }
