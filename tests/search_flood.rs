@@ -1,0 +1,330 @@
+//! HARD searches under attack, against a real server on loopback: a search whose call
+//! expired or was cancelled stops using CPU within about one world's time (a CPU-time
+//! bound read from the process, not a clock), a bot's search too, and a flood of HARD
+//! Suggests from one connection is refused past its share (`SEARCH_QUEUE_FULL`) while
+//! another connection is still served. The latency under such a flood is measured by
+//! `.ci/search-flood` (release build); docs/RELIABILITY.md quotes both.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use allfives::engine::suggest::{Level, Search, suggest_with};
+use allfives::engine::{Game, Rules};
+use allfives::proto::v1 as pb;
+use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
+use allfives::service::handlers::SUGGEST_MAX_WORLDS;
+use common::{Client, Creds, TestServer, bot, new_match, reason, ring};
+use tonic::Code;
+use tonic::transport::Endpoint;
+
+/// The tests measure the process's CPU time, so they run one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The seed of the match searched: a two-player lead, the costliest position.
+const SEED: u64 = 7;
+
+/// Rounds of each kind of stopped search.
+const ROUNDS: u32 = 8;
+
+/// CPU time used so far by every thread of this process (server and clients).
+fn process_cpu() -> Duration {
+    clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// CPU time used so far by this thread.
+fn thread_cpu() -> Duration {
+    clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn clock(id: libc::clockid_t) -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the one we pass.
+    let status = unsafe { libc::clock_gettime(id, &mut now) };
+    assert_eq!(status, 0, "clock_gettime");
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+/// A new client on its own HTTP/2 connection.
+async fn connect(server: &TestServer) -> Client {
+    let channel = Endpoint::from_shared(format!("http://{}", server.addr))
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect");
+    AllFivesServiceClient::new(channel)
+}
+
+/// A two-player hot-seat match just dealt (seed [`SEED`]): its token, credentials and
+/// the seat on turn, to lead.
+async fn lead(client: &mut Client) -> (Vec<u8>, Creds, u32) {
+    let rules = pb::Rules {
+        players: 2,
+        ..Default::default()
+    };
+    let (state, _, creds) = new_match(client, rules, SEED).await;
+    let dealt = common::deal(client, state).await;
+    let turn = dealt.1.turn.expect("a seat leads");
+    assert!(dealt.1.layout.is_empty());
+    (dealt.0, creds, turn)
+}
+
+/// The biggest HARD Suggest a client may make, for the lead.
+fn hard(state: &[u8], creds: &Creds, seat: u32) -> pb::SuggestRequest {
+    pb::SuggestRequest {
+        state: state.to_vec().into(),
+        seat,
+        level: pb::BotLevel::Hard as i32,
+        worlds: 1024,
+        seed: Some(1),
+        credential: creds.of(seat),
+    }
+}
+
+/// What one world of the biggest Suggest costs in this build, on this thread: the
+/// same search run here, its CPU time over its worlds. And the whole search's.
+fn world_cost() -> (Duration, Duration) {
+    let mut game = Game::new(Rules::for_players(2), SEED).expect("game");
+    game.deal().expect("deal");
+    let k = game
+        .knowledge(game.turn().expect("turn"))
+        .expect("knowledge");
+    let search = Search::worlds(Some(SUGGEST_MAX_WORLDS));
+    let mut cheapest = Duration::MAX;
+    for _ in 0..3 {
+        let before = thread_cpu();
+        suggest_with(&k, Level::Hard, search, 1).expect("suggest");
+        cheapest = cheapest.min(thread_cpu() - before);
+    }
+    (cheapest / SUGGEST_MAX_WORLDS, cheapest)
+}
+
+/// The CPU the process burns after a call has failed at the client: measured from the
+/// failure until the search (if it kept going) would long have finished.
+async fn burned_after(fail: impl Future<Output = ()>, settle: Duration) -> Duration {
+    fail.await;
+    let after_failure = process_cpu();
+    tokio::time::sleep(settle).await;
+    process_cpu() - after_failure
+}
+
+/// How long to wait for a search that did not stop to finish: ten times its CPU time,
+/// and at least 200 ms (the measurement only ends then; nothing is timed).
+fn settle(full: Duration) -> Duration {
+    (full * 10).max(Duration::from_millis(200))
+}
+
+/// The CPU a call that does not search leaves behind after it answered (the calls'
+/// bookkeeping, the runtime): the noise the bound allows beside the worlds.
+async fn quiet_baseline(client: &mut Client, state: &[u8], creds: &Creds, seat: u32) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..ROUNDS {
+        let mut req = hard(state, creds, seat);
+        req.level = pb::BotLevel::Medium as i32;
+        total += burned_after(
+            async {
+                client.suggest(req).await.expect("MEDIUM Suggest");
+            },
+            Duration::from_millis(50),
+        )
+        .await;
+    }
+    total
+}
+
+/// The most CPU `ROUNDS` stopped searches may burn after their calls failed: three
+/// worlds each (the world under way when the stop came, with room for the stop to
+/// travel: a cancel is a RST_STREAM over loopback), twice the quiet calls' noise and
+/// a millisecond a round.
+fn allowed(world: Duration, baseline: Duration) -> Duration {
+    (world * 3 + Duration::from_millis(1)) * ROUNDS + baseline * 2
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_and_cancelled_suggests_stop_searching_within_a_world() {
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start(ring(1, 1)).await;
+    let mut client = connect(&server).await;
+    let (state, creds, seat) = lead(&mut client).await;
+    let (world, full) = world_cost();
+    let baseline = quiet_baseline(&mut client, &state, &creds, seat).await;
+    let bound = allowed(world, baseline);
+    eprintln!(
+        "a world {world:?}, the whole search {full:?}; quiet calls leave {baseline:?}; \
+         {ROUNDS} stopped searches may leave {bound:?}"
+    );
+    // The search must outlast its call by far, or stopping it would show nothing.
+    assert!(full > Duration::from_millis(8), "{full:?}");
+
+    // A 3 ms deadline (grpc-timeout): the call fails, and then nothing searches.
+    let mut expired = Duration::ZERO;
+    for _ in 0..ROUNDS {
+        let mut req = tonic::Request::new(hard(&state, &creds, seat));
+        req.set_timeout(Duration::from_millis(3));
+        expired += burned_after(
+            async {
+                let status = client.suggest(req).await.expect_err("no time to search");
+                assert!(
+                    matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
+                    "{status:?}"
+                );
+            },
+            settle(full),
+        )
+        .await;
+    }
+    eprintln!("after {ROUNDS} expired searches: {expired:?} of CPU");
+    assert!(
+        expired <= bound,
+        "expired searches burned {expired:?} after their calls failed (bound {bound:?})"
+    );
+
+    // The client gives up after 3 ms (its future dropped: RST_STREAM), no deadline
+    // sent: the server drops the call, and the search stops.
+    let mut cancelled = Duration::ZERO;
+    for _ in 0..ROUNDS {
+        let req = hard(&state, &creds, seat);
+        cancelled += burned_after(
+            async {
+                let call = client.suggest(req);
+                let gave_up = tokio::time::timeout(Duration::from_millis(3), call).await;
+                assert!(gave_up.is_err(), "the search answered in 3 ms");
+            },
+            settle(full),
+        )
+        .await;
+    }
+    eprintln!("after {ROUNDS} cancelled searches: {cancelled:?} of CPU");
+    assert!(
+        cancelled <= bound,
+        "cancelled searches burned {cancelled:?} after their calls ended (bound {bound:?})"
+    );
+
+    // Not stopped, the same search answers in full, with the worlds it sampled: the
+    // cap, whatever was asked.
+    let answer = client
+        .suggest(hard(&state, &creds, seat))
+        .await
+        .expect("a search with time to finish")
+        .into_inner();
+    assert_eq!(answer.worlds, SUGGEST_MAX_WORLDS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
+    let _serial = SERIAL.lock().await;
+    // A table of two HARD bots: Deal plays the whole hand in the call, four full
+    // searches of 512 worlds and the rest small.
+    let server =
+        TestServer::start_with(ring(1, 1), &["--allow-client-seeds", "--bot-worlds", "512"]).await;
+    let mut client = connect(&server).await;
+    let hard_bot = bot(pb::BotLevel::Hard);
+    let new = client
+        .new_game(pb::NewGameRequest {
+            rules: Some(pb::Rules {
+                players: 2,
+                ..Default::default()
+            }),
+            seed: Some(SEED),
+            viewer: None,
+            seats: vec![hard_bot, hard_bot],
+        })
+        .await
+        .expect("NewGame")
+        .into_inner();
+    let deal = || pb::DealRequest {
+        state: new.state.clone().into(),
+        ..Default::default()
+    };
+    let (world, full) = world_cost();
+    let baseline = {
+        let mut req = hard(&new.state, &Creds::default(), 0);
+        req.level = pb::BotLevel::Medium as i32;
+        let mut total = Duration::ZERO;
+        for _ in 0..ROUNDS {
+            let req = req.clone();
+            total += burned_after(
+                async {
+                    // Refused (nobody's turn before the deal): a call that does not search.
+                    let _ = client.suggest(req).await;
+                },
+                Duration::from_millis(50),
+            )
+            .await;
+        }
+        total
+    };
+    let bound = allowed(world, baseline);
+    let mut expired = Duration::ZERO;
+    for _ in 0..ROUNDS {
+        let mut req = tonic::Request::new(deal());
+        req.set_timeout(Duration::from_millis(3));
+        expired += burned_after(
+            async {
+                let status = client.deal(req).await.expect_err("no time for the bots");
+                assert!(
+                    matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
+                    "{status:?}"
+                );
+            },
+            settle(full * 5),
+        )
+        .await;
+    }
+    eprintln!("after {ROUNDS} expired bot calls: {expired:?} of CPU (bound {bound:?})");
+    assert!(
+        expired <= bound,
+        "expired bot calls burned {expired:?} after they failed (bound {bound:?})"
+    );
+    // The stopped calls did nothing: the token is the match's still, and the call
+    // answers the same every time it is made in full.
+    let started = Instant::now();
+    let a = client.deal(deal()).await.expect("Deal").into_inner();
+    let b = client.deal(deal()).await.expect("Deal again").into_inner();
+    eprintln!("a full Deal of the two bots: {:?}", started.elapsed() / 2);
+    assert_eq!(a.events, b.events);
+    assert_eq!(a.view, b.view);
+    assert!(!a.events.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_flooding_is_refused_past_its_share_and_another_is_served() {
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start(ring(1, 1)).await;
+    let mut flooder = connect(&server).await;
+    let (state, creds, seat) = lead(&mut flooder).await;
+    // One connection sends 32 of the biggest HARD Suggests at once, twice over.
+    let mut refused = 0;
+    let mut served = 0;
+    let mut other_served = 0;
+    for _ in 0..2 {
+        let calls: Vec<_> = (0..32)
+            .map(|_| {
+                let mut c = flooder.clone();
+                let req = hard(&state, &creds, seat);
+                tokio::spawn(async move { c.suggest(req).await })
+            })
+            .collect();
+        // Meanwhile another connection asks for a search: its share is free.
+        let mut other = connect(&server).await;
+        let mine = other.suggest(hard(&state, &creds, seat)).await;
+        assert!(mine.is_ok(), "another connection refused: {mine:?}");
+        other_served += 1;
+        for call in calls {
+            match call.await.expect("task") {
+                Ok(_) => served += 1,
+                Err(status) => {
+                    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+                    assert_eq!(reason(&status), "SEARCH_QUEUE_FULL");
+                    refused += 1;
+                }
+            }
+        }
+    }
+    eprintln!("flooder: {served} served, {refused} refused; the other: {other_served} served");
+    assert!(refused > 0, "a flood from one connection was never refused");
+    assert!(served > 0);
+}
