@@ -329,20 +329,28 @@ mod bench_echo {
 }
 
 /// Installs the global `tracing` subscriber: human-readable (coloured on a terminal) or
-/// JSON lines, filtered by `--log-filter`. Does nothing if one is already installed.
+/// JSON lines, filtered by `--log-filter`, with h2's and hyper's WARN lines about
+/// misbehaving peers held to one per 10 s ([`throttle::PeerWarnings`]). Does nothing if
+/// one is already installed.
 pub fn init_tracing(config: &Config) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     // The filter was validated when the configuration was parsed.
     let filter = tracing_subscriber::EnvFilter::builder().parse_lossy(&config.log_filter);
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let _ = match config.log_format {
         LogFormat::Human => builder
             .with_ansi(std::io::stdout().is_terminal())
+            .finish()
+            .with(throttle::PeerWarnings::default())
             .try_init(),
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
+            .finish()
+            .with(throttle::PeerWarnings::default())
             .try_init(),
     };
 }

@@ -546,7 +546,10 @@ mod tests {
         assert_eq!(code(&answer), Code::Cancelled);
         assert_eq!(started.elapsed(), Duration::from_millis(100));
         assert_eq!(limits.in_flight(), 0);
-        let answer = service.call(Request::new(Body::empty())).await.expect("answered");
+        let answer = service
+            .call(Request::new(Body::empty()))
+            .await
+            .expect("answered");
         assert_eq!(code(&answer), Code::Cancelled);
         assert_eq!(
             started.elapsed(),
