@@ -104,7 +104,8 @@ where
     metrics.watch_token_cache(tokens.shared_counts());
     let api = AllFivesServiceServer::new(
         Api::new(tokens, Arc::clone(&metrics), config.policy())
-            .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms)),
+            .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
+            .with_call_timeout(request_timeout),
     )
     .max_decoding_message_size(max_request)
     .max_encoding_message_size(MAX_RESPONSE_BYTES);
