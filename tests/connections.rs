@@ -158,10 +158,6 @@ fn raise_open_files_limit() -> u64 {
     limit.rlim_cur
 }
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-/// An empty SETTINGS frame.
-const SETTINGS: [u8; 9] = [0, 0, 0, 4, 0, 0, 0, 0, 0];
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_idle_connections_from_one_client_do_not_keep_a_new_client_out() {
     // Each connection costs this process two descriptors (both ends are here).
@@ -177,8 +173,7 @@ async fn thousands_of_idle_connections_from_one_client_do_not_keep_a_new_client_
     let mut idle = Vec::with_capacity(count);
     for _ in 0..count {
         let mut conn = TcpStream::connect(addr).await.expect("connect");
-        let _ = conn.write_all(PREFACE).await;
-        let _ = conn.write_all(&SETTINGS).await;
+        let _ = conn.write_all(&common::raw::hello()).await;
         idle.push(conn);
     }
     let opening = opened.elapsed();

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
 use allfives::server::throttle::PeerWarnings;
-use common::{TestServer, dealt_token, reason, ring};
+use common::{TestServer, dealt_token, raw, reason, ring};
 use hyper::body::{Body as HttpBody, Frame};
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -714,34 +714,6 @@ async fn a_client_that_resets_mid_body_is_counted_cancelled_not_internal() {
 // ---------------------------------------------------------------------------------
 // Rapid reset: h2 closes the connection with GOAWAY and writes a WARN line each time.
 
-fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let mut out = (payload.len() as u32).to_be_bytes()[1..].to_vec();
-    out.extend([kind, flags]);
-    out.extend(stream.to_be_bytes());
-    out.extend(payload);
-    out
-}
-
-/// HEADERS of a call on `stream` (HPACK literals, no Huffman), the body to follow.
-fn h2_headers(stream: u32) -> Vec<u8> {
-    let mut block = Vec::new();
-    for (name, value) in [
-        (":method", "POST"),
-        (":scheme", "http"),
-        (":path", "/allfives.v1.AllFivesService/NewGame"),
-        (":authority", "localhost"),
-        ("content-type", "application/grpc"),
-        ("te", "trailers"),
-    ] {
-        block.push(0);
-        block.push(name.len() as u8);
-        block.extend(name.as_bytes());
-        block.push(value.len() as u8);
-        block.extend(value.as_bytes());
-    }
-    h2_frame(1, 4, stream, &block)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rapid_reset_floods_write_at_most_one_h2_warning_per_period() {
     record_logs();
@@ -752,11 +724,18 @@ async fn rapid_reset_floods_write_at_most_one_h2_warning_per_period() {
     let mut closed = 0;
     for _ in 0..CONNECTIONS {
         let mut conn = TcpStream::connect(server.addr).await.expect("connect");
-        let mut burst = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-        burst.extend(h2_frame(4, 0, 0, &[]));
+        let mut burst = raw::hello();
         for i in 0..200u32 {
-            burst.extend(h2_headers(2 * i + 1));
-            burst.extend(h2_frame(3, 0, 2 * i + 1, &8u32.to_be_bytes()));
+            burst.extend(raw::headers(
+                2 * i + 1,
+                "/allfives.v1.AllFivesService/NewGame",
+            ));
+            burst.extend(raw::frame(
+                raw::RST_STREAM,
+                0,
+                2 * i + 1,
+                &8u32.to_be_bytes(),
+            ));
         }
         let _ = conn.write_all(&burst).await;
         // Read until the server's GOAWAY (ENHANCE_YOUR_CALM) or the close.

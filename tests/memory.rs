@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
+use common::raw;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -68,43 +69,19 @@ impl Drop for Server {
     }
 }
 
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let mut out = (payload.len() as u32).to_be_bytes()[1..].to_vec();
-    out.extend([kind, flags]);
-    out.extend(stream.to_be_bytes());
-    out.extend(payload);
-    out
-}
-
 /// One attacking connection's bytes: the preface, SETTINGS, then for each stream its
 /// HEADERS (a Suggest call) and DATA: the prefix of a 16379-byte message and all of it
 /// but the last byte, without END_STREAM.
 fn attack_bytes() -> Vec<u8> {
-    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-    out.extend(frame(4, 0, 0, &[]));
-    let mut block = Vec::new();
-    for (name, value) in [
-        (":method", "POST"),
-        (":scheme", "http"),
-        (":path", "/allfives.v1.AllFivesService/Suggest"),
-        (":authority", "localhost"),
-        ("content-type", "application/grpc"),
-        ("te", "trailers"),
-    ] {
-        block.push(0);
-        block.push(name.len() as u8);
-        block.extend(name.as_bytes());
-        block.push(value.len() as u8);
-        block.extend(value.as_bytes());
-    }
+    let mut out = raw::hello();
     let mut body = vec![0];
     body.extend((MESSAGE as u32).to_be_bytes());
     body.extend(std::iter::repeat_n(0x55, MESSAGE - 1));
     for i in 0..STREAMS {
         let stream = 2 * i + 1;
-        out.extend(frame(1, 4, stream, &block));
+        out.extend(raw::headers(stream, "/allfives.v1.AllFivesService/Suggest"));
         for chunk in body.chunks(16384) {
-            out.extend(frame(0, 0, stream, chunk));
+            out.extend(raw::frame(raw::DATA, 0, stream, chunk));
         }
     }
     out

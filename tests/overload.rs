@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
-use common::{Client, TestServer, dealt_token, reason, ring};
+use common::{Client, TestServer, dealt_token, raw, reason, ring};
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -166,87 +166,6 @@ async fn far_past_the_concurrency_limit_excess_calls_are_refused_quickly_and_the
 /// Just enough HTTP/2, by hand, to be the clients a real HTTP/2 stack never is: one
 /// that ignores the server's stream limit, one that never reads, one that stops in the
 /// middle of the connection preface.
-mod raw {
-    pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-    pub const DATA: u8 = 0;
-    pub const HEADERS: u8 = 1;
-    pub const RST_STREAM: u8 = 3;
-    pub const SETTINGS: u8 = 4;
-    pub const GOAWAY: u8 = 7;
-    pub const END_STREAM: u8 = 1;
-    pub const END_HEADERS: u8 = 4;
-    pub const REFUSED_STREAM: u32 = 7;
-
-    pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-        let len = payload.len() as u32;
-        let mut out = len.to_be_bytes()[1..].to_vec();
-        out.extend([kind, flags]);
-        out.extend(stream.to_be_bytes());
-        out.extend(payload);
-        out
-    }
-
-    /// The client preface and an empty SETTINGS frame.
-    pub fn hello() -> Vec<u8> {
-        let mut out = PREFACE.to_vec();
-        out.extend(frame(SETTINGS, 0, 0, &[]));
-        out
-    }
-
-    /// A unary gRPC call on `stream`: HEADERS (HPACK literals, no Huffman) and one DATA
-    /// frame holding the length-prefixed message.
-    pub fn call(stream: u32, path: &str, message: &[u8]) -> Vec<u8> {
-        let mut block = Vec::new();
-        for (name, value) in [
-            (":method", "POST"),
-            (":scheme", "http"),
-            (":path", path),
-            (":authority", "localhost"),
-            ("content-type", "application/grpc"),
-            ("te", "trailers"),
-        ] {
-            block.push(0); // literal without indexing, new name
-            block.push(name.len() as u8);
-            block.extend(name.as_bytes());
-            block.push(value.len() as u8);
-            block.extend(value.as_bytes());
-        }
-        let mut out = frame(HEADERS, END_HEADERS, stream, &block);
-        let mut body = vec![0];
-        body.extend((message.len() as u32).to_be_bytes());
-        body.extend(message);
-        out.extend(frame(DATA, END_STREAM, stream, &body));
-        out
-    }
-
-    #[derive(Debug)]
-    pub struct Frame {
-        pub kind: u8,
-        pub flags: u8,
-        pub stream: u32,
-        pub payload: Vec<u8>,
-    }
-
-    /// Splits whole frames off the front of `buf`.
-    pub fn parse(buf: &mut Vec<u8>) -> Vec<Frame> {
-        let mut frames = Vec::new();
-        while buf.len() >= 9 {
-            let len = u32::from_be_bytes([0, buf[0], buf[1], buf[2]]) as usize;
-            if buf.len() < 9 + len {
-                break;
-            }
-            let stream = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
-            frames.push(Frame {
-                kind: buf[3],
-                flags: buf[4],
-                stream,
-                payload: buf[9..9 + len].to_vec(),
-            });
-            buf.drain(..9 + len);
-        }
-        frames
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_ignores_the_stream_limit_has_the_excess_refused_at_once() {
@@ -521,10 +440,8 @@ async fn connections_that_send_no_preface_are_closed_at_the_handshake_timeout() 
 /// A raw HTTP/2 connection with a call open: its headers sent, its body never.
 async fn with_a_call_open(addr: SocketAddr) -> TcpStream {
     let mut conn = greeted(addr).await;
-    let mut call = raw::call(1, "/allfives.v1.AllFivesService/NewGame", &[]);
-    // The HEADERS frame only (END_STREAM is on the DATA frame): the body never comes.
-    let headers_len = u32::from_be_bytes([0, call[0], call[1], call[2]]) as usize;
-    call.truncate(9 + headers_len);
+    // The HEADERS frame only: the body never comes.
+    let call = raw::headers(1, "/allfives.v1.AllFivesService/NewGame");
     conn.write_all(&call).await.expect("write");
     conn
 }

@@ -1,6 +1,8 @@
 //! Starting a real server on an ephemeral port and helpers shared by the tests.
 #![allow(dead_code)]
 
+pub mod raw;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
