@@ -48,6 +48,21 @@ impl Service<Uri> for Counting {
     }
 }
 
+/// A channel to `addr` and the count of TCP connections it has made.
+async fn counting_channel(
+    addr: std::net::SocketAddr,
+) -> (tonic::transport::Channel, Arc<AtomicU64>) {
+    let made = Arc::new(AtomicU64::new(0));
+    let channel = Endpoint::from_static("http://allfives.test")
+        .connect_with_connector(Counting {
+            addr,
+            made: Arc::clone(&made),
+        })
+        .await
+        .expect("connect");
+    (channel, made)
+}
+
 /// How long the no-pause client calls: the 60 s.
 const AGEING_RUN: Duration = Duration::from_secs(60);
 
@@ -55,14 +70,7 @@ const AGEING_RUN: Duration = Duration::from_secs(60);
 async fn a_client_calling_without_pause_loses_no_call_to_connection_ageing() {
     let server = TestServer::start_with(ring(1, 3), &["--max-connection-age-secs", "1"]).await;
     let (token, creds) = dealt_token(&mut server.client().await).await;
-    let made = Arc::new(AtomicU64::new(0));
-    let channel = Endpoint::from_static("http://allfives.test")
-        .connect_with_connector(Counting {
-            addr: server.addr,
-            made: Arc::clone(&made),
-        })
-        .await
-        .expect("connect");
+    let (channel, made) = counting_channel(server.addr).await;
     // Two loops on one channel, as an app with a game screen and a lobby would.
     let started = Instant::now();
     let loops = (0..2).map(|_| {
@@ -203,14 +211,7 @@ async fn thousands_of_idle_connections_from_one_client_do_not_keep_a_new_client_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_idle_past_the_idle_timeout_is_closed_and_the_next_call_reconnects() {
     let server = TestServer::start_with(ring(1, 3), &["--idle-timeout-secs", "1"]).await;
-    let made = Arc::new(AtomicU64::new(0));
-    let channel = Endpoint::from_static("http://allfives.test")
-        .connect_with_connector(Counting {
-            addr: server.addr,
-            made: Arc::clone(&made),
-        })
-        .await
-        .expect("connect");
+    let (channel, made) = counting_channel(server.addr).await;
     let mut client = AllFivesServiceClient::new(channel);
     // Calls closer together than the timeout keep the connection.
     for _ in 0..4 {
