@@ -36,7 +36,11 @@ impl Server {
             .expect("a free port")
             .port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let child = Command::new(env!("CARGO_BIN_EXE_allfives"))
+        // Another build may be attacked instead (to see the attack succeed against a
+        // server without the defences): ALLFIVES_ATTACKED_BINARY=path.
+        let binary = std::env::var_os("ALLFIVES_ATTACKED_BINARY")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_allfives").into());
+        let child = Command::new(binary)
             .args(["--addr", &addr.to_string(), "--metrics-addr", "off"])
             .env("ALLFIVES_LOG", "error")
             .stdout(Stdio::null())
