@@ -417,7 +417,11 @@ fuzz_target!(|data: &[u8]| {
                 Code::FailedPrecondition
             }
             ApiError::Denied(_) | ApiError::SeedNotAllowed => Code::PermissionDenied,
-            ApiError::Field { .. } | ApiError::Token(_) => Code::InvalidArgument,
+            ApiError::Field { .. } | ApiError::Token(_) | ApiError::Malformed(_) => {
+                Code::InvalidArgument
+            }
+            ApiError::Overloaded | ApiError::SearchQueueFull => Code::ResourceExhausted,
+            ApiError::BodyTimeout => Code::Cancelled,
         };
         assert_eq!(status.code(), expected, "{error:?}");
     }
