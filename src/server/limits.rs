@@ -321,21 +321,7 @@ where
 /// unit, `H` `M` `S` `m` `u` `n`); `None` if absent or malformed (then the server's
 /// timeout alone applies, as tonic does).
 fn grpc_timeout(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get("grpc-timeout")?.to_str().ok()?;
-    let (digits, unit) = value.split_at_checked(value.len().checked_sub(1)?)?;
-    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n: u64 = digits.parse().ok()?;
-    Some(match unit {
-        "H" => Duration::from_secs(n * 3600),
-        "M" => Duration::from_secs(n * 60),
-        "S" => Duration::from_secs(n),
-        "m" => Duration::from_millis(n),
-        "u" => Duration::from_micros(n),
-        "n" => Duration::from_nanos(n),
-        _ => return None,
-    })
+    crate::service::grpc_timeout(headers.get("grpc-timeout")?.as_bytes())
 }
 
 #[cfg(test)]
