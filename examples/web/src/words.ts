@@ -1,0 +1,141 @@
+// What the page says: tile and seat names for people and screen readers, and a plain
+// sentence for every refusal (keyed by the generated ErrorReason enum, so a reason
+// added to the proto fails the type check until it has its sentence).
+import { Code, ConnectError } from "@connectrpc/connect";
+import { BotLevel, End, ErrorReason, type Tile } from "./gen/allfives/v1/allfives_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
+
+const PIPS = ["blank", "one", "two", "three", "four", "five", "six"];
+
+/** "five-three", "double six", "six-blank": the higher half first. */
+export function tileName(tile: { a: number; b: number }): string {
+  const hi = Math.max(tile.a, tile.b);
+  const lo = Math.min(tile.a, tile.b);
+  return hi === lo ? `double ${PIPS[hi]}` : `${PIPS[hi]}-${PIPS[lo]}`;
+}
+
+export function levelName(level: BotLevel): string {
+  return { [BotLevel.EASY]: "easy", [BotLevel.MEDIUM]: "medium", [BotLevel.HARD]: "hard" }[level as 1 | 2 | 3] ?? "";
+}
+
+/** Seat 0 is the player at this page; the others are the server's bots. */
+export function seatName(seat: number, you: number): string {
+  return seat === you ? "You" : `Seat ${seat + 1}`;
+}
+
+export function endName(end: End): string {
+  switch (end) {
+    case End.LEFT:
+      return "the left end";
+    case End.RIGHT:
+      return "the right end";
+    case End.UP:
+      return "the upper arm";
+    case End.DOWN:
+      return "the lower arm";
+    default:
+      return "the centre (the lead)";
+  }
+}
+
+export const SEAT_COLOURS = ["#3d8bfd", "#e8544a", "#f0a500", "#b57bff"];
+
+const SENTENCES: Record<ErrorReason, string> = {
+  [ErrorReason.ERROR_REASON_UNSPECIFIED]: "The server refused the request.",
+  [ErrorReason.INVALID_FIELD]: "The server could not accept a value this page sent.",
+  [ErrorReason.TOKEN_MALFORMED]: "The saved match could not be read: it is not a game state. Start a new match.",
+  [ErrorReason.TOKEN_UNKNOWN_KEY]:
+    "The saved match was sealed with a key this server does not hold (it may have restarted since). Start a new match.",
+  [ErrorReason.TOKEN_UNSUPPORTED_VERSION]:
+    "The saved match comes from another version of the server and cannot go on here. Start a new match.",
+  [ErrorReason.TOKEN_INVALID]:
+    "The saved match has been altered, or was not issued by this server. Start a new match.",
+  [ErrorReason.RANDOM_UNAVAILABLE]: "The server could not shuffle just now. Try again in a moment.",
+  [ErrorReason.NOT_YOUR_TURN]: "It is not your turn.",
+  [ErrorReason.TILE_NOT_IN_HAND]: "You do not hold that tile.",
+  [ErrorReason.TILE_DOES_NOT_MATCH]: "That tile does not fit there.",
+  [ErrorReason.END_NOT_OPEN]: "That end of the table is not open.",
+  [ErrorReason.MUST_PLAY]: "You hold a tile you can play, so you cannot draw.",
+  [ErrorReason.AMBIGUOUS_END]: "That tile fits more than one end: choose where to place it.",
+  [ErrorReason.WRONG_PHASE]: "That cannot be done now: wait for the next hand to be dealt, or for this one to end.",
+  [ErrorReason.GAME_OVER]: "The match is over. Start a new one.",
+  [ErrorReason.BONEYARD_EMPTY]: "The boneyard is empty: there is nothing left to draw.",
+  [ErrorReason.CREDENTIAL_REQUIRED]: "The server wants this seat's key, and this page does not have it.",
+  [ErrorReason.CREDENTIAL_INVALID]:
+    "The seat key saved in this browser does not belong to this match. Start a new match.",
+  [ErrorReason.SEAT_IS_BOT]: "That seat is played by the server's bot.",
+  [ErrorReason.SEED_NOT_ALLOWED]: "This server chooses every shuffle itself.",
+  [ErrorReason.SEATS_OPEN]: "A seat at the table is still waiting for its player.",
+  [ErrorReason.SEAT_TAKEN]: "That seat has already been taken.",
+  [ErrorReason.MALFORMED_REQUEST]: "The server could not read what this page sent.",
+  [ErrorReason.OVERLOADED]: "The server is busy. Try again in a moment.",
+  [ErrorReason.SEARCH_QUEUE_FULL]:
+    "The server is busy with hard searches. Try again in a moment, or ask for an easier hint.",
+  [ErrorReason.REQUEST_BODY_TIMEOUT]: "The request took too long to reach the server. Try again.",
+};
+
+const FIELDS: Record<string, string> = {
+  "rules.target": "The target must be a positive multiple of 5, at most 10000.",
+  "rules.players": "A match has 2, 3 or 4 players.",
+  "rules.partnership": "Partnerships need 4 players.",
+};
+
+/** The reason's name from the error's ErrorInfo, if it has one. */
+export function reasonOf(err: unknown): ErrorReason | undefined {
+  const info = ConnectError.from(err).findDetails(ErrorInfoSchema)[0];
+  if (!info) return undefined;
+  return ErrorReason[info.reason as keyof typeof ErrorReason] ?? ErrorReason.ERROR_REASON_UNSPECIFIED;
+}
+
+/**
+ * A plain sentence for a failed call: from the ErrorInfo's reason when there is one
+ * (with the BadRequest's field for bad rule options), else from what the transport
+ * saw. `reach` says why the server could not be reached (see `whyUnreachable`).
+ */
+export function sentenceFor(err: unknown, reach?: string): string {
+  const e = ConnectError.from(err);
+  const reason = reasonOf(e);
+  if (reason === ErrorReason.INVALID_FIELD) {
+    const field = e.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations.map((v) => v.field))[0];
+    return (field && FIELDS[field]) ?? SENTENCES[reason];
+  }
+  if (reason !== undefined) return SENTENCES[reason];
+  switch (e.code) {
+    case Code.DeadlineExceeded:
+      return "The server took too long to answer. Try again.";
+    case Code.ResourceExhausted:
+    case Code.Unavailable:
+      return reach ?? "The server is not available just now. Try again in a moment.";
+    case Code.Unknown:
+    case Code.Internal:
+    case Code.Canceled:
+      return reach ?? "Something went wrong talking to the server. Try again.";
+    default:
+      return "The server refused the request for a reason this page does not know.";
+  }
+}
+
+/**
+ * Why fetch failed: a no-cors request (which needs no permission from the server)
+ * tells a server that is down from one that answers but does not let this page's
+ * origin call it (its --cors-origins).
+ */
+export async function whyUnreachable(server: string): Promise<string> {
+  const origin = window.location.origin;
+  try {
+    await fetch(server, { mode: "no-cors", cache: "no-store", signal: AbortSignal.timeout(5000) });
+    return (
+      `The game server at ${server} is running but does not allow pages from ${origin} to call it. ` +
+      `Start it with --cors-origins ${origin} (or without --cors-origins, which allows every origin).`
+    );
+  } catch {
+    return `The game server at ${server} cannot be reached. Is it running (cargo run --release)?`;
+  }
+}
+
+export function isTransportFailure(err: unknown): boolean {
+  const e = ConnectError.from(err);
+  return reasonOf(e) === undefined && [Code.Unknown, Code.Unavailable, Code.Internal, Code.Canceled].includes(e.code);
+}
+
+export type { Tile };

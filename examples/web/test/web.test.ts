@@ -1,0 +1,277 @@
+// Browser tests of the page, in Debian's chromium through playwright-core (no browser
+// download). .ci/web builds the page, starts the servers and the page's two origins,
+// and passes them in:
+//   PAGE_URL               the built page (dist/) on an origin every server allows
+//   OTHER_PAGE_URL         the same files on another origin (another port)
+//   SERVER_URL             an allfives server on its defaults (any origin may call)
+//   RESTRICTED_SERVER_URL  an allfives server started with --cors-origins <PAGE_URL's origin>
+//   CHROMIUM               the browser (default /usr/bin/chromium)
+//   TEST_OUTPUT            where screenshots go (default test-output/)
+// Every test plays through the page as a person would (clicks, or the keyboard), waits
+// with generous bounds, and saves a screenshot.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcWebTransport } from "@connectrpc/connect-web";
+import { AllFivesService, End } from "../src/gen/allfives/v1/allfives_pb.js";
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the tests with bash .ci/web (from the repository's root)`);
+  return value;
+}
+const PAGE_URL = env("PAGE_URL");
+const OTHER_PAGE_URL = env("OTHER_PAGE_URL");
+const SERVER_URL = env("SERVER_URL");
+const RESTRICTED_SERVER_URL = env("RESTRICTED_SERVER_URL");
+const OUTPUT = process.env.TEST_OUTPUT ?? "test-output";
+const WAIT = { timeout: 20_000 }; // one call and its bots' moves; generous on a busy machine
+mkdirSync(OUTPUT, { recursive: true });
+
+let browser: Browser;
+before(async () => {
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-dev-shm-usage"],
+  });
+});
+after(async () => {
+  await browser?.close();
+});
+
+async function open(url: string): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const page = await context.newPage();
+  page.on("pageerror", (err) => console.error("page error:", err));
+  await page.goto(url);
+  await idle(page);
+  return page;
+}
+const at = (page: string, server: string, extra = "") => `${page}?server=${encodeURIComponent(server)}${extra}`;
+
+/** Waits until the page is not waiting for a call (every call sets data-state busy at once). */
+async function idle(page: Page) {
+  await page.waitForFunction(() => document.body.dataset.state === "idle", null, WAIT);
+}
+
+const body = (page: Page) =>
+  page.evaluate(() => ({ ...document.body.dataset }) as { phase?: string; moves?: string; hand?: string });
+const errorText = async (page: Page) => ((await page.locator("#error").isVisible()) ? await page.locator("#error").innerText() : "");
+
+interface Rules {
+  players: number;
+  bots: string[]; // "1" easy, "2" medium, "3" hard, for seats 2..n
+  partnership?: boolean;
+  handSize?: string;
+  target?: number;
+  settlement?: string;
+}
+async function newMatch(page: Page, rules: Rules) {
+  await page.selectOption("select[name=players]", String(rules.players));
+  for (const [i, level] of rules.bots.entries()) await page.selectOption(`select[name=bot${i + 1}]`, level);
+  if (rules.partnership) await page.check("input[name=partnership]");
+  if (rules.handSize) await page.selectOption("select[name=handSize]", rules.handSize);
+  if (rules.target !== undefined) await page.fill("input[name=target]", String(rules.target));
+  if (rules.settlement) await page.selectOption("select[name=settlement]", rules.settlement);
+  await page.click("#new-match button[type=submit]");
+  await idle(page);
+}
+
+/** One action as a player would take it: deal, draw, or a tile then an end. */
+async function act(page: Page): Promise<"dealt" | "drew" | "played" | "over"> {
+  const { phase } = await body(page);
+  if (phase === "OVER") return "over";
+  if (phase === "DEALING") {
+    await page.click("#deal");
+    await idle(page);
+    return "dealt";
+  }
+  if (await page.locator("#draw").isEnabled()) {
+    await page.click("#draw");
+    await idle(page);
+    return "drew";
+  }
+  await page.locator("g.in-hand.playable").first().click();
+  await page.locator("g.target").first().click();
+  await idle(page);
+  return "played";
+}
+
+/** What the page shows of the match: enough to tell two states apart. */
+async function snapshot(page: Page) {
+  return page.evaluate(() => {
+    const labels = (sel: string) => [...document.querySelectorAll(sel)].map((e) => e.getAttribute("aria-label"));
+    const text = (sel: string) => [...document.querySelectorAll(sel)].map((e) => e.textContent);
+    const { phase, moves, hand: handNumber } = document.body.dataset;
+    return {
+      phase,
+      moves,
+      handNumber,
+      hand: labels("g.in-hand"),
+      layout: labels("g.placed"),
+      opponents: labels("g.opponent"),
+      scores: text("[data-testid^=score-side]"),
+      count: document.querySelector("[data-testid=count]")?.textContent,
+      boneyard: document.querySelector("[data-testid=boneyard]")?.textContent,
+    };
+  });
+}
+
+async function storedToken(page: Page): Promise<Uint8Array> {
+  const saved = await page.evaluate(() => {
+    const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
+    return JSON.parse(localStorage.getItem(key)!) as { state: string };
+  });
+  return Uint8Array.from(Buffer.from(saved.state, "base64"));
+}
+
+test("a whole match against the server's bots, played by clicking: the final scores are the server's Score", { timeout: 600_000 }, async () => {
+  const page = await open(at(PAGE_URL, SERVER_URL));
+  // Three players: an EASY and a HARD bot; five tiles each, target 60, the winner takes the pips.
+  await newMatch(page, { players: 3, bots: ["1", "3"], handSize: "2", target: 60, settlement: "2" });
+  assert.equal((await body(page)).phase, "PLAYING", await errorText(page));
+  const counts = { dealt: 0, drew: 0, played: 0 };
+  let hands = 1;
+  for (let actions = 0; ; actions++) {
+    assert.ok(actions < 1000, "the match did not end in 1000 actions");
+    const did = await act(page);
+    assert.equal(await errorText(page), "", `a ${did} was refused`);
+    if (did === "over") break;
+    counts[did]++;
+    if (did === "dealt") hands++;
+  }
+  // The end: every hand shown, the settlement, the sheet and the winner on the page.
+  await page.locator("[data-testid=winner]").waitFor(WAIT);
+  const winner = await page.locator("[data-testid=winner]").innerText();
+  const pageScores = await page.locator("[data-testid^=score-side]").allTextContents();
+  const pageTotals = await page.locator("#hand-end table.sheet tbody tr:last-child .total").allTextContents();
+  assert.equal(await page.locator("#hand-end [data-testid^=revealed-]").count(), 3);
+  await page.screenshot({ path: join(OUTPUT, "1-whole-match.png") });
+
+  // The server's Score for the token the page holds, asked from Node over gRPC-Web.
+  const client = createClient(AllFivesService, createGrpcWebTransport({ baseUrl: SERVER_URL }));
+  const score = await client.score({ state: await storedToken(page) }, { timeoutMs: 10_000 });
+  const view = score.view!;
+  assert.equal(view.phase, 3, "the server says the match is over");
+  assert.ok(view.scores.some((s) => s.score >= 60), "a side reached the target");
+  const names = ["You", "Seat 2", "Seat 3"];
+  assert.deepEqual(
+    pageScores,
+    view.scores.map((s) => `${names[s.side]} ${s.score}`),
+    "the scores on the table are the server's",
+  );
+  const last = score.sheet!.rows[score.sheet!.rows.length - 1];
+  assert.deepEqual(pageTotals, last.sides.map((l) => String(l.total)), "the sheet's totals are the server's");
+  assert.equal(score.sheet!.rows.length, hands, "the sheet has a row per hand dealt");
+  const won = view.winnerSeats.map((s) => names[s]).join(" & ");
+  assert.ok(winner.includes(view.winnerSeats.includes(0) ? "you won" : `${won} won`), `winner line: ${winner}`);
+  console.log(`  ${hands} hands, ${counts.played} tiles played and ${counts.drew} drawn by clicking; ${pageScores.join(", ")}; ${winner}`);
+  await page.context().close();
+});
+
+test("a reload mid-hand continues the same match: the same hand, table and scores", { timeout: 300_000 }, async () => {
+  const page = await open(at(PAGE_URL, SERVER_URL));
+  await newMatch(page, { players: 4, bots: ["2", "1", "2"], partnership: true });
+  for (let i = 0; i < 3; i++) {
+    if ((await body(page)).phase !== "PLAYING") break;
+    await act(page);
+  }
+  const before = await snapshot(page);
+  assert.equal(before.phase, "PLAYING", "still in the first hand");
+  assert.ok(before.layout.length > 0, "tiles on the table");
+  // Choose a tile, so the screenshot shows the targets and their points.
+  await page.locator("g.in-hand.playable").first().click();
+  await page.screenshot({ path: join(OUTPUT, "2-before-reload.png") });
+
+  await page.reload();
+  await idle(page);
+  const afterReload = await snapshot(page);
+  assert.deepEqual(afterReload, before, "the page shows the same match after the reload");
+  assert.match(await page.locator("#log").innerText(), /Hand 1 dealt/, "the hand's events are replayed into the log");
+  await page.screenshot({ path: join(OUTPUT, "2-after-reload.png") });
+
+  // And it goes on from there, with the keyboard alone: Tab to a playable tile (or to
+  // Draw), Enter, and Enter again on the end the focus moved to.
+  const moves = Number(afterReload.moves);
+  const mustDraw = await page.locator("#draw").isEnabled();
+  let reached = false;
+  for (let i = 0; i < 80 && !reached; i++) {
+    await page.keyboard.press("Tab");
+    reached = await page.evaluate((draw) => {
+      const el = document.activeElement as HTMLElement | null;
+      return draw ? el?.id === "draw" : !!el?.matches?.("g.in-hand.playable");
+    }, mustDraw);
+  }
+  assert.ok(reached, "Tab reaches a playable tile (or Draw)");
+  await page.keyboard.press("Enter");
+  if (!mustDraw) {
+    assert.ok(await page.evaluate(() => !!document.activeElement?.matches?.("g.target")), "the focus moved to an end");
+    await page.screenshot({ path: join(OUTPUT, "2-keyboard.png") });
+    await page.keyboard.press("Enter");
+  }
+  await idle(page);
+  assert.equal(await errorText(page), "");
+  assert.ok(Number((await body(page)).moves) > moves, "the move after the reload, made with the keyboard, was taken");
+  await page.context().close();
+});
+
+test("a refused move shows its sentence, and changes nothing", { timeout: 120_000 }, async () => {
+  // The page never offers a tile the player does not hold, so the refusal is provoked
+  // through its test hook (?debug=1), which sends a Play through the same path as a click.
+  const page = await open(at(PAGE_URL, SERVER_URL, "&debug=1"));
+  await newMatch(page, { players: 2, bots: ["2"] });
+  const before = await snapshot(page);
+  const held = new Set(await page.locator("g.in-hand").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.tile)));
+  const all = [...Array(7).keys()].flatMap((a) => [...Array(7 - a).keys()].map((d) => `${a}-${a + d}`));
+  const [a, b] = all.find((t) => !held.has(t))!.split("-").map(Number);
+  await page.evaluate(([a, b, end]) => (window as any).allfivesDebug.play(a, b, end), [a, b, End.RIGHT]);
+  await idle(page);
+  const sentence = await errorText(page);
+  assert.equal(sentence, "You do not hold that tile.");
+  assert.doesNotMatch(sentence, /TILE_NOT_IN_HAND|FAILED_PRECONDITION|failed_precondition|\[/);
+  assert.deepEqual(await snapshot(page), before, "the refused move changed nothing");
+  await page.screenshot({ path: join(OUTPUT, "3-refused-move.png") });
+
+  // A stored token that was altered: the reload's Score is refused, and says so.
+  await page.evaluate(() => {
+    const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
+    const saved = JSON.parse(localStorage.getItem(key)!);
+    const bytes = Uint8Array.from(atob(saved.state), (c) => c.charCodeAt(0));
+    bytes[bytes.length - 1] ^= 1;
+    saved.state = btoa(String.fromCharCode(...bytes));
+    localStorage.setItem(key, JSON.stringify(saved));
+  });
+  await page.reload();
+  await idle(page);
+  assert.equal(
+    await errorText(page),
+    "The saved match has been altered, or was not issued by this server. Start a new match.",
+  );
+  assert.ok(await page.locator("#new-match").isVisible(), "the page offers a new match");
+  await page.screenshot({ path: join(OUTPUT, "3-altered-token.png") });
+  await page.context().close();
+});
+
+test("a page on an origin the server does not allow fails with a clear message", { timeout: 120_000 }, async () => {
+  // The same server lets the page's allowed origin play, so what fails below is the origin.
+  const allowed = await open(at(PAGE_URL, RESTRICTED_SERVER_URL));
+  await newMatch(allowed, { players: 2, bots: ["1"] });
+  assert.equal(await errorText(allowed), "");
+  assert.equal((await body(allowed)).phase, "PLAYING", "the allowed origin plays");
+  await allowed.context().close();
+
+  const page = await open(at(OTHER_PAGE_URL, RESTRICTED_SERVER_URL));
+  await newMatch(page, { players: 2, bots: ["1"] });
+  const origin = new URL(OTHER_PAGE_URL).origin;
+  assert.equal(
+    await errorText(page),
+    `The game server at ${RESTRICTED_SERVER_URL} is running but does not allow pages from ${origin} to call it. ` +
+      `Start it with --cors-origins ${origin} (or without --cors-origins, which allows every origin).`,
+  );
+  assert.ok(await page.locator("#game").isHidden(), "no table without a match");
+  await page.screenshot({ path: join(OUTPUT, "4-origin-not-allowed.png") });
+  await page.context().close();
+});
