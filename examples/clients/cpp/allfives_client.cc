@@ -620,7 +620,7 @@ class Match {
         Say("match over: side " + std::to_string(ev.game_ended().winner_side()) + " wins", true);
       }
     }
-    if (!options_.quiet && view_.phase() == pb::PHASE_PLAYING) {
+    if (!options_.quiet && view_.phase() == pb::PHASE_PLAYING && view_.layout_size() > 0) {
       for (const auto& line : TableLines(view_)) Say("    " + line);
     }
   }
