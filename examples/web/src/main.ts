@@ -221,13 +221,18 @@ function render() {
   document.body.dataset.moves = String(v.moves);
   document.body.dataset.hand = String(v.handNumber);
 
-  // Keep the keyboard's place across the redraw.
-  const focused = (document.activeElement as HTMLElement | null)?.dataset?.key;
+  // Keep the keyboard's place across the redraw; when the focused tile or end is gone
+  // (played), go on to what comes next: a playable tile, Draw, or Deal.
+  const active = document.activeElement as HTMLElement | null;
+  const focused = active?.dataset?.key;
+  const wasHere = focused !== undefined || active?.id === "draw" || active?.id === "deal";
   tableContent.innerHTML = renderTable(v, { you: YOU, selected, suggested, busy });
-  if (focused) (tableContent.querySelector(`[data-key="${focused}"]`) as SVGGElement | null)?.focus();
-
   $<HTMLButtonElement>("draw").disabled = busy || !(yours && v.mustDraw);
   $<HTMLButtonElement>("suggest").disabled = busy || !yours;
+  renderHandEnd(g);
+  const again = focused ? (tableContent.querySelector(`[data-key="${focused}"]`) as SVGGElement | null) : null;
+  if (again) again.focus();
+  else if (wasHere && !busy) focusNext(v);
   $("hint").textContent = hint;
   $("status").textContent = statusLine(v);
 
@@ -240,8 +245,14 @@ function render() {
   }
   log.scrollTop = log.scrollHeight;
 
-  renderHandEnd(g);
   $("sheet").innerHTML = g.sheet ? sheetTable(g.sheet, v) : "";
+}
+
+function focusNext(v: GameView) {
+  if (v.phase === Phase.OVER) $("new-match-button").focus();
+  else if (v.phase === Phase.DEALING) $("deal").focus();
+  else if (v.mustDraw) $("draw").focus();
+  else (tableContent.querySelector("g.in-hand.playable") as SVGGElement | null)?.focus();
 }
 
 function statusLine(v: GameView): string {

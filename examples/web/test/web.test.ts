@@ -133,7 +133,24 @@ test("a whole match against the server's bots, played by clicking: the final sco
   // Three players: an EASY and a HARD bot; five tiles each, target 60, the winner takes the pips.
   await newMatch(page, { players: 3, bots: ["1", "3"], handSize: "2", target: 60, settlement: "2" });
   assert.equal((await body(page)).phase, "PLAYING", await errorText(page));
-  const counts = { dealt: 0, drew: 0, played: 0 };
+  // A hint first: the HARD bot's advice, its tile chosen and its end marked; play it.
+  await page.selectOption("#hint-level", "3");
+  await page.click("#suggest");
+  await idle(page);
+  const hint = await page.locator("#hint").innerText();
+  assert.match(hint, /^The hard bot (says: draw\.|suggests .+ \(\d+ points?\)\.)$/);
+  let suggested = 0;
+  if (!hint.includes("draw")) {
+    const target = page.locator("g.target.advised");
+    assert.equal(await target.count(), 1, "the advised end is marked");
+    assert.ok(hint.includes((await page.locator("g.in-hand.chosen").getAttribute("aria-label"))!.split(",")[0]), "the advised tile is chosen");
+    const moves = Number((await body(page)).moves);
+    await target.click();
+    await idle(page);
+    assert.ok(Number((await body(page)).moves) > moves, "the advised move was played");
+    suggested = 1;
+  }
+  const counts = { dealt: 0, drew: 0, played: suggested };
   let hands = 1;
   for (let actions = 0; ; actions++) {
     assert.ok(actions < 1000, "the match did not end in 1000 actions");
@@ -175,8 +192,10 @@ test("a whole match against the server's bots, played by clicking: the final sco
 test("a reload mid-hand continues the same match: the same hand, table and scores", { timeout: 300_000 }, async () => {
   const page = await open(at(PAGE_URL, SERVER_URL));
   await newMatch(page, { players: 4, bots: ["2", "1", "2"], partnership: true });
-  for (let i = 0; i < 3; i++) {
+  // A few moves in, and on a turn with a tile to play (drawing until there is one).
+  for (let i = 0; i < 30; i++) {
     if ((await body(page)).phase !== "PLAYING") break;
+    if (i >= 3 && (await page.locator("g.in-hand.playable").count()) > 0) break;
     await act(page);
   }
   const before = await snapshot(page);
