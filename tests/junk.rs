@@ -226,8 +226,32 @@ fn decodes(method: &str, bytes: &[u8]) -> bool {
         "Draw" => pb::DrawRequest::decode(bytes).is_ok(),
         "Score" => pb::ScoreRequest::decode(bytes).is_ok(),
         "Suggest" => pb::SuggestRequest::decode(bytes).is_ok(),
+        "Check" | "Watch" => tonic_health::pb::HealthCheckRequest::decode(bytes).is_ok(),
+        "ServerReflectionInfo" => {
+            tonic_reflection::pb::v1::ServerReflectionRequest::decode(bytes).is_ok()
+        }
         other => panic!("a new method, {other}: add its request type here"),
     }
+}
+
+/// Every route the server answers gRPC on, as (path, method): the API's methods, from
+/// the service descriptor that reflection serves, then health's and reflection's (their
+/// services come from other crates, with another codec).
+fn routes() -> Vec<(String, String)> {
+    let mut routes: Vec<_> = api_methods()
+        .into_iter()
+        .map(|m| (format!("{API}{m}"), m))
+        .collect();
+    for path in [
+        "/grpc.health.v1.Health/Check",
+        "/grpc.health.v1.Health/Watch",
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+    ] {
+        let method = path.rsplit('/').next().unwrap_or(path).to_owned();
+        routes.push((path.to_owned(), method));
+    }
+    routes
 }
 
 /// The API's methods, from the service descriptor that reflection serves.
@@ -336,14 +360,18 @@ async fn junk_protobuf_for_every_method_is_invalid_argument_malformed_request() 
     let mut client = AllFivesServiceClient::new(channel.clone());
     let mark = lines_so_far();
     let mut rng = Rng(0x5eed_1234_abcd_0001);
-    let (mut sent, mut served) = (0, 0);
+    let (mut sent, mut streaming, mut served) = (0, 0, 0);
     let mut kinds = BTreeMap::<&str, u32>::new();
-    for method in api_methods() {
+    for (path, method) in routes() {
         for (i, (kind, bytes)) in junk_for(&method, &mut rng).into_iter().enumerate() {
-            let path = format!("{API}{method}");
             let status = raw_call(&channel, &path, vec![framed(0, &bytes)], false).await;
             assert_malformed(&status, &format!("{kind} {method} {bytes:?}"));
             sent += 1;
+            // Reflection's answer starts before its request stream is read, and the
+            // metrics count a streaming call by its start (docs/metrics.md).
+            if method == "ServerReflectionInfo" {
+                streaming += 1;
+            }
             *kinds.entry(kind).or_default() += 1;
             // A good call on the same connection every few junk ones.
             if i % 5 == 0 {
@@ -358,14 +386,15 @@ async fn junk_protobuf_for_every_method_is_invalid_argument_malformed_request() 
     let codes = calls_by_code(&server).await;
     let warns = lines_since(mark, "allfives");
     println!(
-        "junk: {sent} undecodable requests over HTTP/2 ({kinds:?}) answered INVALID_ARGUMENT \
+        "junk: {sent} undecodable requests to every route (API, health, reflection) over HTTP/2 \
+         ({kinds:?}) answered INVALID_ARGUMENT \
          MALFORMED_REQUEST, {served} good calls served between them; calls by code {codes:?}; \
          {} WARN lines",
         warns.len()
     );
     assert_eq!(
         codes.get("INVALID_ARGUMENT").copied(),
-        Some(f64::from(sent))
+        Some(f64::from(sent - streaming))
     );
     assert_eq!(codes.get("INTERNAL"), None, "{codes:?}");
     assert!(warns.is_empty(), "WARN lines for junk calls: {warns:?}");

@@ -8,6 +8,11 @@
 //!   inside a message or holds none on a route that takes one, and anything the body
 //!   layer before this one refused (gRPC-Web's base64): INVALID_ARGUMENT,
 //!   `MALFORMED_REQUEST`. The client sent something this server cannot read.
+//! - a message that is not its method's protobuf, on health's and reflection's routes:
+//!   the same. Their services come from tonic-health and tonic-reflection with prost's
+//!   codec built in, which answers INTERNAL for what it cannot decode, so their
+//!   messages (a few bytes each) are decoded here first. The API's own codec
+//!   (`service::answer_writer`) refuses undecodable messages itself.
 //! - a body not whole within `--body-timeout-ms` of the call's headers: CANCELLED,
 //!   `REQUEST_BODY_TIMEOUT`, and the call is dropped, which frees what it buffered.
 //! - a body the transport broke (the client reset the stream, the connection closed):
@@ -23,10 +28,12 @@
 use std::error::Error;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
+use prost::Message;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
 use tonic::Status;
@@ -54,12 +61,11 @@ impl<S> RequestBody<S> {
     }
 }
 
-impl<S, ResBody> Service<http::Request<Body>> for RequestBody<S>
+impl<S> Service<http::Request<Body>> for RequestBody<S>
 where
-    S: Service<http::Request<Body>, Response = http::Response<ResBody>>,
+    S: Service<http::Request<Body>, Response = http::Response<Body>>,
     S::Future: Send + 'static,
     S::Error: 'static,
-    ResBody: Default + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -72,18 +78,96 @@ where
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         let (parts, body) = request.into_parts();
         let (ended, end) = oneshot::channel();
+        let one_message = takes_one_message(parts.uri.path());
+        // A streaming call may have answered before its body is refused: its answer's
+        // end is told of the refusal.
+        let refusal = (!one_message).then(Refusal::default);
         let checked = Checked {
             inner: body,
-            framing: Framing::new(takes_one_message(parts.uri.path())),
+            framing: Framing::new(one_message, foreign_check(parts.uri.path())),
             deadline: Instant::now() + self.timeout,
             timer: None,
             ended: Some(ended),
             finished: false,
+            refusal: refusal.clone(),
         };
         let response = self
             .inner
             .call(http::Request::from_parts(parts, Body::new(checked)));
-        Box::pin(answer(response, end))
+        Box::pin(async move {
+            let response = answer(response, end).await?;
+            Ok(match refusal {
+                Some(refusal) => response.map(|inner| {
+                    Body::new(Refusable {
+                        inner,
+                        refusal,
+                        ended: false,
+                    })
+                }),
+                None => response,
+            })
+        })
+    }
+}
+
+/// Why a streaming call's request body was refused, once it was: shared by the body
+/// ([`Checked`]) and the answer ([`Refusable`]).
+type Refusal = Arc<Mutex<Option<String>>>;
+
+/// A streaming call's answer, whose end says the request was malformed if its body
+/// was refused. Reflection's service, for one, ends its answer with OK when its
+/// request stream fails; the client is told MALFORMED_REQUEST instead.
+struct Refusable {
+    inner: Body,
+    refusal: Refusal,
+    /// Whether the trailers have gone out.
+    ended: bool,
+}
+
+impl Refusable {
+    /// The trailers of a refused request, if it was refused.
+    fn refused(&self) -> Option<http::HeaderMap> {
+        let what = self.refusal.lock().ok()?.clone()?;
+        let mut trailers = http::HeaderMap::new();
+        Status::from(ApiError::Malformed(what))
+            .add_header(&mut trailers)
+            .ok()?;
+        Some(trailers)
+    }
+}
+
+impl HttpBody for Refusable {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        let at_end = match &polled {
+            Poll::Ready(None) => true,
+            Poll::Ready(Some(Ok(frame))) => frame.is_trailers(),
+            _ => false,
+        };
+        if at_end {
+            self.ended = true;
+            if let Some(trailers) = self.refused() {
+                return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -92,6 +176,34 @@ where
 fn takes_one_message(path: &str) -> bool {
     !path.ends_with("/ServerReflectionInfo")
 }
+
+/// A decoder run on each whole message of a route: `Err` if it is not the route's
+/// request.
+type Check = fn(&[u8]) -> Result<(), prost::DecodeError>;
+
+/// The check for the messages of a route served with prost's codec (health,
+/// reflection); `None` for the API's routes, whose codec refuses junk itself.
+fn foreign_check(path: &str) -> Option<Check> {
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_reflection::pb::{v1, v1alpha};
+    match path {
+        "/grpc.health.v1.Health/Check" | "/grpc.health.v1.Health/Watch" => {
+            Some(|b| HealthCheckRequest::decode(b).map(drop))
+        }
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo" => {
+            Some(|b| v1::ServerReflectionRequest::decode(b).map(drop))
+        }
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo" => {
+            Some(|b| v1alpha::ServerReflectionRequest::decode(b).map(drop))
+        }
+        _ => None,
+    }
+}
+
+/// The largest message [`Framing`] buffers to check; a longer one is left to the
+/// service's own size limit (which refuses it: health's and reflection's requests are
+/// names, tens of bytes).
+const MAX_CHECKED: u32 = 64 * 1024;
 
 /// How a body ended, told by [`Checked`] to the call's future ([`answer`]).
 #[derive(Debug)]
@@ -142,6 +254,8 @@ pub struct Checked {
     ended: Option<oneshot::Sender<End>>,
     /// Whether the body has ended (or failed): it yields nothing more.
     finished: bool,
+    /// Where a streaming call's refusal is told to its answer.
+    refusal: Option<Refusal>,
 }
 
 impl Checked {
@@ -149,6 +263,11 @@ impl Checked {
     fn malformed(&mut self, what: String) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         self.finished = true;
         self.ended = None;
+        if let Some(refusal) = &self.refusal
+            && let Ok(mut refused) = refusal.lock()
+        {
+            *refused = Some(what.clone());
+        }
         Poll::Ready(Some(Err(Status::from(ApiError::Malformed(what)))))
     }
 
@@ -255,17 +374,37 @@ struct Framing {
     messages: u32,
     /// Whether the route takes exactly one message (then an empty body is malformed).
     one_message: bool,
+    /// The route's message check, and the current message's bytes while it has one.
+    check: Option<Check>,
+    message: Vec<u8>,
 }
 
 impl Framing {
-    fn new(one_message: bool) -> Framing {
+    fn new(one_message: bool, check: Option<Check>) -> Framing {
         Framing {
             header: [0; HEADER],
             have: 0,
             left: 0,
             messages: 0,
             one_message,
+            check,
+            message: Vec::new(),
         }
+    }
+
+    /// Runs the route's check on the message just completed.
+    fn checked(&mut self) -> Result<(), String> {
+        let Some(check) = self.check else {
+            return Ok(());
+        };
+        let result = check(&self.message);
+        self.message.clear();
+        result.map_err(|e| format!("the message is not the method's request: {e}"))
+    }
+
+    /// Whether the current message's bytes are kept for the check.
+    fn buffering(&self) -> bool {
+        self.check.is_some()
     }
 
     /// Follows the framing through `data`; the error says what is wrong.
@@ -275,6 +414,12 @@ impl Framing {
                 let n = data.len().min(self.left as usize);
                 // `n` is at most `self.left`, a u32.
                 self.left -= n as u32;
+                if self.buffering() {
+                    self.message.extend_from_slice(&data[..n]);
+                    if self.left == 0 {
+                        self.checked()?;
+                    }
+                }
                 data = &data[n..];
                 continue;
             }
@@ -300,6 +445,13 @@ impl Framing {
                 let [_, a, b, c, d] = self.header;
                 self.left = u32::from_be_bytes([a, b, c, d]);
                 self.messages += 1;
+                if self.left > MAX_CHECKED {
+                    // Too long to be the route's request; its service refuses the length.
+                    self.check = None;
+                    self.message = Vec::new();
+                } else if self.left == 0 {
+                    self.checked()?;
+                }
             }
         }
         Ok(())
@@ -342,7 +494,7 @@ mod tests {
         let mut body = message(0, 3, b"abc");
         body.extend(message(0, 0, b""));
         for split in 0..=body.len() {
-            let mut framing = Framing::new(true);
+            let mut framing = Framing::new(true, None);
             let (a, b) = body.split_at(split);
             assert_eq!(framing.data(a), Ok(()));
             assert_eq!(framing.data(b), Ok(()));
@@ -354,17 +506,56 @@ mod tests {
     #[test]
     fn bad_flags_short_bodies_and_empty_bodies_are_refused() {
         for flag in [1, 2, 0x80, 0xff] {
-            let mut framing = Framing::new(true);
+            let mut framing = Framing::new(true, None);
             assert!(framing.data(&message(flag, 1, b"x")).is_err(), "{flag}");
         }
         for cut in 1..9 {
-            let mut framing = Framing::new(true);
+            let mut framing = Framing::new(true, None);
             framing
                 .data(&message(0, 4, b"abcd")[..cut])
                 .expect("framing");
             assert!(framing.end().is_err(), "cut at {cut}");
         }
-        assert!(Framing::new(true).end().is_err());
-        assert_eq!(Framing::new(false).end(), Ok(()));
+        assert!(Framing::new(true, None).end().is_err());
+        assert_eq!(Framing::new(false, None).end(), Ok(()));
+    }
+
+    #[test]
+    fn health_and_reflection_messages_are_decoded_in_any_split() {
+        let check = foreign_check("/grpc.health.v1.Health/Check");
+        let good = tonic_health::pb::HealthCheckRequest {
+            service: "allfives.v1.AllFivesService".into(),
+        }
+        .encode_to_vec();
+        let mut body = message(0, good.len() as u32, &good);
+        body.extend(message(0, 0, b""));
+        let junk = message(0, 3, &[0x0a, 0x05, 0x01]);
+        for split in 0..=body.len() {
+            let mut framing = Framing::new(true, check);
+            let (a, b) = body.split_at(split);
+            assert_eq!(framing.data(a), Ok(()));
+            assert_eq!(framing.data(b), Ok(()), "split at {split}");
+        }
+        for split in 0..=junk.len() {
+            let mut framing = Framing::new(true, check);
+            let (a, b) = junk.split_at(split);
+            let result = framing.data(a).and_then(|()| framing.data(b));
+            assert!(result.is_err(), "split at {split}");
+        }
+        assert!(
+            Framing::new(
+                false,
+                foreign_check("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo")
+            )
+            .data(&junk)
+            .is_err()
+        );
+        assert!(foreign_check("/allfives.v1.AllFivesService/Play").is_none());
+        // A message too long to be checked is passed on for the service to refuse.
+        let mut framing = Framing::new(true, check);
+        assert_eq!(
+            framing.data(&message(0, MAX_CHECKED + 1, &[0xff; 100])),
+            Ok(())
+        );
     }
 }
