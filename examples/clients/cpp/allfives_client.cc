@@ -51,7 +51,7 @@ namespace {
 
 constexpr char kDomain[] = "allfives.v1";
 constexpr size_t kMaxTokenBytes = 512;
-constexpr size_t kIdBytes = 16;  // state_id and credentials
+constexpr size_t kIdBytes = 16;    // state_id and credentials
 constexpr int kMaxCalls = 100000;  // far more than any match takes: the loop is stuck
 
 // The server's answer broke a promise of the API, or a call failed unexpectedly.
@@ -74,53 +74,81 @@ struct ReasonText {
 };
 const std::map<pb::ErrorReason, ReasonText> kReasons = {
     {pb::INVALID_FIELD, {grpc::INVALID_ARGUMENT, "The app sent a move the server could not read."}},
-    {pb::TOKEN_MALFORMED, {grpc::INVALID_ARGUMENT, "This saved match is damaged and cannot be opened."}},
-    {pb::TOKEN_UNKNOWN_KEY, {grpc::INVALID_ARGUMENT, "This saved match has expired; start a new one."}},
+    {pb::TOKEN_MALFORMED,
+     {grpc::INVALID_ARGUMENT, "This saved match is damaged and cannot be opened."}},
+    {pb::TOKEN_UNKNOWN_KEY,
+     {grpc::INVALID_ARGUMENT, "This saved match has expired; start a new one."}},
     {pb::TOKEN_UNSUPPORTED_VERSION,
      {grpc::INVALID_ARGUMENT, "This saved match is from an older version and cannot go on."}},
-    {pb::TOKEN_INVALID, {grpc::INVALID_ARGUMENT, "This saved match was altered and cannot be opened."}},
-    {pb::RANDOM_UNAVAILABLE, {grpc::UNAVAILABLE, "The server could not shuffle just now; try again."}},
+    {pb::TOKEN_INVALID,
+     {grpc::INVALID_ARGUMENT, "This saved match was altered and cannot be opened."}},
+    {pb::RANDOM_UNAVAILABLE,
+     {grpc::UNAVAILABLE, "The server could not shuffle just now; try again."}},
     {pb::NOT_YOUR_TURN, {grpc::FAILED_PRECONDITION, "It is not your turn."}},
     {pb::TILE_NOT_IN_HAND, {grpc::FAILED_PRECONDITION, "That tile is not in your hand."}},
     {pb::TILE_DOES_NOT_MATCH, {grpc::FAILED_PRECONDITION, "That tile does not fit there."}},
     {pb::END_NOT_OPEN, {grpc::FAILED_PRECONDITION, "That end of the table is not open."}},
-    {pb::MUST_PLAY, {grpc::FAILED_PRECONDITION, "You have a tile that fits: play it instead of drawing."}},
-    {pb::AMBIGUOUS_END, {grpc::FAILED_PRECONDITION, "That tile fits more than one end: choose one."}},
-    {pb::WRONG_PHASE, {grpc::FAILED_PRECONDITION, "That cannot be done at this point of the hand."}},
+    {pb::MUST_PLAY,
+     {grpc::FAILED_PRECONDITION, "You have a tile that fits: play it instead of drawing."}},
+    {pb::AMBIGUOUS_END,
+     {grpc::FAILED_PRECONDITION, "That tile fits more than one end: choose one."}},
+    {pb::WRONG_PHASE,
+     {grpc::FAILED_PRECONDITION, "That cannot be done at this point of the hand."}},
     {pb::GAME_OVER, {grpc::FAILED_PRECONDITION, "The match is over."}},
     {pb::BONEYARD_EMPTY, {grpc::FAILED_PRECONDITION, "There is nothing left to draw."}},
     {pb::CREDENTIAL_REQUIRED, {grpc::PERMISSION_DENIED, "Sign in to your seat to do that."}},
     {pb::CREDENTIAL_INVALID, {grpc::PERMISSION_DENIED, "You are not signed in to that seat."}},
     {pb::SEAT_IS_BOT, {grpc::PERMISSION_DENIED, "That seat is played by the computer."}},
-    {pb::SEED_NOT_ALLOWED, {grpc::PERMISSION_DENIED, "This server deals its own matches; replays are off."}},
+    {pb::SEED_NOT_ALLOWED,
+     {grpc::PERMISSION_DENIED, "This server deals its own matches; replays are off."}},
     {pb::SEATS_OPEN, {grpc::FAILED_PRECONDITION, "Waiting for every player to take a seat."}},
     {pb::SEAT_TAKEN, {grpc::FAILED_PRECONDITION, "Somebody already took that seat."}},
-    {pb::MALFORMED_REQUEST, {grpc::INVALID_ARGUMENT, "The app sent a request the server could not read."}},
+    {pb::MALFORMED_REQUEST,
+     {grpc::INVALID_ARGUMENT, "The app sent a request the server could not read."}},
     {pb::OVERLOADED, {grpc::RESOURCE_EXHAUSTED, "The server is busy; try again in a moment."}},
-    {pb::SEARCH_QUEUE_FULL, {grpc::RESOURCE_EXHAUSTED, "The computer players are busy; try again in a moment."}},
+    {pb::SEARCH_QUEUE_FULL,
+     {grpc::RESOURCE_EXHAUSTED, "The computer players are busy; try again in a moment."}},
     {pb::REQUEST_BODY_TIMEOUT, {grpc::CANCELLED, "The connection is too slow; try again."}},
 };
 
 const char* CodeName(grpc::StatusCode code) {
   switch (code) {
-    case grpc::OK: return "OK";
-    case grpc::CANCELLED: return "CANCELLED";
-    case grpc::UNKNOWN: return "UNKNOWN";
-    case grpc::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::NOT_FOUND: return "NOT_FOUND";
-    case grpc::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::ABORTED: return "ABORTED";
-    case grpc::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::INTERNAL: return "INTERNAL";
-    case grpc::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::DATA_LOSS: return "DATA_LOSS";
-    case grpc::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "(unknown code)";
+    case grpc::OK:
+      return "OK";
+    case grpc::CANCELLED:
+      return "CANCELLED";
+    case grpc::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::ABORTED:
+      return "ABORTED";
+    case grpc::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::INTERNAL:
+      return "INTERNAL";
+    case grpc::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "(unknown code)";
   }
 }
 
@@ -163,7 +191,8 @@ struct Refusal {
         r.reason_name = info.reason();
         r.domain = info.domain();
         r.metadata.insert(info.metadata().begin(), info.metadata().end());
-        if (!pb::ErrorReason_Parse(info.reason(), &r.reason)) r.reason = pb::ERROR_REASON_UNSPECIFIED;
+        if (!pb::ErrorReason_Parse(info.reason(), &r.reason))
+          r.reason = pb::ERROR_REASON_UNSPECIFIED;
       } else if (any.Is<google::rpc::BadRequest>() && any.UnpackTo(&bad)) {
         for (const auto& v : bad.field_violations()) r.fields.push_back(v.field());
       }
@@ -186,10 +215,14 @@ struct Refusal {
       return "The server refused that (a reason this app does not know yet).";
     }
     switch (code) {
-      case grpc::UNAVAILABLE: return "The server cannot be reached; check the address and try again.";
-      case grpc::DEADLINE_EXCEEDED: return "The server did not answer in time; try again.";
-      case grpc::RESOURCE_EXHAUSTED: return "The server is busy; try again in a moment.";
-      default: return "Something went wrong on the server; try again later.";
+      case grpc::UNAVAILABLE:
+        return "The server cannot be reached; check the address and try again.";
+      case grpc::DEADLINE_EXCEEDED:
+        return "The server did not answer in time; try again.";
+      case grpc::RESOURCE_EXHAUSTED:
+        return "The server is busy; try again in a moment.";
+      default:
+        return "Something went wrong on the server; try again later.";
     }
   }
 
@@ -271,7 +304,8 @@ class Api {
   int retries_ = 0;
 };
 
-#define CALL(api, Rpc, request, response) (api).Call(#Rpc, &pb::AllFivesService::Stub::Rpc, request, response)
+#define CALL(api, Rpc, request, response) \
+  (api).Call(#Rpc, &pb::AllFivesService::Stub::Rpc, request, response)
 #define MUST(api, Rpc, request) (api).Must(#Rpc, &pb::AllFivesService::Stub::Rpc, request)
 
 // --- Showing the table -------------------------------------------------------------
@@ -317,7 +351,8 @@ std::vector<std::string> TableLines(const pb::GameView& view) {
     lines.push_back(text);
   }
   std::string ends = "  ends";
-  for (const auto& e : view.open_ends()) ends += " " + EndName(e.end()) + "=" + std::to_string(e.pip());
+  for (const auto& e : view.open_ends())
+    ends += " " + EndName(e.end()) + "=" + std::to_string(e.pip());
   lines.push_back(ends + "  count " + std::to_string(view.count()) + "  boneyard " +
                   std::to_string(view.boneyard_size()));
   return lines;
@@ -325,7 +360,8 @@ std::vector<std::string> TableLines(const pb::GameView& view) {
 
 std::string SideName(const pb::SideScore& side) {
   std::string name = side.seats_size() > 1 ? "seats " : "seat ";
-  for (int i = 0; i < side.seats_size(); ++i) name += (i ? "+" : "") + std::to_string(side.seats(i));
+  for (int i = 0; i < side.seats_size(); ++i)
+    name += (i ? "+" : "") + std::to_string(side.seats(i));
   return name;
 }
 
@@ -340,7 +376,8 @@ std::string ScoresText(const pb::GameView& view) {
 bool SameTile(const pb::Tile& x, const pb::Tile& y) { return x.a() == y.a() && x.b() == y.b(); }
 
 bool Holds(const google::protobuf::RepeatedPtrField<pb::Tile>& tiles, const pb::Tile& tile) {
-  return std::any_of(tiles.begin(), tiles.end(), [&](const pb::Tile& t) { return SameTile(t, tile); });
+  return std::any_of(tiles.begin(), tiles.end(),
+                     [&](const pb::Tile& t) { return SameTile(t, tile); });
 }
 
 pb::Tile MakeTile(uint32_t a, uint32_t b) {
@@ -376,7 +413,8 @@ class Match {
       if (view_.phase() == pb::PHASE_DEALING) {
         Deal();
       } else {
-        Check(view_.phase() == pb::PHASE_PLAYING && view_.has_turn(), "a phase without a seat on turn");
+        Check(view_.phase() == pb::PHASE_PLAYING && view_.has_turn(),
+              "a phase without a seat on turn");
         Turn(view_.turn());
       }
     }
@@ -421,29 +459,36 @@ class Match {
     auto response = MUST(api_, NewGame, request);
 
     const pb::GameView& view = response.view();
-    Check(!response.state().empty() && response.state().size() <= kMaxTokenBytes, "NewGame's token size");
-    Check(view.phase() == pb::PHASE_DEALING && view.hand_number() == 0, "a new match not waiting for Deal");
-    Check(view.previous_state_id().empty() && view.state_id().size() == kIdBytes, "NewGame's state ids");
+    Check(!response.state().empty() && response.state().size() <= kMaxTokenBytes,
+          "NewGame's token size");
+    Check(view.phase() == pb::PHASE_DEALING && view.hand_number() == 0,
+          "a new match not waiting for Deal");
+    Check(view.previous_state_id().empty() && view.state_id().size() == kIdBytes,
+          "NewGame's state ids");
     Check(view.rules().players() == options_.players && view.seats_size() == int(options_.players),
           "NewGame's rules and seats");
     for (uint32_t seat = 0; seat < options_.players; ++seat) {
       const pb::SeatStatus& status = view.seats(seat);
-      Check(status.seat() == seat && status.kind() == (IsBot(seat) ? pb::SEAT_KIND_BOT : pb::SEAT_KIND_CLAIMED) &&
+      Check(status.seat() == seat &&
+                status.kind() == (IsBot(seat) ? pb::SEAT_KIND_BOT : pb::SEAT_KIND_CLAIMED) &&
                 status.bot() == options_.seats[seat],
             "view.seats does not show who plays " + SeatName(seat));
     }
     Check(response.credentials_size() == int(humans_.size()), "a credential per claimed seat");
     for (size_t i = 0; i < humans_.size(); ++i) {
       const pb::SeatCredential& c = response.credentials(int(i));
-      Check(c.seat() == humans_[i] && c.credential().size() == kIdBytes, "the credentials, in seat order");
+      Check(c.seat() == humans_[i] && c.credential().size() == kIdBytes,
+            "the credentials, in seat order");
       credentials_[c.seat()] = c.credential();  // keep it secret, next to the token
     }
     state_ = response.state();
     view_ = view;
     std::string seats;
-    for (uint32_t seat = 0; seat < options_.players; ++seat) seats += (seat ? ", " : "") + SeatName(seat);
-    Say("match " + view.match_id() + ": " + std::to_string(options_.players) + " players (" + seats +
-            "), target " + std::to_string(view.rules().target()) + (options_.partnership ? ", partnerships" : "") +
+    for (uint32_t seat = 0; seat < options_.players; ++seat)
+      seats += (seat ? ", " : "") + SeatName(seat);
+    Say("match " + view.match_id() + ": " + std::to_string(options_.players) + " players (" +
+            seats + "), target " + std::to_string(view.rules().target()) +
+            (options_.partnership ? ", partnerships" : "") +
             (options_.winner_takes_pips ? ", winner takes the pips" : ""),
         true);
   }
@@ -462,7 +507,8 @@ class Match {
 
   // The seat on turn (always a human one: the server plays its bots) plays or draws.
   void Turn(uint32_t seat) {
-    Check(seat < options_.players && !IsBot(seat), "the server left " + SeatName(seat) + "'s turn to the client");
+    Check(seat < options_.players && !IsBot(seat),
+          "the server left " + SeatName(seat) + "'s turn to the client");
     pb::GameView seen = view_;
     if (!view_.has_viewer() || view_.viewer() != seat) {
       // Hot seat: the seat's own view (its hand, legal moves, must_draw).
@@ -484,16 +530,19 @@ class Match {
       request.set_credential(credentials_[seat]);
       auto response = MUST(api_, Draw, request);
       Check(response.events_size() > 0 && response.events(0).has_tile_drawn() &&
-                response.events(0).tile_drawn().seat() == seat && response.events(0).tile_drawn().has_tile(),
+                response.events(0).tile_drawn().seat() == seat &&
+                response.events(0).tile_drawn().has_tile(),
             "Draw's first event is not the drawer's TileDrawn, with its tile");
       Accept(response.state(), response.view(), response.events(), seat);
       return;
     }
     // The simple strategy: the most points, then the heaviest tile.
-    const pb::LegalMove& move = *std::max_element(
-        seen.legal_moves().begin(), seen.legal_moves().end(), [](const pb::LegalMove& x, const pb::LegalMove& y) {
-          return std::pair(x.points(), x.tile().a() + x.tile().b()) < std::pair(y.points(), y.tile().a() + y.tile().b());
-        });
+    const pb::LegalMove& move =
+        *std::max_element(seen.legal_moves().begin(), seen.legal_moves().end(),
+                          [](const pb::LegalMove& x, const pb::LegalMove& y) {
+                            return std::pair(x.points(), x.tile().a() + x.tile().b()) <
+                                   std::pair(y.points(), y.tile().a() + y.tile().b());
+                          });
     pb::PlayRequest request;
     request.set_state(state_);
     request.set_seat(seat);
@@ -502,18 +551,22 @@ class Match {
     request.set_viewer(seat);
     request.set_credential(credentials_[seat]);
     auto response = MUST(api_, Play, request);
-    Check(response.events_size() > 0 && response.events(0).has_tile_played(), "Play's first event is not a TilePlayed");
+    Check(response.events_size() > 0 && response.events(0).has_tile_played(),
+          "Play's first event is not a TilePlayed");
     const auto& played = response.events(0).tile_played();
-    Check(played.seat() == seat && SameTile(played.tile(), move.tile()) && played.end() == move.end(),
-          "Play's first event is not the tile played");
+    Check(
+        played.seat() == seat && SameTile(played.tile(), move.tile()) && played.end() == move.end(),
+        "Play's first event is not the tile played");
     Check(played.points() == move.points(), "the move promised " + std::to_string(move.points()) +
-                                                " points and scored " + std::to_string(played.points()));
+                                                " points and scored " +
+                                                std::to_string(played.points()));
     Accept(response.state(), response.view(), response.events(), seat);
     Check(!Holds(view_.hand(), move.tile()), "the tile played is still in hand");
   }
 
   void CheckTurnView(const pb::GameView& seen, uint32_t seat) const {
-    Check(seen.has_viewer() && seen.viewer() == seat && seen.turn() == seat, "not the view of the seat on turn");
+    Check(seen.has_viewer() && seen.viewer() == seat && seen.turn() == seat,
+          "not the view of the seat on turn");
     Check(seen.hand_size() == int(seen.hand_sizes(seat)), "the hand and its size disagree");
     Check(seen.must_draw() == seen.legal_moves().empty(), "must_draw and legal_moves disagree");
     if (seen.must_draw()) Check(seen.boneyard_size() > 0, "must_draw with an empty boneyard");
@@ -527,12 +580,15 @@ class Match {
   // keeps it.
   void Accept(const std::string& state, const pb::GameView& view,
               const google::protobuf::RepeatedPtrField<pb::Event>& events, uint32_t viewer) {
-    Check(!state.empty() && state.size() <= kMaxTokenBytes, "a token of " + std::to_string(state.size()) + " bytes");
+    Check(!state.empty() && state.size() <= kMaxTokenBytes,
+          "a token of " + std::to_string(state.size()) + " bytes");
     Check(state != state_, "the token did not change");
     Check(view.match_id() == view_.match_id(), "the match id changed");
     // The chain a relay's compare-and-set relies on.
-    Check(view.state_id().size() == kIdBytes && view.state_id() != view_.state_id(), "the state_id did not change");
-    Check(view.previous_state_id() == view_.state_id(), "previous_state_id is not the last state_id");
+    Check(view.state_id().size() == kIdBytes && view.state_id() != view_.state_id(),
+          "the state_id did not change");
+    Check(view.previous_state_id() == view_.state_id(),
+          "previous_state_id is not the last state_id");
     Check(view.has_viewer() && view.viewer() == viewer, "not the asking seat's view");
 
     // The move counter counts deals, plays and draws (the bots' too), not passes; the
@@ -544,14 +600,16 @@ class Match {
       if (ev.has_tile_played()) {
         const auto& tp = ev.tile_played();
         Check(tp.points() == (tp.count() % 5 == 0 ? tp.count() : 0),
-              "a play at count " + std::to_string(tp.count()) + " scored " + std::to_string(tp.points()));
+              "a play at count " + std::to_string(tp.count()) + " scored " +
+                  std::to_string(tp.points()));
         delta[SideOf(tp.seat())] += int32_t(tp.points());
         if (IsBot(tp.seat())) ++bot_moves_;
       }
       if (ev.has_tile_drawn()) {
         // A drawn tile is shown to its drawer only.
         Check(ev.tile_drawn().has_tile() == (ev.tile_drawn().seat() == viewer),
-              "seat " + std::to_string(viewer) + " saw a draw of seat " + std::to_string(ev.tile_drawn().seat()) +
+              "seat " + std::to_string(viewer) + " saw a draw of seat " +
+                  std::to_string(ev.tile_drawn().seat()) +
                   (ev.tile_drawn().has_tile() ? " with its tile" : " without the tile"));
         if (IsBot(ev.tile_drawn().seat())) ++bot_moves_;
       }
@@ -562,27 +620,31 @@ class Match {
           Check(hand.pips() == pips && hand.rounded() == (pips + 2) / 5 * 5,
                 "seat " + std::to_string(hand.seat()) + "'s pips at the end of the hand");
         }
-        for (const auto& amount : ev.hand_ended().settlement()) delta[amount.side()] += amount.points();
+        for (const auto& amount : ev.hand_ended().settlement())
+          delta[amount.side()] += amount.points();
       }
       if (ev.has_game_ended()) game_ended_ = true;
     }
-    Check(view.moves() == view_.moves() + actions, "moves went " + std::to_string(view_.moves()) + " -> " +
-                                                       std::to_string(view.moves()) + " over " +
-                                                       std::to_string(actions) + " deals, plays and draws");
+    Check(view.moves() == view_.moves() + actions,
+          "moves went " + std::to_string(view_.moves()) + " -> " + std::to_string(view.moves()) +
+              " over " + std::to_string(actions) + " deals, plays and draws");
     Check(view.scores_size() == view_.scores_size(), "the number of sides changed");
     for (int i = 0; i < view.scores_size(); ++i) {
       const auto &before = view_.scores(i), &after = view.scores(i);
       Check(after.score() - before.score() == delta[after.side()],
-            SideName(after) + " went " + std::to_string(before.score()) + " -> " + std::to_string(after.score()) +
-                ", the events say " + std::to_string(delta[after.side()]));
+            SideName(after) + " went " + std::to_string(before.score()) + " -> " +
+                std::to_string(after.score()) + ", the events say " +
+                std::to_string(delta[after.side()]));
     }
     if (view.phase() == pb::PHASE_PLAYING) {
       uint32_t tiles = view.boneyard_size() + uint32_t(view.layout_size());
       for (uint32_t n : view.hand_sizes()) tiles += n;
-      Check(tiles == 28, "hands, boneyard and table hold " + std::to_string(tiles) + " tiles, not 28");
+      Check(tiles == 28,
+            "hands, boneyard and table hold " + std::to_string(tiles) + " tiles, not 28");
       Check(view.hand_size() == int(view.hand_sizes(viewer)), "the viewer's hand and its size");
     }
-    Check(game_ended_ == (view.phase() == pb::PHASE_OVER), "a GameEnded event exactly when the match is over");
+    Check(game_ended_ == (view.phase() == pb::PHASE_OVER),
+          "a GameEnded event exactly when the match is over");
     state_ = state;
     view_ = view;
     Show(events);
@@ -591,7 +653,8 @@ class Match {
   void Show(const google::protobuf::RepeatedPtrField<pb::Event>& events) const {
     for (const auto& ev : events) {
       if (ev.has_dealt()) {
-        Say("hand " + std::to_string(ev.dealt().hand()) + ": dealt, " + SeatName(ev.dealt().starter()) + " leads");
+        Say("hand " + std::to_string(ev.dealt().hand()) + ": dealt, " +
+            SeatName(ev.dealt().starter()) + " leads");
       } else if (ev.has_tile_played()) {
         const auto& tp = ev.tile_played();
         std::string line = "  " + SeatName(tp.seat()) + " plays " + TileText(tp.tile());
@@ -601,20 +664,24 @@ class Match {
         Say(line);
       } else if (ev.has_tile_drawn()) {
         const auto& td = ev.tile_drawn();
-        Say("  " + SeatName(td.seat()) + " draws " + (td.has_tile() ? TileText(td.tile()) : "a tile"));
+        Say("  " + SeatName(td.seat()) + " draws " +
+            (td.has_tile() ? TileText(td.tile()) : "a tile"));
       } else if (ev.has_passed()) {
         Say("  " + SeatName(ev.passed().seat()) + " passes");
       } else if (ev.has_hand_ended()) {
         const auto& he = ev.hand_ended();
-        std::string how = he.reason() == pb::HAND_END_REASON_DOMINO    ? SeatName(he.went_out()) + " went out"
-                          : he.reason() == pb::HAND_END_REASON_BLOCKED ? "blocked"
-                                                                       : SeatName(he.reached_target()) + " reached the target";
+        std::string how = he.reason() == pb::HAND_END_REASON_DOMINO
+                              ? SeatName(he.went_out()) + " went out"
+                          : he.reason() == pb::HAND_END_REASON_BLOCKED
+                              ? "blocked"
+                              : SeatName(he.reached_target()) + " reached the target";
         std::string settlement;
         for (const auto& a : he.settlement()) {
-          settlement += " side " + std::to_string(a.side()) + " " + (a.points() >= 0 ? "+" : "") + std::to_string(a.points());
+          settlement += " side " + std::to_string(a.side()) + " " + (a.points() >= 0 ? "+" : "") +
+                        std::to_string(a.points());
         }
-        Say("hand " + std::to_string(he.hand()) + " ended: " + how + "; settlement" + settlement + "; scores " +
-                ScoresText(view_),
+        Say("hand " + std::to_string(he.hand()) + " ended: " + how + "; settlement" + settlement +
+                "; scores " + ScoresText(view_),
             true);
       } else if (ev.has_game_ended()) {
         Say("match over: side " + std::to_string(ev.game_ended().winner_side()) + " wins", true);
@@ -631,15 +698,21 @@ class Match {
   // the generated constant, domain) and BadRequest read from its status details. The
   // refused call changed nothing: the match goes on from the same token, and the next
   // answer's previous_state_id (checked in Accept) proves it.
-  void Expect(const std::string& what, const std::optional<Refusal>& refusal, pb::ErrorReason reason,
-              const std::string& field = "") {
-    Check(refusal.has_value(), what + ": the server took it, expected " + pb::ErrorReason_Name(reason));
+  void Expect(const std::string& what, const std::optional<Refusal>& refusal,
+              pb::ErrorReason reason, const std::string& field = "") {
+    Check(refusal.has_value(),
+          what + ": the server took it, expected " + pb::ErrorReason_Name(reason));
     const Refusal& r = *refusal;
-    Check(r.details_readable && r.has_info, what + ": no ErrorInfo in the status details [" + r.Detail() + "]");
-    Check(r.details_code == int(r.code), what + ": the details' code is not the status code [" + r.Detail() + "]");
-    Check(r.domain == kDomain, what + ": ErrorInfo domain \"" + r.domain + "\" [" + r.Detail() + "]");
-    Check(r.reason == reason, what + ": reason " + r.reason_name + ", expected " + pb::ErrorReason_Name(reason));
-    Check(r.code == kReasons.at(reason).code, what + ": the wrong code for its reason [" + r.Detail() + "]");
+    Check(r.details_readable && r.has_info,
+          what + ": no ErrorInfo in the status details [" + r.Detail() + "]");
+    Check(r.details_code == int(r.code),
+          what + ": the details' code is not the status code [" + r.Detail() + "]");
+    Check(r.domain == kDomain,
+          what + ": ErrorInfo domain \"" + r.domain + "\" [" + r.Detail() + "]");
+    Check(r.reason == reason,
+          what + ": reason " + r.reason_name + ", expected " + pb::ErrorReason_Name(reason));
+    Check(r.code == kReasons.at(reason).code,
+          what + ": the wrong code for its reason [" + r.Detail() + "]");
     if (!field.empty()) {
       Check(std::find(r.fields.begin(), r.fields.end(), field) != r.fields.end(),
             what + ": no BadRequest on " + field + " [" + r.Detail() + "]");
@@ -674,7 +747,8 @@ class Match {
       pb::DrawResponse response;
       return CALL(api_, Draw, request, &response);
     };
-    auto score = [&](const std::string& state, std::optional<uint32_t> viewer, const std::string& cred) {
+    auto score = [&](const std::string& state, std::optional<uint32_t> viewer,
+                     const std::string& cred) {
       pb::ScoreRequest request;
       request.set_state(state);
       if (viewer) request.set_viewer(*viewer);
@@ -684,17 +758,20 @@ class Match {
     };
 
     if (!refused_.count(pb::INVALID_FIELD)) {
-      Expect("a tile with a half of 7", play(MakeTile(7, 0), credential, seat), pb::INVALID_FIELD, "tile.a");
+      Expect("a tile with a half of 7", play(MakeTile(7, 0), credential, seat), pb::INVALID_FIELD,
+             "tile.a");
     }
     if (!refused_.count(pb::TILE_NOT_IN_HAND)) {
       // A tile neither in this hand nor on the table: another hand's, or the boneyard's.
       for (uint32_t a = 0; a <= 6; ++a) {
         for (uint32_t b = a; b <= 6; ++b) {
           pb::Tile tile = MakeTile(a, b);
-          bool placed = std::any_of(seen.layout().begin(), seen.layout().end(),
-                                    [&](const pb::PlacedTile& p) { return SameTile(p.tile(), tile); });
+          bool placed =
+              std::any_of(seen.layout().begin(), seen.layout().end(),
+                          [&](const pb::PlacedTile& p) { return SameTile(p.tile(), tile); });
           if (placed || Holds(seen.hand(), tile) || refused_.count(pb::TILE_NOT_IN_HAND)) continue;
-          Expect("playing " + TileText(tile) + ", not in hand", play(tile, credential, seat), pb::TILE_NOT_IN_HAND);
+          Expect("playing " + TileText(tile) + ", not in hand", play(tile, credential, seat),
+                 pb::TILE_NOT_IN_HAND);
         }
       }
     }
@@ -708,7 +785,8 @@ class Match {
              pb::CREDENTIAL_INVALID);
     }
     if (!refused_.count(pb::CREDENTIAL_REQUIRED)) {
-      Expect("looking at a seat's hand without its credential", score(state_, seat, ""), pb::CREDENTIAL_REQUIRED);
+      Expect("looking at a seat's hand without its credential", score(state_, seat, ""),
+             pb::CREDENTIAL_REQUIRED);
     }
     if (!refused_.count(pb::TOKEN_INVALID)) {
       std::string altered = state_;
@@ -717,8 +795,8 @@ class Match {
     }
     for (uint32_t other : humans_) {
       if (other != seat && !refused_.count(pb::NOT_YOUR_TURN)) {
-        Expect("seat " + std::to_string(other) + " drawing out of turn", draw(other, credentials_[other]),
-               pb::NOT_YOUR_TURN);
+        Expect("seat " + std::to_string(other) + " drawing out of turn",
+               draw(other, credentials_[other]), pb::NOT_YOUR_TURN);
       }
     }
     for (uint32_t bot = 0; bot < options_.players; ++bot) {
@@ -736,9 +814,9 @@ class Match {
     Expect("dealing after the match", CALL(api_, Deal, deal, &dealt), pb::GAME_OVER);
 
     // Every refusal the match allowed was shown: these moments come in every match.
-    std::vector<pb::ErrorReason> wanted = {pb::INVALID_FIELD,       pb::TILE_NOT_IN_HAND, pb::MUST_PLAY,
-                                           pb::CREDENTIAL_INVALID,  pb::CREDENTIAL_REQUIRED, pb::TOKEN_INVALID,
-                                           pb::GAME_OVER};
+    std::vector<pb::ErrorReason> wanted = {
+        pb::INVALID_FIELD,       pb::TILE_NOT_IN_HAND, pb::MUST_PLAY, pb::CREDENTIAL_INVALID,
+        pb::CREDENTIAL_REQUIRED, pb::TOKEN_INVALID,    pb::GAME_OVER};
     if (humans_.size() > 1) wanted.push_back(pb::NOT_YOUR_TURN);
     if (humans_.size() < options_.players) wanted.push_back(pb::SEAT_IS_BOT);
     for (pb::ErrorReason reason : wanted) {
@@ -751,23 +829,28 @@ class Match {
     auto score = MUST(api_, Score, request);
     const pb::ScoreSheet& sheet = score.sheet();
     const pb::GameView& view = score.view();
-    Check(view.state_id() == view_.state_id() && view.phase() == pb::PHASE_OVER, "Score shows another state");
-    Check(view.has_winner_side() && sheet.has_winner_side() && sheet.winner_side() == view.winner_side(),
+    Check(view.state_id() == view_.state_id() && view.phase() == pb::PHASE_OVER,
+          "Score shows another state");
+    Check(view.has_winner_side() && sheet.has_winner_side() &&
+              sheet.winner_side() == view.winner_side(),
           "the sheet and the view name the winner");
     Check(sheet.target() == view.rules().target(), "the sheet's target");
     std::vector<pb::SheetRow> rows;
     if (sheet.has_carried()) rows.push_back(sheet.carried());
     rows.insert(rows.end(), sheet.rows().begin(), sheet.rows().end());
-    Check(!rows.empty() && rows.back().last_hand() == view.hand_number(), "the sheet's last row is the last hand");
+    Check(!rows.empty() && rows.back().last_hand() == view.hand_number(),
+          "the sheet's last row is the last hand");
     std::map<uint32_t, int32_t> running;
     for (const auto& row : rows) {
       for (const auto& line : row.sides()) {
         running[line.side()] += line.play() + line.settlement();
-        Check(line.total() == running[line.side()], "the sheet does not add up for side " + std::to_string(line.side()));
+        Check(line.total() == running[line.side()],
+              "the sheet does not add up for side " + std::to_string(line.side()));
       }
     }
     for (const auto& side : view.scores()) {
-      Check(running[side.side()] == side.score(), "the sheet's total for " + SideName(side) + " is not its score");
+      Check(running[side.side()] == side.score(),
+            "the sheet's total for " + SideName(side) + " is not its score");
     }
     const pb::SideScore& winner = view.scores(int(view.winner_side()));
     Check(winner.score() >= int32_t(sheet.target()), "the winner has not reached the target");
@@ -782,18 +865,19 @@ class Match {
       std::ostringstream line;
       line << "  hand " << hands;
       for (const auto& s : row.sides()) {
-        line << " | side " << s.side() << ": play " << s.play() << ", settlement " << s.settlement() << ", total "
-             << s.total();
+        line << " | side " << s.side() << ": play " << s.play() << ", settlement " << s.settlement()
+             << ", total " << s.total();
       }
       Say(line.str(), true);
     }
-    Say("winner: " + SideName(winner) + " with " + std::to_string(winner.score()) + "; final scores " +
-            ScoresText(view),
+    Say("winner: " + SideName(winner) + " with " + std::to_string(winner.score()) +
+            "; final scores " + ScoresText(view),
         true);
     int refusals = 0;
     for (const auto& [reason, n] : refused_) refusals += n;
-    Say("cpp client: " + std::to_string(view.hand_number()) + " hands, " + std::to_string(view.moves()) + " moves (" +
-            std::to_string(bot_moves_) + " by the server's bots), " + std::to_string(api_.calls()) + " calls, " +
+    Say("cpp client: " + std::to_string(view.hand_number()) + " hands, " +
+            std::to_string(view.moves()) + " moves (" + std::to_string(bot_moves_) +
+            " by the server's bots), " + std::to_string(api_.calls()) + " calls, " +
             std::to_string(api_.retries()) + " retried, " + std::to_string(refusals) +
             " refusals provoked and checked; every check held",
         true);
@@ -811,10 +895,12 @@ class Match {
 };
 
 [[noreturn]] void Usage(const std::string& problem) {
-  std::cerr << "allfives_client: " << problem << "\n"
-            << "usage: allfives_client [--addr HOST:PORT] [--players 2|3|4] [--partnership] [--target N]\n"
-            << "         [--winner-takes-pips] [--bots human,easy,medium,hard,...] [--timeout-ms N]\n"
-            << "         [--wait-ms N] [--quiet]\n";
+  std::cerr
+      << "allfives_client: " << problem << "\n"
+      << "usage: allfives_client [--addr HOST:PORT] [--players 2|3|4] [--partnership] [--target "
+         "N]\n"
+      << "         [--winner-takes-pips] [--bots human,easy,medium,hard,...] [--timeout-ms N]\n"
+      << "         [--wait-ms N] [--quiet]\n";
   std::exit(2);
 }
 
@@ -837,16 +923,26 @@ Options ParseArgs(int argc, char** argv) {
       }
       Usage(arg + ": not a number: " + v);
     };
-    if (arg == "--addr") o.addr = value();
-    else if (arg == "--players") o.players = number();
-    else if (arg == "--partnership") o.partnership = true;
-    else if (arg == "--target") o.target = number();
-    else if (arg == "--winner-takes-pips") o.winner_takes_pips = true;
-    else if (arg == "--bots") bots = value();
-    else if (arg == "--timeout-ms") o.timeout = std::chrono::milliseconds(number());
-    else if (arg == "--wait-ms") o.wait = std::chrono::milliseconds(number());
-    else if (arg == "--quiet") o.quiet = true;
-    else Usage("unknown argument " + arg);
+    if (arg == "--addr")
+      o.addr = value();
+    else if (arg == "--players")
+      o.players = number();
+    else if (arg == "--partnership")
+      o.partnership = true;
+    else if (arg == "--target")
+      o.target = number();
+    else if (arg == "--winner-takes-pips")
+      o.winner_takes_pips = true;
+    else if (arg == "--bots")
+      bots = value();
+    else if (arg == "--timeout-ms")
+      o.timeout = std::chrono::milliseconds(number());
+    else if (arg == "--wait-ms")
+      o.wait = std::chrono::milliseconds(number());
+    else if (arg == "--quiet")
+      o.quiet = true;
+    else
+      Usage("unknown argument " + arg);
   }
   if (o.players < 2 || o.players > 4) Usage("--players must be 2, 3 or 4");
   o.seats.assign(o.players, pb::BOT_LEVEL_UNSPECIFIED);
@@ -882,7 +978,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < reasons->value_count(); ++i) {
     auto reason = pb::ErrorReason(reasons->value(i)->number());
     if (reason != pb::ERROR_REASON_UNSPECIFIED && !kReasons.count(reason)) {
-      std::cerr << "allfives_client: no sentence for ErrorReason " << reasons->value(i)->name() << "\n";
+      std::cerr << "allfives_client: no sentence for ErrorReason " << reasons->value(i)->name()
+                << "\n";
       return 1;
     }
   }
@@ -891,8 +988,8 @@ int main(int argc, char** argv) {
   // itself when the server closes it (age, idle, a restart), and carries every call.
   auto channel = grpc::CreateChannel(options.addr, grpc::InsecureChannelCredentials());
   if (!channel->WaitForConnected(Clock::now() + options.wait)) {
-    std::cerr << "allfives_client: The server cannot be reached; check the address and try again. (" << options.addr
-              << ", not connected within " << options.wait.count() << " ms)\n";
+    std::cerr << "allfives_client: The server cannot be reached; check the address and try again. ("
+              << options.addr << ", not connected within " << options.wait.count() << " ms)\n";
     return 1;
   }
   Api api(channel, options.timeout);
