@@ -23,7 +23,7 @@ while (Date.now() < deadline) {
       method: "POST",
       headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
       body,
-      signal: AbortSignal.timeout(1000),
+      signal: AbortSignal.timeout(3000),
     });
     const bytes = new Uint8Array(await res.arrayBuffer());
     if (res.ok && serving(bytes)) process.exit(0);

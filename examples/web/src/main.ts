@@ -284,8 +284,17 @@ function renderHandEnd(g: Game) {
   const v = g.view;
   const box = $("hand-end");
   const result = v.lastHand;
-  box.hidden = v.phase === Phase.PLAYING || !result;
-  if (box.hidden || !result) return;
+  box.hidden = v.phase === Phase.PLAYING;
+  const dealButton = $<HTMLButtonElement>("deal");
+  dealButton.hidden = v.phase === Phase.OVER;
+  dealButton.disabled = busy;
+  if (box.hidden) return;
+  if (!result) {
+    // Before the first deal (its Deal failed): offer it again.
+    $("hand-end-title").textContent = "Ready to deal the first hand";
+    $("hand-end-body").innerHTML = "";
+    return;
+  }
   $("hand-end-title").textContent = `Hand ${result.hand}: ${handEnd(result.reason, result.wentOut, result.reachedTarget)}`;
   const hands = result.hands
     .map(
@@ -301,9 +310,6 @@ function renderHandEnd(g: Game) {
   const over = v.phase === Phase.OVER ? `<p class="winner" data-testid="winner">The match is over: ${esc(winnerText(v))}</p>` : "";
   $("hand-end-body").innerHTML =
     `<ul class="revealed-hands">${hands}</ul>${settlement}${over}${g.sheet ? sheetTable(g.sheet, v) : ""}`;
-  const dealButton = $<HTMLButtonElement>("deal");
-  dealButton.hidden = v.phase === Phase.OVER;
-  dealButton.disabled = busy;
 }
 
 function sheetTable(sheet: ScoreSheet, v: GameView): string {

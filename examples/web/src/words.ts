@@ -2,7 +2,7 @@
 // sentence for every refusal (keyed by the generated ErrorReason enum, so a reason
 // added to the proto fails the type check until it has its sentence).
 import { Code, ConnectError } from "@connectrpc/connect";
-import { BotLevel, End, ErrorReason, type Tile } from "./gen/allfives/v1/allfives_pb.js";
+import { BotLevel, End, ErrorReason } from "./gen/allfives/v1/allfives_pb.js";
 import { BadRequestSchema, ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 
 const PIPS = ["blank", "one", "two", "three", "four", "five", "six"];
@@ -137,5 +137,3 @@ export function isTransportFailure(err: unknown): boolean {
   const e = ConnectError.from(err);
   return reasonOf(e) === undefined && [Code.Unknown, Code.Unavailable, Code.Internal, Code.Canceled].includes(e.code);
 }
-
-export type { Tile };
