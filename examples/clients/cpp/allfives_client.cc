@@ -304,6 +304,7 @@ class Api {
   int retries_ = 0;
 };
 
+// Api::Call and Api::Must with the method's name (for messages) and its stub member.
 #define CALL(api, Rpc, request, response) \
   (api).Call(#Rpc, &pb::AllFivesService::Stub::Rpc, request, response)
 #define MUST(api, Rpc, request) (api).Must(#Rpc, &pb::AllFivesService::Stub::Rpc, request)
@@ -317,8 +318,7 @@ std::string TileText(const pb::Tile& t) {
 std::string EndName(pb::End end) { return pb::End_Name(end).substr(4); }  // "END_LEFT" -> "LEFT"
 
 std::string LevelName(pb::BotLevel level) {
-  std::string name = pb::BotLevel_Name(level).substr(10);  // "BOT_LEVEL_HARD" -> "HARD"
-  return name;
+  return pb::BotLevel_Name(level).substr(10);  // "BOT_LEVEL_HARD" -> "HARD"
 }
 
 // One placed tile, near half towards the centre; a crosswise double as [n:n], * the spinner.
