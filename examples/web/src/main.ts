@@ -126,7 +126,7 @@ function describe(e: Event, view: GameView): string {
   };
   switch (e.kind.case) {
     case "dealt":
-      return `Hand ${e.kind.value.hand} dealt; ${who(e.kind.value.starter)} leads.`;
+      return `Hand ${e.kind.value.hand} dealt; ${who(e.kind.value.starter)} ${e.kind.value.starter === YOU ? "lead" : "leads"}.`;
     case "tilePlayed": {
       const p = e.kind.value;
       const where = p.end === End.UNSPECIFIED ? "as the lead" : `on ${endName(p.end)}`;

@@ -247,6 +247,7 @@ export function renderTable(view: GameView, ui: TableUi): string {
         ` aria-label="${esc(label)}" aria-pressed="${chosen}" aria-disabled="${!can || ui.busy}" data-key="tile-${key}" data-tile="${key}">`,
       `<title>${esc(label)}</title>`,
       face(x0 + k * step, 600 - lift, th, false, t.a, t.b),
+      best ? `<text x="${x0 + k * step + th / 4}" y="${590 - lift}" text-anchor="middle" class="points" aria-hidden="true">+${best}</text>` : "",
       "</g>",
     );
   });

@@ -201,6 +201,15 @@ test("a reload mid-hand continues the same match: the same hand, table and score
   const before = await snapshot(page);
   assert.equal(before.phase, "PLAYING", "still in the first hand");
   assert.ok(before.layout.length > 0, "tiles on the table");
+  // What a screen reader hears: the table is a labelled group, every tile is named as
+  // people say it ("five-three", "double six"), and a placed tile says who played it.
+  assert.equal(await page.locator("svg#table").getAttribute("role"), "group");
+  assert.equal(await page.locator("svg#table title").first().textContent(), "The table");
+  const name = "(double (blank|one|two|three|four|five|six)|(one|two|three|four|five|six)-(blank|one|two|three|four|five))";
+  for (const label of before.hand) assert.match(label!, new RegExp(`^${name}(,|$)`));
+  for (const label of before.layout) assert.match(label!, new RegExp(`^${name}(, the spinner)?, played by (You|Seat [234])$`));
+  assert.equal(before.opponents.length, 3);
+  for (const label of before.opponents) assert.match(label!, /^Seat [234] \((easy|medium) bot\): \d+ tiles?/);
   // Choose a tile, so the screenshot shows the targets and their points.
   await page.locator("g.in-hand.playable").first().click();
   await page.screenshot({ path: join(OUTPUT, "2-before-reload.png") });
