@@ -207,13 +207,14 @@ pub struct Config {
     pub allow_client_seeds: bool,
 
     /// Deals of the unseen tiles a server-played HARD bot samples for each move (1 to
-    /// 1024): more is stronger and slower, about linearly (docs/BOTS.md has the time a
-    /// call with several HARD bots takes).
+    /// 512, the cap on a Suggest's): more is stronger and slower, about linearly
+    /// (docs/BOTS.md has the time a call with several HARD bots takes).
     #[arg(
         long,
         env = "ALLFIVES_BOT_WORLDS",
         default_value_t = 128,
-        value_parser = clap::value_parser!(u32).range(1..=1024)
+        value_parser = clap::value_parser!(u32)
+            .range(1..=i64::from(crate::service::handlers::SUGGEST_MAX_WORLDS))
     )]
     pub bot_worlds: u32,
 
@@ -565,6 +566,17 @@ mod tests {
         }
         let c = parse(&["--metrics-addr", "[::1]:9464"]).expect("parse");
         assert_eq!(c.metrics_addr, Some("[::1]:9464".parse().expect("addr")));
+    }
+
+    #[test]
+    fn bot_worlds_are_capped_as_a_suggests_are() {
+        assert_eq!(
+            parse(&["--bot-worlds", "512"]).expect("parse").bot_worlds,
+            512
+        );
+        for refused in ["0", "513", "1024"] {
+            assert!(parse(&["--bot-worlds", refused]).is_err(), "{refused}");
+        }
     }
 
     #[test]

@@ -26,6 +26,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -33,6 +34,7 @@ use tokio::task::JoinSet;
 use tonic::Code;
 
 use crate::proto::v1 as pb;
+use crate::service::searches::Searches;
 use crate::state::cache::CacheCounts;
 
 /// The content type of the exposition `GET /metrics` answers.
@@ -238,6 +240,8 @@ struct Counts {
     rejected_tokens: [AtomicU64; TOKEN_REASONS.len()],
     /// The lookups of the token cache, once the server has made it.
     token_cache: OnceLock<Arc<CacheCounts>>,
+    /// The HARD search queue, once the server has made it.
+    searches: OnceLock<Arc<Searches>>,
 }
 
 /// The server's metrics: shared (in an `Arc`) by the gRPC server, the API and the
@@ -307,6 +311,12 @@ impl Metrics {
         let _ = self.counts.token_cache.set(counts);
     }
 
+    /// Shows the searches running and waiting in this queue (the first one given; the
+    /// server gives its API's).
+    pub fn watch_searches(&self, searches: Arc<Searches>) {
+        let _ = self.counts.searches.set(searches);
+    }
+
     /// A call was refused with this `ErrorInfo` reason; token refusals are counted.
     pub fn refused(&self, reason: &str) {
         if let Some(i) = TOKEN_REASONS.iter().position(|&r| r == reason) {
@@ -341,6 +351,20 @@ fn labelled_counter<const N: usize>(
     let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
     for (labels, value) in series {
         ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+fn labelled_gauge<const N: usize>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: impl IntoIterator<Item = ([(&'static str, &'static str); N], usize)>,
+) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, value) in series {
+        let value = i64::try_from(value).unwrap_or(i64::MAX);
+        ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
     }
     Ok(())
 }
@@ -428,6 +452,30 @@ impl Collector for Counts {
                 .zip(&self.rejected_tokens)
                 .map(|(&reason, n)| ([("reason", reason)], n.load(Relaxed))),
         )?;
+        if let Some(searches) = self.searches.get() {
+            let (running, waiting) = searches.counts();
+            let limits = searches.limits();
+            labelled_gauge(
+                e,
+                "hard_searches",
+                "HARD searches (Suggest's and server-played HARD bots') now: running (in a \
+                 slot) and waiting (in the queue).",
+                [
+                    ([("state", "running")], running),
+                    ([("state", "waiting")], waiting),
+                ],
+            )?;
+            labelled_gauge(
+                e,
+                "hard_search_capacity",
+                "Room for HARD searches: running (slots, one per core) and waiting (the \
+                 queue); a search past both is refused SEARCH_QUEUE_FULL.",
+                [
+                    ([("state", "running")], limits.slots),
+                    ([("state", "waiting")], limits.queue),
+                ],
+            )?;
+        }
         if let Some(counts) = self.token_cache.get() {
             let (hits, misses) = counts.get();
             labelled_counter(
@@ -575,6 +623,42 @@ mod tests {
     use crate::proto::v1::all_fives_service_server::AllFivesServiceServer;
     use crate::service::Api;
     use tonic::server::NamedService;
+
+    #[test]
+    fn the_search_gauges_show_the_queue_now() {
+        use crate::service::searches::Limits;
+        let metrics = Metrics::new();
+        let text = metrics.encode().expect("encode");
+        assert!(
+            !text.contains("hard_searches"),
+            "shown before a queue is watched"
+        );
+        let searches = Searches::new(Limits::for_slots(2));
+        metrics.watch_searches(Arc::clone(&searches));
+        let conn = |port| Some(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        // Two running (a slot each, one per connection), one waiting.
+        let held: Vec<_> = [1, 2, 3]
+            .into_iter()
+            .map(|port| searches.enter(conn(port)).expect("room"))
+            .collect();
+        let text = metrics.encode().expect("encode");
+        for line in [
+            r#"allfives_hard_searches{state="running"} 2"#,
+            r#"allfives_hard_searches{state="waiting"} 1"#,
+            r#"allfives_hard_search_capacity{state="running"} 2"#,
+            r#"allfives_hard_search_capacity{state="waiting"} 4"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+        drop(held);
+        let text = metrics.encode().expect("encode");
+        for line in [
+            r#"allfives_hard_searches{state="running"} 0"#,
+            r#"allfives_hard_searches{state="waiting"} 0"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+    }
 
     #[test]
     fn every_rpc_of_the_proto_has_its_own_route() {

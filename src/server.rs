@@ -102,13 +102,13 @@ where
 
     let tokens = Arc::new(Tokens::new(ring, config.token_cache as usize));
     metrics.watch_token_cache(tokens.shared_counts());
-    let api = AllFivesServiceServer::new(
-        Api::new(tokens, Arc::clone(&metrics), config.policy())
-            .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
-            .with_call_timeout(request_timeout),
-    )
-    .max_decoding_message_size(max_request)
-    .max_encoding_message_size(MAX_RESPONSE_BYTES);
+    let api = Api::new(tokens, Arc::clone(&metrics), config.policy())
+        .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
+        .with_call_timeout(request_timeout);
+    metrics.watch_searches(api.searches());
+    let api = AllFivesServiceServer::new(api)
+        .max_decoding_message_size(max_request)
+        .max_encoding_message_size(MAX_RESPONSE_BYTES);
 
     let (health_reporter, health) = tonic_health::server::health_reporter();
     let health = health.max_decoding_message_size(max_request);

@@ -361,6 +361,27 @@ async fn metrics_count_what_the_calls_did() {
     assert_eq!(lookups("hit"), (calls - 3 - refused_again) as f64, "{text}");
     assert_eq!(lookups("miss"), (1 + refused_again) as f64, "{text}");
 
+    // The HARD search queue's gauges: nothing running or waiting once the calls are
+    // answered, and room for a search per core.
+    for (series, at_least) in [
+        (r#"allfives_hard_searches{state="running"}"#, None),
+        (r#"allfives_hard_searches{state="waiting"}"#, None),
+        (
+            r#"allfives_hard_search_capacity{state="running"}"#,
+            Some(1.0),
+        ),
+        (
+            r#"allfives_hard_search_capacity{state="waiting"}"#,
+            Some(2.0),
+        ),
+    ] {
+        let v = value(&text, series);
+        match at_least {
+            None => assert_eq!(v, 0.0, "{series}"),
+            Some(least) => assert!(v >= least, "{series}: {v}"),
+        }
+    }
+
     // The same numbers are in the shared registry the test holds.
     let direct = server.metrics.encode().expect("encode");
     assert_eq!(

@@ -124,6 +124,11 @@ impl Api {
         }
     }
 
+    /// The queue its HARD searches run in (for the metrics' gauges).
+    pub fn searches(&self) -> Arc<Searches> {
+        Arc::clone(&self.searches)
+    }
+
     /// The same service, with HARD searches queued within `limits`.
     pub fn with_search_limits(self, limits: Limits) -> Api {
         Api {
