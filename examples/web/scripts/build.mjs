@@ -1,7 +1,7 @@
 // Builds the page into dist/ with esbuild (src/main.ts bundled, static/ copied), or
 // with --serve rebuilds it on every change and serves it (npm run dev), or with
 // --tests bundles the Playwright tests into test-dist/ for `node --test`.
-import { cpSync, mkdirSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, rmSync, watch } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
@@ -39,6 +39,8 @@ if (args.has("--tests")) {
     const port = Number(process.env.PORT ?? 5173);
     const ctx = await esbuild.context(options);
     await ctx.watch();
+    // static/ is copied again whenever a file in it changes.
+    watch(join(root, "static"), () => cpSync(join(root, "static"), join(root, "dist"), { recursive: true }));
     await ctx.serve({ servedir: join(root, "dist"), host: "127.0.0.1", port });
     console.log(`\n  The table: http://127.0.0.1:${port}/  (server: ?server=http://127.0.0.1:50051 by default)\n`);
   } else {

@@ -236,13 +236,20 @@ function render() {
   $("hint").textContent = hint;
   $("status").textContent = statusLine(v);
 
+  // The log only grows (a live region: a screen reader reads each new line once).
   const log = $("log");
-  log.innerHTML = "";
-  for (const line of g.log.slice(-60)) {
+  if (log.dataset.match !== v.matchId || Number(log.dataset.lines) > g.log.length) {
+    log.replaceChildren();
+    log.dataset.match = v.matchId;
+    log.dataset.lines = "0";
+  }
+  for (const line of g.log.slice(Number(log.dataset.lines))) {
     const li = document.createElement("li");
     li.textContent = line;
     log.append(li);
   }
+  log.dataset.lines = String(g.log.length);
+  while (log.children.length > 200) log.firstElementChild!.remove();
   log.scrollTop = log.scrollHeight;
 
   $("sheet").innerHTML = g.sheet ? sheetTable(g.sheet, v) : "";
