@@ -166,7 +166,7 @@ test("a whole match against the server's bots, played by clicking: the final sco
   const pageScores = await page.locator("[data-testid^=score-side]").allTextContents();
   const pageTotals = await page.locator("#hand-end table.sheet tbody tr:last-child .total").allTextContents();
   assert.equal(await page.locator("#hand-end [data-testid^=revealed-]").count(), 3);
-  await page.screenshot({ path: join(OUTPUT, "1-whole-match.png") });
+  await page.screenshot({ path: join(OUTPUT, "1-whole-match.png"), fullPage: true });
 
   // The server's Score for the token the page holds, asked from Node over gRPC-Web.
   const client = createClient(AllFivesService, createGrpcWebTransport({ baseUrl: SERVER_URL }));
