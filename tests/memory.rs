@@ -6,11 +6,11 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
+use common::child::ChildServer;
 use common::raw;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -22,56 +22,6 @@ const RSS_BOUND_KIB: u64 = 96 * 1024;
 const STREAMS: u32 = 256;
 const MESSAGE: usize = 16384 - 5;
 const ATTACK: Duration = Duration::from_secs(4);
-
-/// The release-like binary `cargo test` built, on a free port, killed when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start() -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        // Another build may be attacked instead (to see the attack succeed against a
-        // server without the defences): ALLFIVES_ATTACKED_BINARY=path.
-        let binary = std::env::var_os("ALLFIVES_ATTACKED_BINARY")
-            .unwrap_or_else(|| env!("CARGO_BIN_EXE_allfives").into());
-        let child = Command::new(binary)
-            .args(["--addr", &addr.to_string(), "--metrics-addr", "off"])
-            .env("ALLFIVES_LOG", "error")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the server");
-        Server { child, addr }
-    }
-
-    /// The server's resident memory now and at its peak, in KiB.
-    fn rss_kib(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("/proc status");
-        let field = |name: &str| {
-            status
-                .lines()
-                .find(|l| l.starts_with(name))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0)
-        };
-        (field("VmRSS:"), field("VmHWM:"))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// One attacking connection's bytes: the preface, SETTINGS, then for each stream its
 /// HEADERS (a Suggest call) and DATA: the prefix of a 16379-byte message and all of it
@@ -176,7 +126,7 @@ async fn honest(addr: SocketAddr, until: Instant) -> (u32, Vec<String>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_partial_body_attack_keeps_memory_bounded_and_honest_calls_served() {
-    let server = Server::start();
+    let server = ChildServer::start(&[], None);
     // Up once it answers.
     let _ = honest(server.addr, Instant::now()).await;
     let mut results = Vec::new();

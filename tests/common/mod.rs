@@ -1,6 +1,7 @@
 //! Starting a real server on an ephemeral port and helpers shared by the tests.
 #![allow(dead_code)]
 
+pub mod child;
 pub mod raw;
 
 use std::net::SocketAddr;
@@ -92,14 +93,7 @@ impl TestServer {
     }
 
     pub async fn client(&self) -> Client {
-        let url = format!("http://{}", self.addr);
-        for _ in 0..50 {
-            if let Ok(client) = AllFivesServiceClient::connect(url.clone()).await {
-                return client;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        panic!("server at {url} did not come up")
+        connect(self.addr).await
     }
 
     pub async fn channel(&self) -> Channel {
@@ -248,6 +242,18 @@ pub fn hot_seat(rules: pb::Rules, seed: Option<u64>) -> pb::NewGameRequest {
             players
         ],
     }
+}
+
+/// A client of the server at `addr`, once it accepts connections (up to 5 s).
+pub async fn connect(addr: SocketAddr) -> Client {
+    let url = format!("http://{addr}");
+    for _ in 0..250 {
+        if let Ok(client) = AllFivesServiceClient::connect(url.clone()).await {
+            return client;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("server at {url} did not come up")
 }
 
 /// A dealt game's token and credentials: a hot-seat NewGame with the default rules,
