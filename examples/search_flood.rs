@@ -13,6 +13,11 @@
 //! cargo run --release --example search_flood -- [flood-seconds] [flooders]
 //! ```
 //! Defaults: 10 s of flood, 64 callers on the flooding connection.
+//!
+//! With `ALLFIVES_FLOOD_SERVER=path` the server is that binary instead, started on a
+//! free loopback port (`.ci/search-flood` gives it the release binary deploy-check
+//! built, and runs this example as `cargo test` built it, so CI compiles nothing more);
+//! the world's cost is measured only in a release build of this example.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -115,6 +120,40 @@ fn measure_worlds() {
         ms(worst * SUGGEST_MAX_WORLDS),
         ms(worst * MAX_WORLDS)
     );
+}
+
+/// The server binary to flood, if one is named (`ALLFIVES_FLOOD_SERVER`), started on
+/// a free loopback port; killed when dropped.
+struct Binary(std::process::Child);
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `path` on a free loopback port, as the in-process server is configured
+/// (client seeds taken), and answers its address once it accepts connections.
+fn start_binary(path: &std::ffi::OsStr) -> (SocketAddr, Binary) {
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    let child = std::process::Command::new(path)
+        .args(["--addr", &addr.to_string(), "--metrics-addr", "off"])
+        .arg("--allow-client-seeds")
+        .env("ALLFIVES_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the server binary");
+    let binary = Binary(child);
+    for _ in 0..500 {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return (addr, binary);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("the server binary did not listen on {addr} within 5 s")
 }
 
 /// Starts the server on its own runtime (its own threads, as in production: the
@@ -317,9 +356,20 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("{cores} cores; load average {}", load_average());
 
-    measure_worlds();
+    if cfg!(debug_assertions) {
+        println!("a world's cost: not measured (this example is not a release build)");
+    } else {
+        measure_worlds();
+    }
 
-    let addr = start_server();
+    let (addr, binary) = match std::env::var_os("ALLFIVES_FLOOD_SERVER") {
+        Some(path) => {
+            let (addr, binary) = start_binary(&path);
+            println!("server: {} on {addr}", path.to_string_lossy());
+            (addr, Some(binary))
+        }
+        None => (start_server(), None),
+    };
     // The other client and the flood each on a runtime of their own (one thread each),
     // so that the other client's calls never wait behind the flood's in a client.
     let quiet = (seconds / 3.0).max(1.0);
@@ -378,6 +428,8 @@ fn main() {
         println!("FAIL: the flood was never refused");
         passed = false;
     }
+    // exit() runs no destructors: the server binary is stopped first.
+    drop(binary);
     if !passed {
         std::process::exit(1);
     }
