@@ -5,8 +5,10 @@
 //! A search first [`enter`](Searches::enter)s: it runs at once if a slot is free and
 //! its connection runs fewer than its share, else it waits in the queue if there is
 //! room in the queue and in its connection's share of it, else it is refused at once
-//! (`SEARCH_QUEUE_FULL`). A slot given back goes to the first waiter, in arrival order,
-//! whose connection is under its running share. The [`Ticket`] holds the place (in the
+//! (`SEARCH_QUEUE_FULL`). A slot given back goes to a waiter whose connection is under
+//! its running share: of those, the one whose connection last started a search the
+//! longest ago, then the earliest, so that connections take turns (on one core a
+//! flooding connection's search and another's alternate). The [`Ticket`] holds the place (in the
 //! queue, then in a slot) and gives it back when dropped: by a caller that gave up
 //! while waiting, or by the search when it ends (finished or stopped).
 
@@ -25,7 +27,7 @@ pub type Conn = Option<SocketAddr>;
 /// Searches waiting, per slot: a waiter's wait is at most this many searches' time
 /// (see [`Limits::for_slots`]).
 pub const QUEUED_PER_SLOT: usize = 2;
-/// Searches one connection may have waiting.
+/// Searches one connection may have waiting (at most half the queue).
 pub const QUEUED_PER_CONN: usize = 2;
 
 /// The sizes of the queue.
@@ -43,17 +45,20 @@ pub struct Limits {
 
 impl Limits {
     /// For `slots` slots: [`QUEUED_PER_SLOT`] waiting per slot, and a connection may
-    /// run at most half the slots (at least one) and have [`QUEUED_PER_CONN`] waiting.
+    /// run at most half the slots (at least one) and have [`QUEUED_PER_CONN`] waiting,
+    /// or half the queue if that is fewer (one, on one slot: another connection always
+    /// finds a place).
     /// With searches capped at about 10 ms of CPU (`handlers::SUGGEST_MAX_WORLDS`), the
     /// last in a full queue starts within about 20 ms; another connection's search
     /// finds a slot free while one connection floods (two slots or more).
     pub fn for_slots(slots: usize) -> Limits {
         let slots = slots.max(1);
+        let queue = QUEUED_PER_SLOT * slots;
         Limits {
             slots,
-            queue: QUEUED_PER_SLOT * slots,
+            queue,
             running_per_conn: (slots / 2).max(1),
-            queued_per_conn: QUEUED_PER_CONN,
+            queued_per_conn: QUEUED_PER_CONN.min(queue / 2).max(1),
         }
     }
 }
@@ -83,6 +88,8 @@ struct State {
     waiting: VecDeque<Waiter>,
     shares: HashMap<Conn, Share>,
     next_id: u64,
+    /// Searches started so far: the stamp of the latest.
+    started: u64,
 }
 
 /// What one connection holds.
@@ -90,6 +97,8 @@ struct State {
 struct Share {
     running: usize,
     queued: usize,
+    /// When its latest search started ([`State::started`]; 0: none while it held any).
+    last_started: u64,
 }
 
 struct Waiter {
@@ -153,7 +162,11 @@ impl Searches {
         let id = state.next_id;
         let wait = if state.running < limits.slots && share.running < limits.running_per_conn {
             state.running += 1;
-            state.shares.entry(conn).or_default().running += 1;
+            state.started += 1;
+            let started = state.started;
+            let share = state.shares.entry(conn).or_default();
+            share.running += 1;
+            share.last_started = started;
             None
         } else if share.queued < limits.queued_per_conn && state.waiting.len() < limits.queue {
             let (wake, wait) = oneshot::channel();
@@ -181,23 +194,31 @@ impl Searches {
 }
 
 impl State {
-    /// Gives free slots to the first waiters whose connections are under their share.
+    /// Gives free slots to waiters whose connections are under their share: first the
+    /// connection that started a search the longest ago, then the earliest waiter.
     fn dispatch(&mut self, limits: Limits) {
         while self.running < limits.slots {
             let shares = &self.shares;
-            let Some(i) = self.waiting.iter().position(|w| {
-                shares
-                    .get(&w.conn)
-                    .is_none_or(|s| s.running < limits.running_per_conn)
-            }) else {
+            let Some((i, _)) = self
+                .waiting
+                .iter()
+                .enumerate()
+                .filter_map(|(i, w)| {
+                    let share = shares.get(&w.conn).copied().unwrap_or_default();
+                    (share.running < limits.running_per_conn).then_some((i, share.last_started))
+                })
+                .min_by_key(|&(i, last_started)| (last_started, i))
+            else {
                 return;
             };
             let Some(waiter) = self.waiting.remove(i) else {
                 return;
             };
+            self.started += 1;
             let share = self.shares.entry(waiter.conn).or_default();
             share.queued = share.queued.saturating_sub(1);
             share.running += 1;
+            share.last_started = self.started;
             self.running += 1;
             // A waiter that stopped listening still holds the slot until its ticket is
             // dropped, which gives it back.
@@ -299,6 +320,35 @@ mod tests {
         drop((a2, b2));
         assert_eq!(searches.counts(), (0, 0));
         assert!(searches.lock().shares.is_empty());
+    }
+
+    #[tokio::test]
+    async fn on_one_slot_a_flooding_connection_and_another_take_turns() {
+        let searches = Searches::new(Limits::for_slots(1));
+        let limits = searches.limits();
+        assert_eq!((limits.running_per_conn, limits.queued_per_conn), (1, 1));
+        // A floods: one running, one waiting, the rest refused; B still finds a place.
+        let a1 = searches.enter(conn(1)).unwrap();
+        let mut a2 = searches.enter(conn(1)).unwrap();
+        assert!(searches.enter(conn(1)).is_none());
+        let mut b1 = searches.enter(conn(2)).unwrap();
+        assert_eq!(searches.counts(), (1, 2));
+        // A's search ends: B runs before A's next, though A's waited longer.
+        drop(a1);
+        let soon = std::time::Duration::from_secs(1);
+        tokio::time::timeout(soon, b1.running())
+            .await
+            .expect("B's search runs next")
+            .unwrap();
+        assert!(!is_running(&a2));
+        // Then A again, before B's next.
+        let b2 = searches.enter(conn(2)).unwrap();
+        drop(b1);
+        tokio::time::timeout(soon, a2.running())
+            .await
+            .expect("then A's")
+            .unwrap();
+        assert!(!is_running(&b2));
     }
 
     #[tokio::test]
