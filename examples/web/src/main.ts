@@ -18,7 +18,7 @@ import {
   type ScoreSheet,
   type Tile,
 } from "./gen/allfives/v1/allfives_pb.js";
-import { renderTable, tileKey } from "./table.js";
+import { renderTable, seatLabel, tileKey } from "./table.js";
 import {
   endName,
   isTransportFailure,
@@ -120,10 +120,7 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
 }
 
 function describe(e: Event, view: GameView): string {
-  const who = (seat: number) => {
-    const bot = view.seats[seat]?.bot;
-    return seatName(seat, YOU) + (bot ? ` (${levelName(bot)} bot)` : "");
-  };
+  const who = (seat: number) => seatLabel(view, seat, YOU);
   switch (e.kind.case) {
     case "dealt":
       return `Hand ${e.kind.value.hand} dealt; ${who(e.kind.value.starter)} ${e.kind.value.starter === YOU ? "lead" : "leads"}.`;

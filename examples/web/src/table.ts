@@ -115,11 +115,38 @@ function geometry(layout: PlacedTile[]): { tiles: [PlacedTile, Box, number, numb
   return { tiles, ends };
 }
 
-function seatLabel(view: GameView, seat: number, you: number): string {
+/** Whether `seat` plays on the same side as `you` (a partnership). */
+export function isPartner(view: GameView, seat: number, you: number): boolean {
+  return seat !== you && view.scores.some((s) => s.seats.includes(seat) && s.seats.includes(you));
+}
+
+/** "Seat 3, partner (medium bot)", "Seat 2 (easy bot)", "You". */
+export function seatLabel(view: GameView, seat: number, you: number): string {
   const status = view.seats[seat];
   const level = status?.bot ? ` (${levelName(status.bot)} bot)` : "";
-  return seatName(seat, you) + level;
+  return seatName(seat, you) + (isPartner(view, seat, you) ? ", partner" : "") + level;
 }
+
+const ARMS: Partial<Record<Arm, string>> = {
+  [Arm.LEFT]: "the left arm",
+  [Arm.RIGHT]: "the right arm",
+  [Arm.UP]: "the upper arm",
+  [Arm.DOWN]: "the lower arm",
+};
+
+/** Where a placed tile lies: "the lead", "the left arm, 2nd from the lead". */
+function placeName(t: PlacedTile): string {
+  if (t.arm === Arm.LEAD) return "the lead";
+  const n = t.index + 1;
+  const nth = n % 10 === 1 && n % 100 !== 11 ? "st" : n % 10 === 2 && n % 100 !== 12 ? "nd" : n % 10 === 3 && n % 100 !== 13 ? "rd" : "th";
+  return `${ARMS[t.arm] ?? "the line"}, ${n}${nth} from the ${t.arm === Arm.UP || t.arm === Arm.DOWN ? "spinner" : "lead"}`;
+}
+
+/** What an open end shows: "the left end: five (counts 5)". */
+function openEndName(end: End, pip: number, value: number): string {
+  return `${endName(end)}: ${PIP_WORDS[pip] ?? pip} (counts ${value})`;
+}
+const PIP_WORDS = ["blank", "one", "two", "three", "four", "five", "six"];
 
 export function renderTable(view: GameView, ui: TableUi): string {
   const parts: string[] = [];
@@ -136,12 +163,14 @@ export function renderTable(view: GameView, ui: TableUi): string {
     const n = view.handSizes[seat] ?? 0;
     const onTurn = playing && view.turn === seat;
     const label = `${seatLabel(view, seat, ui.you)}: ${n} tile${n === 1 ? "" : "s"}${onTurn ? ", on turn" : ""}`;
-    parts.push(`<g class="opponent${onTurn ? " on-turn" : ""}" role="img" aria-label="${esc(label)}" data-seat="${seat}">`);
+    // A labelled group (its tiles, once revealed, are images inside it); the drawn
+    // name and count repeat the label, so they are hidden from screen readers.
+    parts.push(`<g class="opponent${onTurn ? " on-turn" : ""}" role="group" aria-label="${esc(label)}" data-seat="${seat}">`);
     parts.push(
-      `<rect x="${x0 + 6}" y="6" width="${slot - 12}" height="112" rx="8" class="seat-box" style="stroke:${SEAT_COLOURS[seat]}"/>`,
-      `<circle cx="${x0 + 22}" cy="22" r="7" style="fill:${SEAT_COLOURS[seat]}"/>`,
-      `<text x="${x0 + 36}" y="28" class="seat-name">${esc(seatLabel(view, seat, ui.you))}</text>`,
-      `<text x="${x0 + slot - 16}" y="28" text-anchor="end" class="hand-size" data-testid="hand-size-${seat}">${n} tile${n === 1 ? "" : "s"}</text>`,
+      `<rect x="${x0 + 6}" y="6" width="${slot - 12}" height="112" rx="8" class="seat-box" style="stroke:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
+      `<circle cx="${x0 + 22}" cy="22" r="7" style="fill:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
+      `<text x="${x0 + 36}" y="28" class="seat-name" aria-hidden="true">${esc(seatLabel(view, seat, ui.you))}</text>`,
+      `<text x="${x0 + slot - 16}" y="108" text-anchor="end" class="hand-size" data-testid="hand-size-${seat}" aria-hidden="true">${n} tile${n === 1 ? "" : "s"}</text>`,
     );
     const shown = ended ? revealed.get(seat) : undefined;
     const count = shown ? shown.length : n;
@@ -150,9 +179,9 @@ export function renderTable(view: GameView, ui: TableUi): string {
       const x = x0 + 16 + k * (tw + 3);
       if (shown) {
         const t = shown[k];
-        parts.push(`<g role="img" aria-label="${esc(tileName(t))}" class="revealed">${face(x, 40, 2 * tw, false, t.a, t.b)}</g>`);
+        parts.push(`<g role="img" aria-label="${esc(tileName(t))}" class="revealed" data-tile="${tileKey(t)}">${face(x, 40, 2 * tw, false, t.a, t.b)}</g>`);
       } else {
-        parts.push(`<rect x="${x}" y="40" width="${tw}" height="${2 * tw}" rx="3" class="back"/>`);
+        parts.push(`<rect x="${x}" y="40" width="${tw}" height="${2 * tw}" rx="3" class="back" aria-hidden="true"/>`);
       }
     }
     parts.push("</g>");
@@ -185,40 +214,50 @@ export function renderTable(view: GameView, ui: TableUi): string {
   const scale = Math.min(1.5, area.w / (maxX - minX), area.h / (maxY - minY));
   const tx = area.x + area.w / 2 - ((minX + maxX) / 2) * scale;
   const ty = area.y + area.h / 2 - ((minY + maxY) / 2) * scale;
-  parts.push(`<rect x="${area.x}" y="${area.y}" width="${area.w}" height="${area.h}" rx="14" class="felt"/>`);
-  parts.push(`<g class="layout" transform="translate(${tx} ${ty}) scale(${scale})" role="list" aria-label="The line of play: ${view.layout.length} tiles">`);
+  parts.push(`<rect x="${area.x}" y="${area.y}" width="${area.w}" height="${area.h}" rx="14" class="felt" aria-hidden="true"/>`);
+  parts.push(`<g class="layout" transform="translate(${tx} ${ty}) scale(${scale})">`);
+  // The placed tiles, in the order they were played: a list of its own.
+  parts.push(`<g role="list" aria-label="The line of play: ${view.layout.length} tile${view.layout.length === 1 ? "" : "s"}" data-testid="line">`);
   for (const [t, box, first, second] of [...tiles].sort(([p], [q]) => p.order - q.order)) {
     const who = seatName(t.seat, ui.you);
-    const label = `${tileName(t.tile!)}${t.spinner ? ", the spinner" : ""}, played by ${who}`;
+    const label = `${tileName(t.tile!)}${t.spinner ? ", the spinner" : ""}, on ${placeName(t)}, played by ${who}`;
     parts.push(
-      `<g class="placed${t.spinner ? " spinner" : ""}" role="listitem" aria-label="${esc(label)}" data-order="${t.order}" style="--seat:${SEAT_COLOURS[t.seat]}">`,
+      `<g class="placed${t.spinner ? " spinner" : ""}" role="listitem" aria-label="${esc(label)}" data-order="${t.order}" data-tile="${tileKey(t.tile!)}" data-arm="${Arm[t.arm]}" style="--seat:${SEAT_COLOURS[t.seat]}">`,
       `<title>${esc(label)}</title>`,
       face(box.x, box.y, 2 * U, box.w > box.h, first, second),
-      `<circle cx="${box.x + 5}" cy="${box.y + 5}" r="3.5" class="seat-mark"/>`,
+      // On the divider's middle, where no pip is (the nearest lie a quarter of a half away).
+      `<circle cx="${box.x + box.w / 2}" cy="${box.y + box.h / 2}" r="2.5" class="seat-mark"/>`,
       "</g>",
     );
   }
-  // Open ends: faint slots; for the chosen tile the ends it fits become targets.
+  parts.push("</g>");
+  // Open ends, a list of their own (what each shows, for screen readers), drawn as
+  // faint slots while the hand is played; for the chosen tile the ends it fits become
+  // targets (buttons inside the end's item). A finished hand has no slots.
+  const endItems: string[] = [];
   for (const [end, box] of ends) {
     const move = moves.find((m) => m.end === end);
-    if (!move && !(openEnds.has(end) || (end === End.UNSPECIFIED && playing))) continue;
     const open = view.openEnds.find((e) => e.end === end);
+    const lead = end === End.UNSPECIFIED;
+    if (!open && !(lead && playing)) continue;
+    const name = open ? openEndName(end, open.pip, open.value) : "the centre: empty, the lead is any tile";
+    endItems.push(`<g role="listitem" aria-label="${esc(name)}" data-testid="open-end" data-end="${end}">`);
     if (move) {
       const advised = ui.suggested && ui.suggested.end === end && tileKey(ui.suggested.tile!) === ui.selected;
       const label = `Place ${tileName(move.tile!)} on ${endName(end)}: ${move.points} point${move.points === 1 ? "" : "s"}`;
-      parts.push(
+      endItems.push(
         `<g class="target${advised ? " advised" : ""}" role="button" tabindex="0" aria-label="${esc(label)}" data-key="end-${end}" data-end="${end}">`,
         `<title>${esc(label)}</title>`,
         `<rect x="${box.x}" y="${box.y}" width="${box.w}" height="${box.h}" rx="4" class="slot"/>`,
         `<text x="${box.x + box.w / 2}" y="${box.y + box.h / 2 + 5}" text-anchor="middle" class="points">+${move.points}</text>`,
         "</g>",
       );
-    } else if (open) {
-      parts.push(
-        `<rect x="${box.x}" y="${box.y}" width="${box.w}" height="${box.h}" rx="4" class="slot idle" aria-hidden="true"/>`,
-      );
+    } else if (playing) {
+      endItems.push(`<rect x="${box.x}" y="${box.y}" width="${box.w}" height="${box.h}" rx="4" class="slot idle" aria-hidden="true"/>`);
     }
+    endItems.push("</g>");
   }
+  parts.push(`<g role="list" aria-label="Open ends: ${view.openEnds.length}${playing ? `, count ${view.count}` : ""}" data-testid="open-ends">`, ...endItems, "</g>");
   parts.push("</g>");
 
   // --- The player's hand along the bottom. ---
@@ -226,9 +265,9 @@ export function renderTable(view: GameView, ui: TableUi): string {
   const playable = new Set(playing ? view.legalMoves.map((m) => tileKey(m.tile!)) : []);
   const youTurn = playing && view.turn === ui.you;
   parts.push(
-    `<circle cx="22" cy="544" r="7" style="fill:${SEAT_COLOURS[ui.you]}"/>` +
-      `<text x="36" y="550" class="seat-name">${esc(seatLabel(view, ui.you, ui.you))}` +
-      `${youTurn ? (view.mustDraw ? " · nothing to play: draw" : " · your turn: choose a tile") : ""}</text>`,
+    `<circle cx="22" cy="544" r="7" style="fill:${SEAT_COLOURS[ui.you]}" aria-hidden="true"/>` +
+      `<text x="36" y="550" class="seat-name" data-testid="caption">${esc(seatLabel(view, ui.you, ui.you))}` +
+      `${youTurn ? (view.mustDraw ? " · nothing to play: draw" : ui.selected ? " · now choose an end" : " · your turn: choose a tile") : ""}</text>`,
   );
   const th = 84;
   const step = Math.min(th / 2 + 10, (WIDTH - 40) / Math.max(hand.length, 1));

@@ -38,7 +38,9 @@ export function endName(end: End): string {
   }
 }
 
-export const SEAT_COLOURS = ["#3d8bfd", "#e8544a", "#f0a500", "#b57bff"];
+// Apart from each other and from the page's own marks: amber (#f5b400) for what can be
+// played, blue (#50c8ff) for advice, white for the chosen tile, magenta for the focus.
+export const SEAT_COLOURS = ["#3d8bfd", "#e8544a", "#8fd400", "#b57bff"];
 
 const SENTENCES: Record<ErrorReason, string> = {
   [ErrorReason.ERROR_REASON_UNSPECIFIED]: "The server refused the request.",

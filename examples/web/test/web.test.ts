@@ -207,9 +207,11 @@ test("a reload mid-hand continues the same match: the same hand, table and score
   assert.equal(await page.locator("svg#table title").first().textContent(), "The table");
   const name = "(double (blank|one|two|three|four|five|six)|(one|two|three|four|five|six)-(blank|one|two|three|four|five))";
   for (const label of before.hand) assert.match(label!, new RegExp(`^${name}(,|$)`));
-  for (const label of before.layout) assert.match(label!, new RegExp(`^${name}(, the spinner)?, played by (You|Seat [234])$`));
+  const place = "the lead|the (left|right) arm, \\d+(st|nd|rd|th) from the lead|the (upper|lower) arm, \\d+(st|nd|rd|th) from the spinner";
+  for (const label of before.layout) assert.match(label!, new RegExp(`^${name}(, the spinner)?, on (${place}), played by (You|Seat [234])$`));
   assert.equal(before.opponents.length, 3);
-  for (const label of before.opponents) assert.match(label!, /^Seat [234] \((easy|medium) bot\): \d+ tiles?/);
+  // Seats 1 and 3 are partners: seat 3 is marked so.
+  for (const label of before.opponents) assert.match(label!, /^(Seat [24]|Seat 3, partner) \((easy|medium) bot\): \d+ tiles?/);
   // Choose a tile, so the screenshot shows the targets and their points.
   await page.locator("g.in-hand.playable").first().click();
   await page.screenshot({ path: join(OUTPUT, "2-before-reload.png") });
