@@ -21,8 +21,9 @@ import {
 import { renderTable, seatLabel, tileKey } from "./table.js";
 import {
   endName,
-  isTransportFailure,
+  isNetworkFailure,
   levelName,
+  refusesSaved,
   seatName,
   sentenceFor,
   tileName,
@@ -82,23 +83,28 @@ function showError(text: string) {
   el.hidden = text === "";
 }
 
-/** Runs one call; a refusal becomes a plain sentence on the page and changes nothing. */
-async function call(what: () => Promise<void>) {
-  if (busy) return;
+/**
+ * Runs one call; a refusal becomes a plain sentence on the page and changes nothing.
+ * Returns the error, if there was one.
+ */
+async function call(what: () => Promise<void>): Promise<unknown> {
+  if (busy) return undefined;
   busy = true;
   document.body.dataset.state = "busy";
   showError("");
   try {
     await what();
   } catch (err) {
-    const reach = isTransportFailure(err) ? await whyUnreachable(SERVER) : undefined;
+    const reach = isNetworkFailure(err) ? await whyUnreachable(SERVER) : undefined;
     showError(sentenceFor(err, reach));
     console.warn("allfives call failed:", err);
+    return err;
   } finally {
     busy = false;
     render();
     document.body.dataset.state = "idle";
   }
+  return undefined;
 }
 
 const me = () => ({ viewer: YOU, credential: game!.credential });
@@ -197,11 +203,14 @@ function suggest() {
 }
 
 async function resume(saved: { state: Uint8Array; credential: Uint8Array }) {
-  await call(async () => {
+  const err = await call(async () => {
     const answer = await client.score({ state: saved.state, viewer: YOU, credential: saved.credential, includeHandEvents: true }, opts());
     game = { ...saved, view: answer.view!, sheet: answer.sheet, log: [] };
     for (const e of answer.handEvents) game.log.push(describe(e, game.view));
   });
+  // A token (or seat key) the server refuses will never be taken: forget it, so the
+  // next reload offers a new match instead of the same refusal.
+  if (err !== undefined && refusesSaved(err)) localStorage.removeItem(STORAGE_KEY);
   if (!game) showForm();
 }
 

@@ -82,17 +82,51 @@ const FIELDS: Record<string, string> = {
   "rules.partnership": "Partnerships need 4 players.",
 };
 
-/** The reason's name from the error's ErrorInfo, if it has one. */
+/**
+ * The reason from the error's ErrorInfo, if it has one this page knows. A reason added
+ * to the proto after this page was built is undefined here: the proto says to treat an
+ * unknown reason by its status code, which `sentenceFor` does.
+ */
 export function reasonOf(err: unknown): ErrorReason | undefined {
   const info = ConnectError.from(err).findDetails(ErrorInfoSchema)[0];
-  if (!info) return undefined;
-  return ErrorReason[info.reason as keyof typeof ErrorReason] ?? ErrorReason.ERROR_REASON_UNSPECIFIED;
+  if (!info || !(info.reason in ErrorReason) || /^\d+$/.test(info.reason)) return undefined;
+  return ErrorReason[info.reason as keyof typeof ErrorReason];
+}
+
+/** Whether the error is a refusal of the token or the seat key the page holds. */
+export function refusesSaved(err: unknown): boolean {
+  const reason = reasonOf(err);
+  return (
+    reason === ErrorReason.TOKEN_MALFORMED ||
+    reason === ErrorReason.TOKEN_UNKNOWN_KEY ||
+    reason === ErrorReason.TOKEN_UNSUPPORTED_VERSION ||
+    reason === ErrorReason.TOKEN_INVALID ||
+    reason === ErrorReason.CREDENTIAL_INVALID
+  );
+}
+
+/**
+ * Whether the browser gave no response at all: fetch failed with a TypeError (a server
+ * that is down, a dropped connection, or a response the browser refused under CORS).
+ * connect-web turns it into a ConnectError of code Unknown whose cause is the TypeError
+ * ("Failed to fetch" in chromium). An HTTP error status is not this: it has an answer.
+ */
+export function isNetworkFailure(err: unknown): boolean {
+  const e = ConnectError.from(err);
+  return reasonOf(e) === undefined && e.cause instanceof TypeError;
+}
+
+/** The HTTP status when the answer was an HTTP error without a gRPC status ("HTTP 503"). */
+function httpStatusOf(e: ConnectError): number | undefined {
+  const m = /^HTTP (\d{3})$/.exec(e.rawMessage);
+  return m ? Number(m[1]) : undefined;
 }
 
 /**
  * A plain sentence for a failed call: from the ErrorInfo's reason when there is one
- * (with the BadRequest's field for bad rule options), else from what the transport
- * saw. `reach` says why the server could not be reached (see `whyUnreachable`).
+ * this page knows (with the BadRequest's field for bad rule options), else from the
+ * status code. `reach` says why the browser got no response at all (see
+ * `whyUnreachable`; only for `isNetworkFailure`).
  */
 export function sentenceFor(err: unknown, reach?: string): string {
   const e = ConnectError.from(err);
@@ -102,40 +136,56 @@ export function sentenceFor(err: unknown, reach?: string): string {
     return (field && FIELDS[field]) ?? SENTENCES[reason];
   }
   if (reason !== undefined) return SENTENCES[reason];
-  switch (e.code) {
-    case Code.DeadlineExceeded:
-      return "The server took too long to answer. Try again.";
-    case Code.ResourceExhausted:
-    case Code.Unavailable:
-      return reach ?? "The server is not available just now. Try again in a moment.";
-    case Code.Unknown:
-    case Code.Internal:
-    case Code.Canceled:
-      return reach ?? "Something went wrong talking to the server. Try again.";
-    default:
-      return "The server refused the request for a reason this page does not know.";
+  if (reach !== undefined && isNetworkFailure(e)) return reach;
+  const http = httpStatusOf(e);
+  if (http !== undefined) {
+    return `The server (or a proxy in front of it) answered with an error (HTTP ${http}). Try again in a moment.`;
   }
+  return CODES[e.code] ?? "The server refused the request for a reason this page does not know.";
 }
 
+/** Sentences by status code, for a refusal without an ErrorInfo reason this page knows. */
+const CODES: Partial<Record<Code, string>> = {
+  [Code.Canceled]: "The request was cancelled before the server answered. Try again.",
+  [Code.Unknown]: "Something went wrong talking to the server. Try again.",
+  [Code.InvalidArgument]: "The server could not accept what this page sent.",
+  [Code.DeadlineExceeded]: "The server took too long to answer. Try again.",
+  [Code.NotFound]: "The server does not know what this page asked for.",
+  [Code.AlreadyExists]: "That has already been done.",
+  [Code.PermissionDenied]: "The server does not allow this page to do that.",
+  [Code.ResourceExhausted]: "The server is busy. Try again shortly.",
+  [Code.FailedPrecondition]: "That cannot be done in the match as it stands now.",
+  [Code.Aborted]: "The server gave up on the request. Try again.",
+  [Code.OutOfRange]: "The server could not accept a value this page sent.",
+  [Code.Unimplemented]: "This server does not offer what this page asked for: it may be another version.",
+  [Code.Internal]: "The server failed while answering. Try again.",
+  [Code.Unavailable]: "The server is not available just now. Try again in a moment.",
+  [Code.DataLoss]: "The answer from the server was damaged. Try again.",
+  [Code.Unauthenticated]: "The server wants a key this page does not have.",
+};
+
 /**
- * Why fetch failed: a no-cors request (which needs no permission from the server)
- * tells a server that is down from one that answers but does not let this page's
- * origin call it (its --cors-origins).
+ * Why the browser got no response (`isNetworkFailure`). A no-cors request needs no
+ * permission from the server: if it fails too, nothing answers there. If it reaches
+ * the server, a plain cors request tells the two other causes apart: the browser
+ * refuses it as well when the server does not let this page's origin call it (its
+ * --cors-origins); if it is let through, the call's connection was lost on the way.
  */
 export async function whyUnreachable(server: string): Promise<string> {
   const origin = window.location.origin;
-  try {
-    await fetch(server, { mode: "no-cors", cache: "no-store", signal: AbortSignal.timeout(5000) });
-    return (
-      `The game server at ${server} is running but does not allow pages from ${origin} to call it. ` +
-      `Start it with --cors-origins ${origin} (or without --cors-origins, which allows every origin).`
+  const probe = (mode: RequestMode) =>
+    fetch(server, { mode, cache: "no-store", signal: AbortSignal.timeout(5000) }).then(
+      () => true,
+      () => false,
     );
-  } catch {
+  if (!(await probe("no-cors"))) {
     return `The game server at ${server} cannot be reached. Is it running (cargo run --release)?`;
   }
-}
-
-export function isTransportFailure(err: unknown): boolean {
-  const e = ConnectError.from(err);
-  return reasonOf(e) === undefined && [Code.Unknown, Code.Unavailable, Code.Internal, Code.Canceled].includes(e.code);
+  if (await probe("cors")) {
+    return `The connection to the game server at ${server} was lost before it answered. Try again.`;
+  }
+  return (
+    `The game server at ${server} is running but does not allow pages from ${origin} to call it. ` +
+    `Start it with --cors-origins ${origin} (or without --cors-origins, which allows every origin).`
+  );
 }

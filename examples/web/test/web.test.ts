@@ -282,6 +282,61 @@ test("a refused move shows its sentence, and changes nothing", { timeout: 120_00
   );
   assert.ok(await page.locator("#new-match").isVisible(), "the page offers a new match");
   await page.screenshot({ path: join(OUTPUT, "3-altered-token.png") });
+  // The refused token is forgotten: the next reload offers a new match at once.
+  assert.equal(await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("allfives-web:")).length), 0);
+  await page.reload();
+  await idle(page);
+  assert.equal(await errorText(page), "", "no refusal after the refused token was forgotten");
+  assert.ok(await page.locator("#new-match").isVisible(), "the page offers a new match");
+  await page.context().close();
+});
+
+// Protobuf by hand, for an answer the server does not give: a varint, and a field.
+const varint = (n: number): number[] => (n < 0x80 ? [n] : [(n & 0x7f) | 0x80, ...varint(n >>> 7)]);
+const field = (no: number, bytes: Uint8Array | string): number[] => {
+  const b = typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes;
+  return [(no << 3) | 2, ...varint(b.length), ...b];
+};
+
+test("a failure without a reason the page knows is told by what happened, not as CORS", { timeout: 120_000 }, async () => {
+  // The page's calls are answered by the test (page.route), as a proxy or a newer
+  // server would answer; the no-cors and cors probes still reach the real server.
+  const page = await open(at(PAGE_URL, SERVER_URL));
+  const cors = { "access-control-allow-origin": "*", "access-control-allow-headers": "*", "access-control-expose-headers": "*" };
+  let answer: "503" | "unknown reason" | "dropped" = "503";
+  await page.route("**/allfives.v1.AllFivesService/**", async (route) => {
+    if (route.request().method() === "OPTIONS") return route.fulfill({ status: 204, headers: { ...cors, "access-control-allow-methods": "POST" } });
+    if (answer === "503") return route.fulfill({ status: 503, headers: cors, body: "proxy: no upstream" });
+    if (answer === "dropped") return route.abort("connectionreset");
+    // RESOURCE_EXHAUSTED (8) with an ErrorInfo whose reason this page has never heard of.
+    const info = [...field(1, "A_REASON_FROM_2027"), ...field(2, "allfives.v1")];
+    const status = [8, 8, ...field(2, "busy in a new way"), ...field(3, new Uint8Array([...field(1, "type.googleapis.com/google.rpc.ErrorInfo"), ...field(2, new Uint8Array(info))]))];
+    return route.fulfill({
+      status: 200,
+      headers: {
+        ...cors,
+        "content-type": "application/grpc-web+proto",
+        "grpc-status": "8",
+        "grpc-message": "busy%20in%20a%20new%20way",
+        "grpc-status-details-bin": Buffer.from(status).toString("base64"),
+      },
+      body: "",
+    });
+  });
+  const sentences: Record<string, string> = {
+    "503": "The server (or a proxy in front of it) answered with an error (HTTP 503). Try again in a moment.",
+    "unknown reason": "The server is busy. Try again shortly.",
+    dropped: `The connection to the game server at ${SERVER_URL} was lost before it answered. Try again.`,
+  };
+  for (const kind of ["503", "unknown reason", "dropped"] as const) {
+    answer = kind;
+    if (await page.locator("#new-match").isHidden()) await page.click("#new-match-button");
+    await newMatch(page, { players: 2, bots: ["1"] });
+    const sentence = await errorText(page);
+    assert.equal(sentence, sentences[kind], `the ${kind} answer`);
+    assert.doesNotMatch(sentence, /cors|does not allow|RESOURCE_EXHAUSTED|A_REASON/i);
+    await page.screenshot({ path: join(OUTPUT, `5-${kind.replace(" ", "-")}.png`) });
+  }
   await page.context().close();
 });
 
