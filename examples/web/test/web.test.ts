@@ -9,14 +9,14 @@
 //   TEST_OUTPUT            where screenshots go (default test-output/)
 // Every test plays through the page as a person would (clicks, or the keyboard), waits
 // with generous bounds, and saves a screenshot.
-import { after, before, test } from "node:test";
+import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
-import { AllFivesService, End } from "../src/gen/allfives/v1/allfives_pb.js";
+import { AllFivesService, End, Phase, type GameView, type ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
 
 function env(name: string): string {
   const value = process.env[name];
@@ -42,10 +42,47 @@ after(async () => {
   await browser?.close();
 });
 
+// The pages the running test opened, and what their consoles warned of.
+let pages: Page[] = [];
+let consoleLines: string[] = [];
+
+/**
+ * A browser test: on failure, every page it opened is saved as a screenshot
+ * (fail-<test>-<n>.png) and the pages' console warnings and errors are printed, so CI
+ * shows the cause; its pages are closed either way.
+ */
+function webTest(name: string, timeout: number, body: () => Promise<void>) {
+  test(name, { timeout }, async (t: TestContext) => {
+    pages = [];
+    consoleLines = [];
+    try {
+      await body();
+    } catch (err) {
+      const slug = t.name.split(/\W+/).slice(0, 5).join("-").toLowerCase();
+      for (const [i, page] of pages.entries()) {
+        if (page.isClosed()) continue;
+        const path = join(OUTPUT, `fail-${slug}-${i + 1}.png`);
+        await page.screenshot({ path, fullPage: true }).then(
+          () => console.error(`  screenshot of the failed test's page ${i + 1}: ${path}`),
+          (e) => console.error(`  no screenshot of page ${i + 1}: ${e}`),
+        );
+      }
+      console.error(consoleLines.length ? `  the pages' console:\n${consoleLines.map((l) => `    ${l}`).join("\n")}` : "  the pages' console: no warnings or errors");
+      throw err;
+    } finally {
+      for (const page of pages) await page.context().close().catch(() => {});
+    }
+  });
+}
+
 async function open(url: string): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   const page = await context.newPage();
-  page.on("pageerror", (err) => console.error("page error:", err));
+  const n = pages.push(page);
+  page.on("pageerror", (err) => consoleLines.push(`page ${n} error: ${err}`));
+  page.on("console", (msg) => {
+    if (msg.type() === "warning" || msg.type() === "error") consoleLines.push(`page ${n} ${msg.type()}: ${msg.text()}`);
+  });
   await page.goto(url);
   await idle(page);
   return page;
@@ -120,19 +157,61 @@ async function snapshot(page: Page) {
   });
 }
 
-async function storedToken(page: Page): Promise<Uint8Array> {
-  const saved = await page.evaluate(() => {
-    const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
-    return JSON.parse(localStorage.getItem(key)!) as { state: string };
-  });
-  return Uint8Array.from(Buffer.from(saved.state, "base64"));
+// Tile names as people say them, from the pips, the higher half first: written here
+// again (not imported from the page) so that a wrong name on the page fails.
+const WORDS = ["blank", "one", "two", "three", "four", "five", "six"];
+function nameOf(key: string): string {
+  const [lo, hi] = key.split("-").map(Number).sort((x, y) => x - y);
+  return lo === hi ? `double ${WORDS[hi]}` : `${WORDS[hi]}-${WORDS[lo]}`;
+}
+const LEVELS: Record<string, string> = { "1": "easy", "2": "medium", "3": "hard" };
+
+/** Every tile on the page (hand, line of play, revealed hands) is labelled by its pips. */
+async function checkTileNames(page: Page): Promise<number> {
+  const tiles = await page.locator("g[data-tile]").evaluateAll((els) =>
+    els.map((e) => ({ key: e.getAttribute("data-tile")!, label: e.getAttribute("aria-label") ?? "" })),
+  );
+  for (const { key, label } of tiles) {
+    assert.ok(label === nameOf(key) || label.startsWith(`${nameOf(key)},`), `tile ${key} is labelled "${label}"`);
+  }
+  return tiles.length;
 }
 
-test("a whole match against the server's bots, played by clicking: the final scores are the server's Score", { timeout: 600_000 }, async () => {
+/** The opponents' labels: their seat, partner or not, the level chosen, their hand size. */
+async function checkOpponents(page: Page, levels: string[], view: GameView, partnership: boolean) {
+  const labels = await page.locator("g.opponent").evaluateAll((els) => els.map((e) => e.getAttribute("aria-label")));
+  const want = levels.map((level, i) => {
+    const seat = i + 1;
+    const n = view.handSizes[seat];
+    const turn = view.phase === Phase.PLAYING && view.turn === seat ? ", on turn" : "";
+    return `Seat ${seat + 1}${partnership && seat === 2 ? ", partner" : ""} (${LEVELS[level]} bot): ${n} tile${n === 1 ? "" : "s"}${turn}`;
+  });
+  assert.deepEqual(labels, want, "the opponents: the levels chosen, the hand sizes the server gives");
+  // The server agrees about the levels.
+  assert.deepEqual(view.seats.slice(1).map((s) => String(s.bot)), levels, "the server's seats have the levels chosen");
+}
+
+const client = createClient(AllFivesService, createGrpcWebTransport({ baseUrl: SERVER_URL }));
+/** The server's Score for the token (and seat key) the page holds, asked from Node. */
+async function serverScore(page: Page): Promise<ScoreResponse> {
+  const saved = await page.evaluate(() => {
+    const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
+    return JSON.parse(localStorage.getItem(key)!) as { state: string; credential: string };
+  });
+  const bytes = (b64: string) => Uint8Array.from(Buffer.from(b64, "base64"));
+  return client.score(
+    { state: bytes(saved.state), viewer: 0, credential: bytes(saved.credential), includeHandEvents: true },
+    { timeoutMs: 10_000 },
+  );
+}
+
+webTest("a whole match against the server's bots, played by clicking: the final scores are the server's Score", 600_000, async () => {
   const page = await open(at(PAGE_URL, SERVER_URL));
   // Three players: an EASY and a HARD bot; five tiles each, target 60, the winner takes the pips.
   await newMatch(page, { players: 3, bots: ["1", "3"], handSize: "2", target: 60, settlement: "2" });
   assert.equal((await body(page)).phase, "PLAYING", await errorText(page));
+  await checkOpponents(page, ["1", "3"], (await serverScore(page)).view!, false);
+  assert.ok((await checkTileNames(page)) >= 5, "the hand's tiles are named");
   // A hint first: the HARD bot's advice, its tile chosen and its end marked; play it.
   await page.selectOption("#hint-level", "3");
   await page.click("#suggest");
@@ -164,14 +243,59 @@ test("a whole match against the server's bots, played by clicking: the final sco
   await page.locator("[data-testid=winner]").waitFor(WAIT);
   const winner = await page.locator("[data-testid=winner]").innerText();
   const pageScores = await page.locator("[data-testid^=score-side]").allTextContents();
-  const pageTotals = await page.locator("#hand-end table.sheet tbody tr:last-child .total").allTextContents();
-  assert.equal(await page.locator("#hand-end [data-testid^=revealed-]").count(), 3);
+  // The score sheets (below the table, and in the side panel): every row, the hand(s)
+  // it covers, and each side's running total and the hand's play + settlement.
+  const sheet = (where: string) =>
+    page.locator(`${where} table.sheet tbody tr`).evaluateAll((rows) =>
+      rows.map((r) => ({
+        hands: r.querySelector("th")!.textContent,
+        cells: [...r.querySelectorAll("td")].map((td) => `${td.querySelector(".total")!.textContent} | ${td.querySelector("small")!.textContent}`),
+      })),
+    );
+  const pageSheets = { below: await sheet("#hand-end"), panel: await sheet("#sheet") };
+  // Every hand revealed at the last hand's end: on the sheet below the table, and the
+  // opponents' tiles face up on the table.
+  const pageHands = await page.locator("#hand-end [data-testid^=revealed-]").evaluateAll((lis) =>
+    lis.map((li) => ({
+      seat: li.getAttribute("data-testid"),
+      tiles: [...li.querySelectorAll("svg.mini")].map((t) => t.getAttribute("aria-label")),
+      text: li.textContent!.replace(/^.*—\s*/, ""),
+    })),
+  );
+  const tableHands = await page.locator("g.opponent").evaluateAll((gs) =>
+    gs.map((g) => [...g.querySelectorAll("g.revealed")].map((t) => t.getAttribute("data-tile"))),
+  );
+  await checkTileNames(page);
   await page.screenshot({ path: join(OUTPUT, "1-whole-match.png"), fullPage: true });
 
   // The server's Score for the token the page holds, asked from Node over gRPC-Web.
-  const client = createClient(AllFivesService, createGrpcWebTransport({ baseUrl: SERVER_URL }));
-  const score = await client.score({ state: await storedToken(page) }, { timeoutMs: 10_000 });
+  const score = await serverScore(page);
   const view = score.view!;
+  const rows = [...(score.sheet!.carried ? [score.sheet!.carried] : []), ...score.sheet!.rows];
+  const wantSheet = rows.map((r) => ({
+    hands: r.firstHand === r.lastHand ? `${r.firstHand}` : `${r.firstHand}–${r.lastHand}`,
+    cells: r.sides.map((l) => `${l.total} | ${l.play} + ${l.settlement}`),
+  }));
+  assert.deepEqual(pageSheets.below, wantSheet, "the sheet below the table is the server's, row by row");
+  assert.deepEqual(pageSheets.panel, wantSheet, "the side panel's sheet is the server's, row by row");
+  const ended = score.handEvents.flatMap((e) => (e.kind.case === "handEnded" ? [e.kind.value] : []));
+  assert.equal(ended.length, 1, "the last hand's events end it");
+  const result = ended[0];
+  assert.equal(result.hand, hands, "the last hand is the one the page dealt last");
+  assert.deepEqual(
+    pageHands,
+    result.hands.map((h) => ({
+      seat: `revealed-${h.seat}`,
+      tiles: h.tiles.map((t) => nameOf(`${t.a}-${t.b}`)),
+      text: `${h.pips} pips, counting ${h.rounded}`,
+    })),
+    "every hand revealed at the end is the server's",
+  );
+  assert.deepEqual(
+    tableHands,
+    result.hands.filter((h) => h.seat !== 0).map((h) => h.tiles.map((t) => `${Math.min(t.a, t.b)}-${Math.max(t.a, t.b)}`)),
+    "the opponents' tiles face up on the table are the server's",
+  );
   assert.equal(view.phase, 3, "the server says the match is over");
   assert.ok(view.scores.some((s) => s.score >= 60), "a side reached the target");
   const names = ["You", "Seat 2", "Seat 3"];
@@ -180,16 +304,13 @@ test("a whole match against the server's bots, played by clicking: the final sco
     view.scores.map((s) => `${names[s.side]} ${s.score}`),
     "the scores on the table are the server's",
   );
-  const last = score.sheet!.rows[score.sheet!.rows.length - 1];
-  assert.deepEqual(pageTotals, last.sides.map((l) => String(l.total)), "the sheet's totals are the server's");
   assert.equal(score.sheet!.rows.length, hands, "the sheet has a row per hand dealt");
   const won = view.winnerSeats.map((s) => names[s]).join(" & ");
   assert.ok(winner.includes(view.winnerSeats.includes(0) ? "you won" : `${won} won`), `winner line: ${winner}`);
   console.log(`  ${hands} hands, ${counts.played} tiles played and ${counts.drew} drawn by clicking; ${pageScores.join(", ")}; ${winner}`);
-  await page.context().close();
 });
 
-test("a reload mid-hand continues the same match: the same hand, table and scores", { timeout: 300_000 }, async () => {
+webTest("a reload mid-hand continues the same match: the same hand, table and scores", 300_000, async () => {
   const page = await open(at(PAGE_URL, SERVER_URL));
   await newMatch(page, { players: 4, bots: ["2", "1", "2"], partnership: true });
   // A few moves in, and on a turn with a tile to play (drawing until there is one).
@@ -209,9 +330,27 @@ test("a reload mid-hand continues the same match: the same hand, table and score
   for (const label of before.hand) assert.match(label!, new RegExp(`^${name}(,|$)`));
   const place = "the lead|the (left|right) arm, \\d+(st|nd|rd|th) from the lead|the (upper|lower) arm, \\d+(st|nd|rd|th) from the spinner";
   for (const label of before.layout) assert.match(label!, new RegExp(`^${name}(, the spinner)?, on (${place}), played by (You|Seat [234])$`));
-  assert.equal(before.opponents.length, 3);
-  // Seats 1 and 3 are partners: seat 3 is marked so.
-  for (const label of before.opponents) assert.match(label!, /^(Seat [24]|Seat 3, partner) \((easy|medium) bot\): \d+ tiles?/);
+  assert.ok((await checkTileNames(page)) >= before.hand.length + before.layout.length, "every tile named by its pips");
+  // Against the server's view of the same token: the opponents (seat 3, the partner,
+  // marked so; the levels chosen), every placed tile's arm and who played it, and what
+  // each open end shows.
+  const view = (await serverScore(page)).view!;
+  await checkOpponents(page, ["2", "1", "2"], view, true);
+  const placed = await page.locator("g.placed").evaluateAll((gs) =>
+    gs.map((g) => `${g.getAttribute("data-tile")} ${g.getAttribute("data-arm")} ${g.getAttribute("aria-label")!.replace(/^.*played by /, "")}`),
+  );
+  const arms = ["UNSPECIFIED", "LEAD", "LEFT", "RIGHT", "UP", "DOWN"];
+  assert.deepEqual(
+    placed,
+    [...view.layout].sort((p, q) => p.order - q.order).map((t) => `${t.tile!.a}-${t.tile!.b} ${arms[t.arm]} ${t.seat === 0 ? "You" : `Seat ${t.seat + 1}`}`),
+    "each placed tile's arm and player are the server's",
+  );
+  const ends = ["the centre (the lead)", "the left end", "the right end", "the upper arm", "the lower arm"];
+  assert.deepEqual(
+    await page.locator("[data-testid=open-end]").evaluateAll((gs) => gs.map((g) => g.getAttribute("aria-label"))),
+    view.openEnds.map((e) => `${ends[e.end]}: ${WORDS[e.pip]} (counts ${e.value})`),
+    "the open ends a screen reader is told of are the server's",
+  );
   // Choose a tile, so the screenshot shows the targets and their points.
   await page.locator("g.in-hand.playable").first().click();
   await page.screenshot({ path: join(OUTPUT, "2-before-reload.png") });
@@ -248,7 +387,7 @@ test("a reload mid-hand continues the same match: the same hand, table and score
   await page.context().close();
 });
 
-test("a refused move shows its sentence, and changes nothing", { timeout: 120_000 }, async () => {
+webTest("a refused move shows its sentence, and changes nothing", 120_000, async () => {
   // The page never offers a tile the player does not hold, so the refusal is provoked
   // through its test hook (?debug=1), which sends a Play through the same path as a click.
   const page = await open(at(PAGE_URL, SERVER_URL, "&debug=1"));
@@ -298,7 +437,7 @@ const field = (no: number, bytes: Uint8Array | string): number[] => {
   return [(no << 3) | 2, ...varint(b.length), ...b];
 };
 
-test("a failure without a reason the page knows is told by what happened, not as CORS", { timeout: 120_000 }, async () => {
+webTest("a failure without a reason the page knows is told by what happened, not as CORS", 120_000, async () => {
   // The page's calls are answered by the test (page.route), as a proxy or a newer
   // server would answer; the no-cors and cors probes still reach the real server.
   const page = await open(at(PAGE_URL, SERVER_URL));
@@ -340,7 +479,7 @@ test("a failure without a reason the page knows is told by what happened, not as
   await page.context().close();
 });
 
-test("a page on an origin the server does not allow fails with a clear message", { timeout: 120_000 }, async () => {
+webTest("a page on an origin the server does not allow fails with a clear message", 120_000, async () => {
   // The same server lets the page's allowed origin play, so what fails below is the origin.
   const allowed = await open(at(PAGE_URL, RESTRICTED_SERVER_URL));
   await newMatch(allowed, { players: 2, bots: ["1"] });
