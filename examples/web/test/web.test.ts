@@ -474,7 +474,7 @@ webTest("a failure without a reason the page knows is told by what happened, not
     const sentence = await errorText(page);
     assert.equal(sentence, sentences[kind], `the ${kind} answer`);
     assert.doesNotMatch(sentence, /cors|does not allow|RESOURCE_EXHAUSTED|A_REASON/i);
-    await page.screenshot({ path: join(OUTPUT, `5-${kind.replace(" ", "-")}.png`) });
+    await page.screenshot({ path: join(OUTPUT, `4-${kind.replace(" ", "-")}.png`) });
   }
   await page.context().close();
 });
@@ -496,6 +496,6 @@ webTest("a page on an origin the server does not allow fails with a clear messag
       `Start it with --cors-origins ${origin} (or without --cors-origins, which allows every origin).`,
   );
   assert.ok(await page.locator("#game").isHidden(), "no table without a match");
-  await page.screenshot({ path: join(OUTPUT, "4-origin-not-allowed.png") });
+  await page.screenshot({ path: join(OUTPUT, "5-origin-not-allowed.png") });
   await page.context().close();
 });
