@@ -212,50 +212,165 @@ fn raise_open_files_limit() -> u64 {
     limit.rlim_cur
 }
 
+/// The idle-connections attacker opens this many connections at once, each given
+/// [`ATTACK_CONNECT_TIMEOUT`]: a server at its cap leaves new connections in its
+/// backlog (and, once that is full, unanswered), and those must not stall the attack.
+/// The timeout outlasts one SYN retransmit (at 1 s): loopback drops a few SYNs of a burst.
+const ATTACK_BATCH: usize = 100;
+const ATTACK_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long the new client may take to connect and be answered: a generous bound, not
+/// a timing (without the eviction it waits until an idle connection closes by itself:
+/// the idle timeout, 120 s, or on a server without one their 300 s age, since they
+/// answer PINGs).
+const SERVED_WITHIN: Duration = Duration::from_secs(10);
+
+/// What the idle connections saw, added up over all of them.
+#[derive(Default)]
+struct IdleCounts {
+    /// The server's SETTINGS arrived: the server took the connection and serves it.
+    greeted: AtomicU64,
+    /// PINGs from the server, each answered.
+    pings: AtomicU64,
+    /// The server closed the connection (its end of the stream, after a GOAWAY or not).
+    closed: AtomicU64,
+}
+
+/// One idle HTTP/2 connection as the issue's attacker holds it: the preface and an
+/// empty SETTINGS (already written), then never a stream; the server's SETTINGS and
+/// every PING acknowledged (a PING ACK with the same payload), so HTTP/2 keepalive never
+/// closes it. Ends when the server closes it (EOF, after its GOAWAY or not), or a read
+/// or write fails.
+async fn hold_idle(mut conn: TcpStream, counts: Arc<IdleCounts>) {
+    use common::raw::{ACK, PING, SETTINGS};
+    let (mut buf, mut chunk, mut greeted) = (Vec::new(), [0u8; 512], false);
+    loop {
+        match conn.read(&mut chunk).await {
+            Ok(n) if n > 0 => buf.extend(&chunk[..n]),
+            _ => break,
+        }
+        let mut answer = Vec::new();
+        for frame in common::raw::parse(&mut buf) {
+            if frame.flags & ACK != 0 {
+                continue;
+            }
+            if frame.kind == SETTINGS {
+                if !greeted {
+                    greeted = true;
+                    counts.greeted.fetch_add(1, Ordering::Relaxed);
+                }
+                answer.extend(common::raw::frame(SETTINGS, ACK, 0, &[]));
+            } else if frame.kind == PING {
+                counts.pings.fetch_add(1, Ordering::Relaxed);
+                answer.extend(common::raw::frame(PING, ACK, 0, &frame.payload));
+            }
+        }
+        if !answer.is_empty() && conn.write_all(&answer).await.is_err() {
+            break;
+        }
+    }
+    counts.closed.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Opens `count` idle connections to `addr` ([`hold_idle`]), [`ATTACK_BATCH`] at a time:
+/// the tasks holding those that opened, and how many did.
+async fn open_idle(
+    addr: std::net::SocketAddr,
+    count: usize,
+    counts: &Arc<IdleCounts>,
+) -> (tokio::task::JoinSet<()>, usize) {
+    let (mut holders, mut opened) = (tokio::task::JoinSet::new(), 0);
+    for first in (0..count).step_by(ATTACK_BATCH) {
+        let mut connects = tokio::task::JoinSet::new();
+        for _ in first..count.min(first + ATTACK_BATCH) {
+            connects.spawn(tokio::time::timeout(ATTACK_CONNECT_TIMEOUT, async move {
+                let mut conn = TcpStream::connect(addr).await?;
+                conn.write_all(&common::raw::hello()).await?;
+                Ok::<_, std::io::Error>(conn)
+            }));
+        }
+        while let Some(connected) = connects.join_next().await {
+            if let Ok(Ok(Ok(conn))) = connected {
+                opened += 1;
+                holders.spawn(hold_idle(conn, Arc::clone(counts)));
+            }
+        }
+    }
+    (holders, opened)
+}
+
+/// The issue's attacker: one client fills the whole `--max-connections` with idle HTTP/2
+/// connections that answer PINGs (so HTTP/2 keepalive never closes them), opened as fast
+/// as the server takes them. A new client must still be served:
+/// at the cap the server evicts the connection idle the longest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_idle_connections_from_one_client_do_not_keep_a_new_client_out() {
-    // Each connection costs this process two descriptors (both ends are here).
+    // Each connection costs this process a descriptor, and the server (which inherits
+    // the raised limit) another.
     let limit = raise_open_files_limit();
-    let count = 5000.min(usize::try_from(limit.saturating_sub(512) / 2).unwrap_or(5000));
+    let count = 5000.min(usize::try_from(limit.saturating_sub(512)).unwrap_or(5000));
     // The production cap (4096) unless the descriptors here allow fewer.
-    let cap = 4096.min(count * 4 / 5).to_string();
-    let server = TestServer::start_with(ring(1, 3), &["--max-connections", &cap]).await;
+    let cap = 4096.min(count * 4 / 5);
+    // The real binary, or another build to attack (`ALLFIVES_ATTACKED_BINARY`). PINGs
+    // every second, so the idle connections answer some while the test runs.
+    let server = ChildServer::start(
+        &[
+            "--max-connections",
+            &cap.to_string(),
+            "--http2-keepalive-secs",
+            "1",
+        ],
+        None,
+    );
     let addr = server.addr;
-    // Idle HTTP/2 connections: the preface and SETTINGS, then nothing (not even
-    // answers to the server's PINGs, as a hostile client would).
-    let opened = Instant::now();
-    let mut idle = Vec::with_capacity(count);
-    for _ in 0..count {
-        let mut conn = TcpStream::connect(addr).await.expect("connect");
-        let _ = conn.write_all(&common::raw::hello()).await;
-        idle.push(conn);
-    }
-    let opening = opened.elapsed();
-    // A new client connects and calls.
+    // Serving before the attack starts.
+    drop(common::connect(addr).await);
+    let counts = Arc::new(IdleCounts::default());
     let started = Instant::now();
-    let mut client = AllFivesServiceClient::new(
-        Endpoint::from_shared(format!("http://{addr}"))
+    let (holders, opened) = open_idle(addr, count, &counts).await;
+    let opening = started.elapsed();
+    // A new client connects and calls, within a bound.
+    let started = Instant::now();
+    let served = tokio::time::timeout(SERVED_WITHIN, async {
+        let channel = Endpoint::from_shared(format!("http://{addr}"))
             .expect("url")
-            .connect_timeout(Duration::from_secs(10))
             .connect()
             .await
-            .expect("a new client connects"),
-    );
-    // Bounded, not timed: without the eviction the call waits for an idle connection
-    // to close by itself (the idle timeout, 120 s).
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        client.new_game(pb::NewGameRequest::default()),
-    )
-    .await
-    .expect("a new client is served while the idle connections stay open")
-    .expect("a new client is served");
-    let served = started.elapsed();
+            .map_err(|error| format!("connect: {error}"))?;
+        AllFivesServiceClient::new(channel)
+            .new_game(pb::NewGameRequest::default())
+            .await
+            .map_err(|status| describe(&status))
+    })
+    .await;
+    let waited = started.elapsed();
+    let figure = |n: &AtomicU64| n.load(Ordering::Relaxed);
     println!(
-        "idle connections: {count} idle HTTP/2 connections opened in {opening:?} against \
-         --max-connections {cap}; a new client was then served after {served:?}"
+        "idle connections: {opened} of {count} idle HTTP/2 connections (answering PINGs) \
+         opened in {opening:?} against --max-connections {cap}; {} greeted by the server, \
+         {} closed by it, {} PINGs answered; the new client: {} after {waited:?}",
+        figure(&counts.greeted),
+        figure(&counts.closed),
+        figure(&counts.pings),
+        match &served {
+            Ok(Ok(_)) => "served".to_string(),
+            Ok(Err(error)) => format!("failed ({error})"),
+            Err(_) => "not served".to_string(),
+        },
     );
-    drop(idle);
+    assert!(
+        opened > cap,
+        "the attack did not reach the cap: {opened} connections opened"
+    );
+    match served {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => panic!("the new client failed: {error}"),
+        Err(_) => panic!(
+            "a new client was not served within {SERVED_WITHIN:?} while the idle \
+             connections stayed open"
+        ),
+    }
+    drop(holders);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
