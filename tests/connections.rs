@@ -17,7 +17,6 @@ use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
 use common::child::ChildServer;
 use common::{TestServer, dealt_token, ring};
 use hyper_util::rt::TokioIo;
-use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tonic::codegen::Service;
@@ -450,14 +449,7 @@ fn goaway(frame: &common::raw::Frame) -> Option<(u32, u32)> {
 async fn a_window_update_for_a_stream_refused_by_goaway_does_not_break_the_connection() {
     use common::raw::{self, ACK, DATA, END_STREAM, HEADERS, PING, WINDOW_UPDATE};
     let server = TestServer::start_with(ring(1, 3), &["--max-connection-age-secs", "1"]).await;
-    let (token, creds) = dealt_token(&mut server.client().await).await;
-    let score = pb::ScoreRequest {
-        state: token.into(),
-        viewer: Some(0),
-        credential: creds.of(0),
-        ..Default::default()
-    }
-    .encode_to_vec();
+    let score = common::score_message(&mut server.client().await).await;
     let path = "/allfives.v1.AllFivesService/Score";
     let mut conn = TcpStream::connect(server.addr).await.expect("connect");
     let mut out = raw::hello();

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
 use allfives::server::throttle::PeerWarnings;
-use common::{TestServer, dealt_token, raw, reason, ring};
+use common::{TestServer, raw, reason, ring};
 use hyper::body::{Body as HttpBody, Frame};
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -407,14 +407,7 @@ async fn bad_grpc_framing_on_every_route_is_invalid_argument_malformed_request()
     let server = TestServer::start_default(ring(1, 3)).await;
     let channel = server.channel().await;
     let mut client = AllFivesServiceClient::new(channel.clone());
-    let (state, creds) = dealt_token(&mut client).await;
-    let score = pb::ScoreRequest {
-        state: state.into(),
-        viewer: Some(0),
-        credential: creds.of(0),
-        ..Default::default()
-    }
-    .encode_to_vec();
+    let score = common::score_message(&mut client).await;
     let health = tonic_health::pb::HealthCheckRequest::default().encode_to_vec();
     let mark = lines_so_far();
     let mut sent = 0;

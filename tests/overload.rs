@@ -170,14 +170,7 @@ async fn far_past_the_concurrency_limit_excess_calls_are_refused_quickly_and_the
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_ignores_the_stream_limit_has_the_excess_refused_at_once() {
     let server = TestServer::start_with(ring(1, 3), &["--concurrency-limit", "4"]).await;
-    let (token, creds) = dealt_token(&mut server.client().await).await;
-    let message = pb::ScoreRequest {
-        state: token.into(),
-        viewer: Some(0),
-        credential: creds.of(0),
-        ..Default::default()
-    }
-    .encode_to_vec();
+    let message = common::score_message(&mut server.client().await).await;
     const CALLS: u32 = 100;
     let (mut served, mut refused, mut slowest) = (0, 0, Duration::ZERO);
     for _ in 0..4 {
@@ -510,14 +503,7 @@ async fn at_the_connection_cap_the_idlest_connection_makes_room_and_busy_ones_st
 async fn a_client_that_sends_calls_but_never_reads_does_not_stop_others() {
     let server = TestServer::start(ring(1, 3)).await;
     let addr = server.addr;
-    let (token, creds) = dealt_token(&mut server.client().await).await;
-    let message = pb::ScoreRequest {
-        state: token.into(),
-        viewer: Some(0),
-        credential: creds.of(0),
-        ..Default::default()
-    }
-    .encode_to_vec();
+    let message = common::score_message(&mut server.client().await).await;
     let rss_before = rss_kib();
     // 3000 calls written as fast as the server takes them, never a byte read: no
     // SETTINGS ACK, no WINDOW_UPDATE, the answers piling up unread.

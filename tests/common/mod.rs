@@ -256,6 +256,20 @@ pub async fn connect(addr: SocketAddr) -> Client {
     panic!("server at {url} did not come up")
 }
 
+/// A Score request of a freshly dealt match for seat 0, with its credential, encoded:
+/// the message of a well-formed call for tests that write HTTP/2 by hand.
+pub async fn score_message(client: &mut Client) -> Vec<u8> {
+    use prost::Message;
+    let (token, creds) = dealt_token(client).await;
+    pb::ScoreRequest {
+        state: token.into(),
+        viewer: Some(0),
+        credential: creds.of(0),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
 /// A dealt game's token and credentials: a hot-seat NewGame with the default rules,
 /// then Deal, from `client`.
 pub async fn dealt_token(client: &mut Client) -> (Vec<u8>, Creds) {
