@@ -28,7 +28,7 @@
 use std::error::Error;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -112,7 +112,7 @@ where
 
 /// Why a streaming call's request body was refused, once it was: shared by the body
 /// ([`Checked`]) and the answer ([`Refusable`]).
-type Refusal = Arc<Mutex<Option<String>>>;
+type Refusal = Arc<OnceLock<String>>;
 
 /// A streaming call's answer, whose end says the request was malformed if its body
 /// was refused. Reflection's service, for one, ends its answer with OK when its
@@ -127,7 +127,7 @@ struct Refusable {
 impl Refusable {
     /// The trailers of a refused request, if it was refused.
     fn refused(&self) -> Option<http::HeaderMap> {
-        let what = self.refusal.lock().ok()?.clone()?;
+        let what = self.refusal.get()?.clone();
         let mut trailers = http::HeaderMap::new();
         Status::from(ApiError::Malformed(what))
             .add_header(&mut trailers)
@@ -200,9 +200,10 @@ fn foreign_check(path: &str) -> Option<Check> {
     }
 }
 
-/// The largest message [`Framing`] buffers to check; a longer one is left to the
-/// service's own size limit (which refuses it: health's and reflection's requests are
-/// names, tens of bytes).
+/// The largest message [`Framing`] buffers to check (health's and reflection's
+/// requests are names, tens of bytes); a longer one is passed on unchecked, to be
+/// refused by `--max-message-bytes` (16 KiB by default) or, past a limit raised above
+/// this, decoded by the service itself.
 const MAX_CHECKED: u32 = 64 * 1024;
 
 /// How a body ended, told by [`Checked`] to the call's future ([`answer`]).
@@ -263,10 +264,8 @@ impl Checked {
     fn malformed(&mut self, what: String) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         self.finished = true;
         self.ended = None;
-        if let Some(refusal) = &self.refusal
-            && let Ok(mut refused) = refusal.lock()
-        {
-            *refused = Some(what.clone());
+        if let Some(refusal) = &self.refusal {
+            let _ = refusal.set(what.clone());
         }
         Poll::Ready(Some(Err(Status::from(ApiError::Malformed(what)))))
     }
