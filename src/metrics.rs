@@ -1,4 +1,5 @@
-//! Prometheus metrics: what the server counts, and the HTTP endpoint that shows it.
+//! Prometheus metrics: what the server counts. The HTTP endpoint that shows it is
+//! [`endpoint`] ([`serve_metrics`]).
 //!
 //! Counting is a relaxed atomic add into fixed arrays indexed by small enums (the gRPC
 //! route, the status code, the kind of move, the token refusal): no lock, no hashing and
@@ -6,57 +7,32 @@
 //! `prometheus-client` writes the OpenMetrics text. Every metric and label is listed in
 //! `docs/metrics.md`.
 //!
-//! [`serve_metrics`] answers `GET /metrics` over plain HTTP/1 on its own listener, so
-//! the gRPC port never speaks to scrapers and the metrics port never carries the API.
 
-use std::convert::Infallible;
 use std::fmt;
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use hyper::body::Incoming;
-use hyper::header::{self, HeaderValue};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
-use tokio::task::JoinSet;
 use tonic::Code;
 
 use crate::proto::v1 as pb;
 use crate::service::searches::Searches;
 use crate::state::cache::CacheCounts;
 
+mod endpoint;
+pub use endpoint::serve_metrics;
+
 /// The content type of the exposition `GET /metrics` answers.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The prefix of every metric name.
 const PREFIX: &str = "allfives";
-
-/// How long a scraper may take to send its request head.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Scrape connections open at once. Prometheus keeps one per scraper; past the cap the
-/// endpoint stops accepting (new ones wait in the backlog), so slow or idle
-/// connections to it can never take the descriptors the gRPC port needs.
-const MAX_SCRAPE_CONNECTIONS: usize = 16;
-
-/// How long a scrape connection may stay open (then it is closed gracefully; a
-/// scraper reconnects): bounds how long an idle keep-alive connection holds its place.
-const SCRAPE_CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
-
-/// How long in-flight scrapes get once the endpoint shuts down.
-const SCRAPE_DRAIN: Duration = Duration::from_secs(1);
 
 /// What a gRPC request asked for: the routes the server knows, and one for the rest, so
 /// the `service` and `method` labels have a fixed, small set of values whatever paths
@@ -489,134 +465,6 @@ impl Collector for Counts {
         Ok(())
     }
 }
-
-/// Serves `GET /metrics` on `listener` until `shutdown` completes; then stops
-/// accepting, lets in-flight scrapes finish (a second at most) and returns. Any other
-/// path is 404, any other method on `/metrics` 405.
-pub async fn serve_metrics(
-    listener: TcpListener,
-    metrics: Arc<Metrics>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) {
-    let (closing, closed) = watch::channel(false);
-    let mut connections = JoinSet::new();
-    let places = Arc::new(tokio::sync::Semaphore::new(MAX_SCRAPE_CONNECTIONS));
-    tokio::pin!(shutdown);
-    loop {
-        // A place under the cap first, then accept (at the cap: the backlog waits).
-        let place = tokio::select! {
-            () = &mut shutdown => break,
-            place = Arc::clone(&places).acquire_owned() => match place {
-                Ok(place) => place,
-                Err(_) => break,
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-        };
-        tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let (metrics, closed) = (Arc::clone(&metrics), closed.clone());
-                    connections.spawn(async move {
-                        connection(stream, metrics, closed).await;
-                        drop(place);
-                    });
-                }
-                Err(error) => {
-                    // Out of file descriptors, most likely: wait rather than spin.
-                    tracing::warn!(%error, "metrics endpoint cannot accept a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            },
-            // Reap finished connections so the set does not grow.
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
-    drop(listener);
-    let _ = closing.send(true);
-    let drained = tokio::time::timeout(SCRAPE_DRAIN, async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
-        tracing::debug!("metrics connections still open at shutdown; closing them");
-    }
-    // Dropping the set aborts whatever is left.
-}
-
-/// One scraper's connection (keep-alive), closed gracefully when `closed` turns true
-/// or after [`SCRAPE_CONNECTION_LIFETIME`] (then given [`SCRAPE_DRAIN`] to finish).
-async fn connection(stream: TcpStream, metrics: Arc<Metrics>, mut closed: watch::Receiver<bool>) {
-    let _ = stream.set_nodelay(true);
-    let service = service_fn(move |request: Request<Incoming>| {
-        std::future::ready(Ok::<_, Infallible>(respond(&metrics, &request)))
-    });
-    let connection = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
-        .serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(connection);
-    let result = tokio::select! {
-        result = connection.as_mut() => result,
-        _ = closed.changed() => {
-            connection.as_mut().graceful_shutdown();
-            connection.await
-        }
-        () = tokio::time::sleep(SCRAPE_CONNECTION_LIFETIME) => {
-            connection.as_mut().graceful_shutdown();
-            match tokio::time::timeout(SCRAPE_DRAIN, connection).await {
-                Ok(result) => result,
-                Err(_) => Ok(()),
-            }
-        }
-    };
-    if let Err(error) = result {
-        tracing::debug!(%error, "metrics connection ended with an error");
-    }
-}
-
-fn respond<B>(metrics: &Metrics, request: &Request<B>) -> Response<String> {
-    if request.uri().path() != "/metrics" {
-        return plain(
-            StatusCode::NOT_FOUND,
-            "not found; metrics are at /metrics\n",
-        );
-    }
-    if request.method() != Method::GET && request.method() != Method::HEAD {
-        let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, "use GET\n");
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
-        return response;
-    }
-    match metrics.encode() {
-        Ok(text) => {
-            let mut response = Response::new(text);
-            response
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
-            response
-        }
-        Err(error) => {
-            tracing::error!(%error, "cannot encode the metrics");
-            plain(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "cannot encode the metrics\n",
-            )
-        }
-    }
-}
-
-fn plain(status: StatusCode, body: &str) -> Response<String> {
-    let mut response = Response::new(body.to_owned());
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -635,11 +483,10 @@ mod tests {
         );
         let searches = Searches::new(Limits::for_slots(2));
         metrics.watch_searches(Arc::clone(&searches));
-        let conn = |port| Some(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
         // Two running (a slot each, one per connection), one waiting.
         let held: Vec<_> = [1, 2, 3]
             .into_iter()
-            .map(|port| searches.enter(conn(port)).expect("room"))
+            .map(|n| searches.enter(crate::call::ConnectionId(n)).expect("room"))
             .collect();
         let text = metrics.encode().expect("encode");
         for line in [
