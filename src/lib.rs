@@ -1,3 +1,32 @@
+//! allfives: a stateless gRPC game engine for the domino game All Fives.
+//!
+//! # Layout
+//!
+//! A call flows one way: request → open the token → engine → seal → view.
+//!
+//! - [`engine`] (the `allfives-engine` crate, `engine/`): the rules, pure: tiles, the
+//!   layout, scoring, hands, the match, each seat's view, the bots. No I/O, no
+//!   protobuf, no crypto; a match is built only by its constructors and legal moves.
+//! - [`state`]: the state token: the match's encoding (its moves, replayed), sealing and
+//!   opening with a key ring (key ids, rotation), seats' credentials, the cache of
+//!   matches this process sealed lately.
+//! - [`service`]: the tonic service: a handler per RPC (protobuf → engine → token →
+//!   view), the HARD search queue, and engine errors → gRPC statuses in one place
+//!   (`service::status`).
+//! - [`server`]: the transport: accepting and closing connections, and the stack of
+//!   layers every call passes before its handler (`server/stack.rs` lists them in
+//!   request order, with what each may answer); health, reflection, gRPC-Web; the
+//!   graceful shutdown.
+//! - [`call`]: a call's context (its connection, its deadline), made by the server
+//!   and read by the service: the one thing both need.
+//! - [`throttle`]: log lines held to one per period (server and service both log).
+//! - [`metrics`]: the Prometheus metrics and their HTTP endpoint.
+//! - [`config`]: every flag and environment variable (docs/operations.md).
+//! - [`proto`]: the generated protobuf and gRPC code.
+//!
+//! `src/main.rs` parses the configuration and calls [`server::run`].
+
+pub mod call;
 pub mod config;
 pub use allfives_engine as engine;
 pub mod metrics;
@@ -5,3 +34,4 @@ pub mod proto;
 pub mod server;
 pub mod service;
 pub mod state;
+pub mod throttle;

@@ -5,8 +5,16 @@
 //! starts a server on `127.0.0.1:0` in one line and `main` is a thin wrapper. Every
 //! gRPC call (API, health, reflection) is counted and unary calls are timed in the
 //! [`Metrics`] it is given; [`crate::metrics::serve_metrics`] shows them on their own
-//! port. Connections are accepted by [`incoming::Incoming`]: capped, paced after
-//! accept errors, and closed if they send nothing.
+//! port.
+//!
+//! What a call passes through, in request order, and which layer answers what:
+//! [`stack`]'s table. The files below, in that order:
+//! - [`incoming`]: accepting connections (the cap, the preface deadline, lingering close);
+//! - [`serve`]: the connection loop (age, idle timeout, eviction, shutdown, all graceful);
+//! - [`connections`]: each connection's calls open, and each call's context;
+//! - [`call_log`]: every call's outcome, logged and counted;
+//! - [`admission`]: the calls-in-flight budget and the call's deadline;
+//! - [`request_body`]: the request body's framing and deadline.
 
 use std::error::Error;
 use std::future::Future;
@@ -16,27 +24,24 @@ use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::net::TcpListener;
-use tonic::codegen::http::{HeaderName, Method};
 use tonic::server::NamedService;
 use tonic::service::Routes;
 use tonic_health::ServingStatus;
-use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer, ExposeHeaders};
-use tower_layer::Layer;
 
-use crate::config::{Config, CorsOrigins, LogFormat};
+use crate::config::{Config, LogFormat};
 use crate::metrics::Metrics;
 use crate::proto::v1::FILE_DESCRIPTOR_SET;
 use crate::proto::v1::all_fives_service_server::AllFivesServiceServer;
 use crate::service::Api;
 use crate::state::{KeyRing, Tokens};
 
+mod admission;
 mod call_log;
 mod connections;
 mod incoming;
-mod limits;
-pub mod request_body;
+mod request_body;
 mod serve;
-pub mod throttle;
+mod stack;
 
 /// The error [`run`] returns: the server could not be set up or failed while serving.
 pub type BoxError = Box<dyn Error + Send + Sync>;
@@ -54,9 +59,6 @@ const EVICT_GRACE: Duration = Duration::from_secs(1);
 
 /// How long an HTTP/2 keepalive ping may go unanswered before the connection is closed.
 const HTTP2_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// How long browsers may cache a CORS preflight answer.
-const CORS_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Serves the API on `listener` until `shutdown` completes, then shuts down gracefully:
 /// health turns NOT_SERVING (overall `""` and the API), after `shutdown_delay_ms` the
@@ -141,23 +143,16 @@ where
     );
     let routes = routes.prepare();
 
-    // Outermost first: CORS answers preflights and decorates gRPC-Web responses;
-    // gRPC-Web turns browser calls into gRPC; the request bodies are checked (framing,
-    // --body-timeout-ms); the call log counts every call, refusals by the limits (calls
-    // in flight, deadline) among them.
-    let limits = limits::Limits::new(
-        usize::try_from(config.max_calls_in_flight)?,
-        request_timeout,
+    let stack = stack::build(
+        routes,
+        stack::Settings {
+            cors_origins: &config.cors_origins,
+            max_calls_in_flight: usize::try_from(config.max_calls_in_flight)?,
+            request_timeout,
+            body_timeout: Duration::from_millis(config.body_timeout_ms),
+            metrics,
+        },
     );
-    let service = cors_layer(&config.cors_origins).layer(tonic_web::GrpcWebLayer::new().layer(
-        request_body::RequestBody::new(
-            call_log::CallLog {
-                inner: limits.wrap(routes),
-                metrics,
-            },
-            Duration::from_millis(config.body_timeout_ms),
-        ),
-    ));
     let http = http_builder(&config, max_request);
     let lifetimes = serve::Lifetimes {
         age: (config.max_connection_age_secs > 0)
@@ -200,7 +195,7 @@ where
         let _ = drain_started.send(());
     };
 
-    let serving = serve::serve(incoming, http, service, lifetimes, signal);
+    let serving = serve::serve(incoming, http, stack, lifetimes, signal);
     let deadline = async {
         match drain_start.await {
             Ok(()) => tokio::time::sleep(drain).await,
@@ -273,25 +268,6 @@ fn warn_if_descriptors_run_out_first(max_connections: u32) {
     }
 }
 
-/// CORS for gRPC-Web from browsers: the configured origins, any request header (gRPC
-/// metadata is headers), and the gRPC status headers exposed to scripts.
-fn cors_layer(origins: &CorsOrigins) -> CorsLayer {
-    let origin = match origins {
-        CorsOrigins::Any => AllowOrigin::any(),
-        CorsOrigins::List(list) => AllowOrigin::list(list.iter().cloned()),
-    };
-    CorsLayer::new()
-        .allow_origin(origin)
-        .allow_methods([Method::POST, Method::OPTIONS])
-        .allow_headers(AllowHeaders::mirror_request())
-        .expose_headers(ExposeHeaders::list([
-            HeaderName::from_static("grpc-status"),
-            HeaderName::from_static("grpc-message"),
-            HeaderName::from_static("grpc-status-details-bin"),
-        ]))
-        .max_age(CORS_MAX_AGE)
-}
-
 /// Benchmark only: the bare unary call `examples/loadgen.rs` compares games against. It
 /// sits behind the same layers as the API (CORS, gRPC-Web, limits, the call log), so
 /// the difference between the two is the game's own work.
@@ -331,7 +307,7 @@ mod bench_echo {
 
 /// Installs the global `tracing` subscriber: human-readable (coloured on a terminal) or
 /// JSON lines, filtered by `--log-filter`, with h2's and hyper's WARN lines about
-/// misbehaving peers held to one per 10 s ([`throttle::PeerWarnings`]). Does nothing if
+/// misbehaving peers held to one per 10 s ([`crate::throttle::PeerWarnings`]). Does nothing if
 /// one is already installed.
 pub fn init_tracing(config: &Config) {
     use tracing_subscriber::layer::SubscriberExt;
@@ -343,7 +319,7 @@ pub fn init_tracing(config: &Config) {
         LogFormat::Human => builder
             .with_ansi(std::io::stdout().is_terminal())
             .finish()
-            .with(throttle::PeerWarnings::default())
+            .with(crate::throttle::PeerWarnings::default())
             .try_init(),
         LogFormat::Json => builder
             .json()
@@ -351,7 +327,7 @@ pub fn init_tracing(config: &Config) {
             .with_current_span(true)
             .with_span_list(false)
             .finish()
-            .with(throttle::PeerWarnings::default())
+            .with(crate::throttle::PeerWarnings::default())
             .try_init(),
     };
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
-use allfives::server::throttle::PeerWarnings;
+use allfives::throttle::PeerWarnings;
 use common::{TestServer, raw, reason, ring};
 use hyper::body::{Body as HttpBody, Frame};
 use prost::Message;
@@ -73,7 +73,7 @@ impl tracing::field::Visit for Fields<'_> {
 }
 
 /// Installs the process's subscriber once: WARN and up, h2's and hyper's peer lines
-/// rate-limited as `allfives::server::throttle::PeerWarnings` does, then recorded.
+/// rate-limited as `allfives::throttle::PeerWarnings` does, then recorded.
 fn record_logs() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
@@ -789,7 +789,7 @@ async fn rapid_reset_floods_write_at_most_one_h2_warning_per_period() {
     // Let the connection tasks finish writing their lines.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let h2 = lines_since(mark, "h2");
-    let held_back = lines_since(mark, "allfives::server::throttle");
+    let held_back = lines_since(mark, "allfives::throttle");
     println!(
         "junk: {CONNECTIONS} rapid-reset connections, {closed} closed with GOAWAY \
          ENHANCE_YOUR_CALM; h2 WARN lines let through: {}, held-back notes: {}",

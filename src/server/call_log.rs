@@ -1,5 +1,5 @@
 //! The call log: every call's outcome logged (failures as WARN, at most one line per
-//! [`WARN_EVERY`](super::throttle::WARN_EVERY)) and counted in the metrics.
+//! [`WARN_EVERY`](crate::throttle::WARN_EVERY)) and counted in the metrics.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,8 +11,8 @@ use tonic::Code;
 use tonic::codegen::Service;
 use tonic::codegen::http;
 
-use super::throttle::SharedThrottle;
 use crate::metrics::{Metrics, Route};
+use crate::throttle::SharedThrottle;
 
 /// WARN lines of calls answered UNKNOWN, INTERNAL or DATA_LOSS: one per period, with
 /// how many were held back, so a client that provokes them cannot flood the log.

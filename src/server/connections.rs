@@ -4,9 +4,15 @@
 //! and at the connection cap [`Registry::evict_idlest`] closes the one idle the longest
 //! so that a new client is served (docs/RELIABILITY.md, "Connections").
 //!
-//! [`Tracked`] is the per-connection service hyper calls: it counts a call open from
-//! its headers until its response body is done (or dropped), and gives the request
-//! tonic's `TcpConnectInfo`, so `Request::remote_addr()` names the connection.
+//! [`Tracked`] is the per-connection service hyper calls, the first layer of the stack
+//! (`super::stack`): it counts a call open from its headers until its response body is
+//! done (or dropped), and makes the call's [`CallContext`] (the connection's number,
+//! the deadline from `grpc-timeout` and `--request-timeout-ms`), carried as a request
+//! extension with tonic's `TcpConnectInfo` (so `Request::remote_addr()` names the peer).
+//!
+//! Ours: hyper-util's `GracefulShutdown` closes connections only at shutdown (and its
+//! connection trait is sealed), while a connection here also closes at its age, when
+//! idle, and when evicted at the cap, which needs what each connection is doing.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,6 +29,8 @@ use tonic::body::Body;
 use tonic::codegen::http::{Request, Response};
 use tonic::codegen::{Bytes, Service, StdError};
 use tonic::transport::server::TcpConnectInfo;
+
+use crate::call::{CallContext, ConnectionId};
 
 /// Every connection open, by a number of its own.
 #[derive(Default)]
@@ -120,8 +128,8 @@ impl Registered {
     }
 
     /// The connection's number, unique in this registry.
-    pub fn number(&self) -> u64 {
-        self.id
+    pub fn id(&self) -> ConnectionId {
+        ConnectionId(self.id)
     }
 }
 
@@ -214,16 +222,21 @@ impl Drop for OpenCall {
 #[derive(Clone)]
 pub struct Tracked<S> {
     inner: S,
+    connection: ConnectionId,
     tracker: Arc<Tracker>,
     info: TcpConnectInfo,
+    /// The server's `--request-timeout-ms`.
+    timeout: Duration,
 }
 
 impl<S> Tracked<S> {
-    pub fn new(inner: S, tracker: Arc<Tracker>, info: TcpConnectInfo) -> Self {
+    pub fn new(inner: S, connection: &Registered, info: TcpConnectInfo, timeout: Duration) -> Self {
         Tracked {
             inner,
-            tracker,
+            connection: connection.id(),
+            tracker: Arc::clone(connection.tracker()),
             info,
+            timeout,
         }
     }
 }
@@ -248,6 +261,14 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let open = self.tracker.opened();
         let mut request = request.map(Body::new);
+        let header = request.headers().get("grpc-timeout").map(|v| v.as_bytes());
+        let context = CallContext::new(
+            self.connection,
+            std::time::Instant::now(),
+            header,
+            self.timeout,
+        );
+        request.extensions_mut().insert(context);
         request.extensions_mut().insert(self.info.clone());
         let response = self.inner.call(request);
         Box::pin(async move {

@@ -26,8 +26,8 @@ use tokio::time::Sleep;
 use tokio_stream::Stream;
 use tonic::transport::server::{Connected, TcpIncoming};
 
-use super::connections::{Registered, Registry, Tracker};
-use super::throttle::Throttle;
+use super::connections::{Registered, Registry};
+use crate::throttle::Throttle;
 
 /// Pause after an accept error (out of file descriptors, most likely) before accepting
 /// again. Without it the loop retries at once, forever: the failed connection stays in
@@ -250,14 +250,10 @@ impl Connection {
         }
     }
 
-    /// What this connection is doing (calls open, idle since), for the loop serving it.
-    pub fn tracker(&self) -> &Arc<Tracker> {
-        self.registered.tracker()
-    }
-
-    /// The connection's number, unique in this process.
-    pub fn number(&self) -> u64 {
-        self.registered.number()
+    /// Its place in the registry: its number and what it is doing (calls open, idle
+    /// since), for the loop serving it.
+    pub fn registered(&self) -> &Registered {
+        &self.registered
     }
 }
 

@@ -24,6 +24,11 @@
 //! tonic reads a CANCELLED body error as the end of the body ("Missing request
 //! message": INTERNAL), so those two answers are made here, by the call's future,
 //! which drops the call instead of waiting for it; the body then waits for nothing.
+//!
+//! This is the one place the gRPC framing is followed: it also tells the calls-in-flight
+//! budget when the first message has arrived ([`BodyArrived`]). Ours: no kept crate
+//! checks gRPC framing or a body's deadline as it streams (tower-http's timeouts end a
+//! body with an error tonic reads as the body's end, and answer INTERNAL).
 
 use std::error::Error;
 use std::future::Future;
@@ -41,13 +46,14 @@ use tonic::body::Body;
 use tonic::codegen::http;
 use tonic::codegen::{Bytes, Service};
 
+use super::admission::BodyArrived;
 use crate::service::status::ApiError;
 
 /// The length of a gRPC message's header: a flag byte and a 4-byte length.
 const HEADER: usize = 5;
 
-/// Wraps a service (the routes, under the call log): each request's body is
-/// [`Checked`], and the call is answered early when its body times out or breaks.
+/// Wraps a service (the routes): each request's body is [`Checked`], and the call is
+/// answered early when its body times out or breaks.
 #[derive(Clone, Debug)]
 pub struct RequestBody<S> {
     inner: S,
@@ -76,7 +82,8 @@ where
     }
 
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        let arrived = parts.extensions.remove::<BodyArrived>();
         let (ended, end) = oneshot::channel();
         let one_message = takes_one_message(parts.uri.path());
         // A streaming call may have answered before its body is refused: its answer's
@@ -90,6 +97,7 @@ where
             ended: Some(ended),
             finished: false,
             refusal: refusal.clone(),
+            arrived,
         };
         let response = self
             .inner
@@ -257,12 +265,22 @@ pub struct Checked {
     finished: bool,
     /// Where a streaming call's refusal is told to its answer.
     refusal: Option<Refusal>,
+    /// Told once the first message is whole or the body has ended; `None` once told.
+    arrived: Option<BodyArrived>,
 }
 
 impl Checked {
+    /// Tells the calls-in-flight budget that the body has arrived, once.
+    fn tell_arrived(&mut self) {
+        if let Some(arrived) = self.arrived.take() {
+            arrived.arrived();
+        }
+    }
+
     /// The body is refused as malformed: tonic answers the call with this error.
     fn malformed(&mut self, what: String) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         self.finished = true;
+        self.tell_arrived();
         self.ended = None;
         if let Some(refusal) = &self.refusal {
             let _ = refusal.set(what.clone());
@@ -275,6 +293,7 @@ impl Checked {
     /// answered already (a streaming call), the body ends with `status` instead.
     fn fail(&mut self, end: End, status: Status) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         self.finished = true;
+        self.tell_arrived();
         match self.ended.take().map(|ended| ended.send(end)) {
             Some(Ok(())) => Poll::Pending,
             _ => Poll::Ready(Some(Err(status))),
@@ -301,6 +320,9 @@ impl HttpBody for Checked {
                 {
                     return this.malformed(what);
                 }
+                if frame.is_trailers() || this.framing.first_message_whole() {
+                    this.tell_arrived();
+                }
                 Poll::Ready(Some(Ok(frame)))
             }
             // tonic's body made every error a status: one made from hyper's error is the
@@ -315,6 +337,7 @@ impl HttpBody for Checked {
             Poll::Ready(None) => match this.framing.end() {
                 Ok(()) => {
                     this.finished = true;
+                    this.tell_arrived();
                     if let Some(ended) = this.ended.take() {
                         let _ = ended.send(End::Complete);
                     }
@@ -456,6 +479,11 @@ impl Framing {
         Ok(())
     }
 
+    /// Whether the body's first message has arrived whole.
+    fn first_message_whole(&self) -> bool {
+        self.messages > 1 || (self.messages == 1 && self.left == 0)
+    }
+
     /// Checks that the body ended between messages, having sent one if it must.
     fn end(&self) -> Result<(), String> {
         if self.have > 0 {
@@ -499,7 +527,23 @@ mod tests {
             assert_eq!(framing.data(b), Ok(()));
             assert_eq!(framing.end(), Ok(()), "split at {split}");
             assert_eq!(framing.messages, 2);
+            assert!(framing.first_message_whole());
         }
+    }
+
+    #[test]
+    fn the_first_message_is_whole_once_its_last_byte_has_arrived() {
+        let body = message(0, 3, b"abc");
+        let mut framing = Framing::new(true, None);
+        for byte in &body[..body.len() - 1] {
+            framing.data(std::slice::from_ref(byte)).expect("framing");
+            assert!(!framing.first_message_whole());
+        }
+        framing.data(&body[body.len() - 1..]).expect("framing");
+        assert!(framing.first_message_whole());
+        let mut empty = Framing::new(true, None);
+        empty.data(&message(0, 0, b"")).expect("framing");
+        assert!(empty.first_message_whole(), "an empty message is whole");
     }
 
     #[test]

@@ -5,6 +5,11 @@
 //! a connection without any GOAWAY at age plus grace, losing the calls in flight, or
 //! (without a grace) panics; see docs/RELIABILITY.md, "Connection ageing".
 //!
+//! hyper-util's `GracefulShutdown` does the shutdown half of this (signal every
+//! connection, wait for them all), but only that: its connection trait is sealed, so a
+//! connection it watches cannot also be closed at its age or when idle. The drain
+//! below is the same few lines (a `watch` channel whose receivers the connections hold).
+//!
 //! Closing gracefully is hyper's two-step GOAWAY for HTTP/2 (first "no new streams"
 //! with the highest stream id, then after a PING round trip the last stream taken), so
 //! a call the client sent meanwhile is either served or refused unprocessed, which
@@ -21,13 +26,10 @@ use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use tokio::sync::watch;
 use tokio_stream::StreamExt;
-use tonic::body::Body;
-use tonic::codegen::http::{Request, Response};
-use tonic::codegen::{Bytes, Service, StdError};
-use tonic::transport::server::Connected;
 
-use super::connections::{Tracked, Tracker};
+use super::connections::Tracker;
 use super::incoming::{Connection, Incoming};
+use super::stack::Stack;
 
 /// When connections are closed.
 #[derive(Clone, Copy, Debug)]
@@ -43,21 +45,16 @@ pub struct Lifetimes {
     pub evict_grace: Duration,
 }
 
-/// Serves every connection `incoming` yields with `service` until `shutdown`
-/// completes; then stops accepting (the listener closes), closes every connection
-/// gracefully and returns once they have all closed. The caller bounds that wait.
-pub async fn serve<S, ResBody, F>(
+/// Serves every connection `incoming` yields with `stack` until `shutdown` completes;
+/// then stops accepting (the listener closes), closes every connection gracefully and
+/// returns once they have all closed. The caller bounds that wait.
+pub async fn serve<F>(
     incoming: Incoming,
     http: Builder<TokioExecutor>,
-    service: S,
+    stack: Stack,
     lifetimes: Lifetimes,
     shutdown: F,
 ) where
-    S: Service<Request<Body>, Response = Response<ResBody>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<StdError> + Send + 'static,
-    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
-    ResBody::Error: Into<StdError>,
     F: Future<Output = ()>,
 {
     let (stop, stopping) = watch::channel(());
@@ -72,7 +69,7 @@ pub async fn serve<S, ResBody, F>(
                         tokio::spawn(serve_one(
                             connection,
                             http.clone(),
-                            service.clone(),
+                            stack.clone(),
                             lifetimes,
                             stopping.clone(),
                         ));
@@ -92,22 +89,18 @@ pub async fn serve<S, ResBody, F>(
 }
 
 /// Serves one connection until it closes: see the module's documentation.
-async fn serve_one<S, ResBody>(
+async fn serve_one(
     connection: Connection,
     http: Builder<TokioExecutor>,
-    service: S,
+    stack: Stack,
     lifetimes: Lifetimes,
     mut stopping: watch::Receiver<()>,
-) where
-    S: Service<Request<Body>, Response = Response<ResBody>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<StdError> + Send + 'static,
-    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
-    ResBody::Error: Into<StdError>,
-{
-    let tracker: Arc<Tracker> = Arc::clone(connection.tracker());
-    let age = lifetimes.age.map(|age| jittered(age, connection.number()));
-    let service = Tracked::new(service, Arc::clone(&tracker), connection.connect_info());
+) {
+    let tracker: Arc<Tracker> = Arc::clone(connection.registered().tracker());
+    let age = lifetimes
+        .age
+        .map(|age| jittered(age, connection.registered().id().0));
+    let service = stack.for_connection(&connection);
     let served = http.serve_connection(TokioIo::new(connection), TowerToHyperService::new(service));
     let mut served = pin!(served);
     let mut aged = pin!(sleep_for(age));

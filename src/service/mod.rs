@@ -26,15 +26,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
+use crate::call::{CallContext, ConnectionId};
 use crate::metrics::Metrics;
 use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
 use crate::state::Tokens;
 use handlers::{Answer, Policy, Step};
-use searches::{Conn, Limits, Searches};
+use searches::{Limits, Searches};
 use status::ApiError;
 
 /// The longest a call may run unless [`Api::with_call_timeout`] says otherwise (the
@@ -63,13 +63,6 @@ pub struct Api {
     call_timeout: Duration,
 }
 
-/// What a search needs to know of its call: whose it is and when it must stop.
-#[derive(Clone, Copy, Debug)]
-struct Call {
-    conn: Conn,
-    deadline: Instant,
-}
-
 /// Sets the flag when dropped: the search of a call whose future was dropped (its
 /// client cancelled, or the server's timeout ended it) sees it and stops.
 struct StopOnDrop(Arc<AtomicBool>);
@@ -78,28 +71,6 @@ impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
     }
-}
-
-/// A `grpc-timeout` header's value (`<1 to 8 digits><H|M|S|m|u|n>`, gRPC over
-/// HTTP/2), or `None` if it is not one (then it is ignored, as tonic's server timeout
-/// ignores it).
-pub fn grpc_timeout(value: &[u8]) -> Option<Duration> {
-    let (&unit, digits) = value.split_last()?;
-    if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let n = digits
-        .iter()
-        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
-    Some(match unit {
-        b'H' => Duration::from_secs(n * 3600),
-        b'M' => Duration::from_secs(n * 60),
-        b'S' => Duration::from_secs(n),
-        b'm' => Duration::from_millis(n),
-        b'u' => Duration::from_micros(n),
-        b'n' => Duration::from_nanos(n),
-        _ => return None,
-    })
 }
 
 impl Api {
@@ -137,22 +108,22 @@ impl Api {
         }
     }
 
-    /// The connection and deadline of a call, from its request: the deadline is the
-    /// earlier of the call timeout and the request's `grpc-timeout`, from now.
-    fn call<T>(&self, req: &Request<T>) -> Call {
-        Call {
-            conn: req.remote_addr(),
-            deadline: self.deadline(req.metadata(), Instant::now()),
-        }
-    }
-
-    /// The deadline of a call that began at `now` with `metadata`.
-    fn deadline(&self, metadata: &MetadataMap, now: Instant) -> Instant {
-        let asked = metadata
-            .get("grpc-timeout")
-            .and_then(|v| grpc_timeout(v.as_bytes()));
-        let timeout = asked.map_or(self.call_timeout, |t| t.min(self.call_timeout));
-        now.checked_add(timeout).unwrap_or(now)
+    /// The connection and deadline of a call: the context the server's stack made
+    /// (`crate::call`), or for a call made in process without it, one made now from
+    /// the call timeout and the request's `grpc-timeout`.
+    fn call<T>(&self, req: &Request<T>) -> CallContext {
+        req.extensions()
+            .get::<CallContext>()
+            .copied()
+            .unwrap_or_else(|| {
+                let header = req.metadata().get("grpc-timeout").map(|v| v.as_bytes());
+                CallContext::new(
+                    ConnectionId::IN_PROCESS,
+                    Instant::now(),
+                    header,
+                    self.call_timeout,
+                )
+            })
     }
 
     /// The same service, with calls in which HARD bots moved lasting at least `floor`
@@ -180,12 +151,12 @@ impl Api {
     /// call waits for it, so a stopped search frees it within one world's time.
     async fn searching<T: Send + 'static>(
         &self,
-        call: Call,
+        call: CallContext,
         method: &'static str,
         seat: Option<u32>,
         work: impl FnOnce(&Api, &dyn Fn() -> bool) -> Option<T> + Send + 'static,
     ) -> Result<T, Status> {
-        let Some(mut ticket) = self.searches.enter(call.conn) else {
+        let Some(mut ticket) = self.searches.enter(call.connection) else {
             return Err(self.refuse_search(method, seat));
         };
         let deadline = tokio::time::Instant::from_std(call.deadline);
@@ -230,7 +201,7 @@ impl Api {
     /// tiles.
     async fn changing<R: Send + 'static>(
         &self,
-        call: Call,
+        call: CallContext,
         method: &'static str,
         seat: Option<u32>,
         begin: impl FnOnce(&Tokens) -> Result<Step, ApiError>,
@@ -425,56 +396,45 @@ impl AllFivesService for Api {
 mod tests {
     use super::*;
 
-    #[test]
-    fn grpc_timeouts_are_read_in_every_unit_and_anything_else_is_ignored() {
-        let read = |v: &str| grpc_timeout(v.as_bytes());
-        assert_eq!(read("1H"), Some(Duration::from_secs(3600)));
-        assert_eq!(read("2M"), Some(Duration::from_secs(120)));
-        assert_eq!(read("3S"), Some(Duration::from_secs(3)));
-        assert_eq!(read("10m"), Some(Duration::from_millis(10)));
-        assert_eq!(read("250u"), Some(Duration::from_micros(250)));
-        assert_eq!(read("99999999n"), Some(Duration::from_nanos(99_999_999)));
-        assert_eq!(
-            read("99999999H"),
-            Some(Duration::from_secs(99_999_999 * 3600))
-        );
-        for bad in [
-            "",
-            "m",
-            "123456789m",
-            "10",
-            "10x",
-            "-1S",
-            "1.5S",
-            " 1S",
-            "1 S",
-            "1s",
-        ] {
-            assert_eq!(read(bad), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_calls_deadline_is_the_earlier_of_its_timeout_and_the_servers() {
+    fn api() -> Api {
         let ring = Arc::new(crate::state::KeyRing::new(vec![(1, [3; 32])], None).unwrap());
-        let api = Api::new(
+        Api::new(
             Arc::new(Tokens::new(ring, 8)),
             Arc::new(Metrics::new()),
             Policy::default(),
         )
-        .with_call_timeout(Duration::from_secs(2));
-        let now = Instant::now();
-        let deadline = |header: Option<&str>| {
-            let mut metadata = MetadataMap::new();
-            if let Some(h) = header {
-                metadata.insert("grpc-timeout", h.parse().unwrap());
-            }
-            api.deadline(&metadata, now) - now
+        .with_call_timeout(Duration::from_secs(2))
+    }
+
+    #[test]
+    fn a_call_uses_the_context_the_server_made() {
+        let context = CallContext::new(
+            ConnectionId(7),
+            Instant::now(),
+            Some(b"1S"),
+            Duration::from_secs(5),
+        );
+        let mut req = Request::new(());
+        req.extensions_mut().insert(context);
+        let call = api().call(&req);
+        assert_eq!(call.connection, ConnectionId(7));
+        assert_eq!(call.deadline, context.deadline);
+    }
+
+    #[test]
+    fn a_call_made_in_process_gets_its_deadline_from_its_own_timeout() {
+        let mut req = Request::new(());
+        req.metadata_mut()
+            .insert("grpc-timeout", "1S".parse().unwrap());
+        let api = api();
+        let within = |req: &Request<()>, timeout: Duration| {
+            let before = Instant::now();
+            let call = api.call(req);
+            let after = Instant::now();
+            assert_eq!(call.connection, ConnectionId::IN_PROCESS);
+            assert!(call.deadline >= before + timeout && call.deadline <= after + timeout);
         };
-        assert_eq!(deadline(None), Duration::from_secs(2));
-        assert_eq!(deadline(Some("1S")), Duration::from_secs(1));
-        assert_eq!(deadline(Some("1H")), Duration::from_secs(2));
-        assert_eq!(deadline(Some("junk")), Duration::from_secs(2));
-        assert_eq!(deadline(Some("0m")), Duration::ZERO);
+        within(&req, Duration::from_secs(1));
+        within(&Request::new(()), Duration::from_secs(2));
     }
 }

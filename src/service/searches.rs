@@ -13,16 +13,16 @@
 //! while waiting, or by the search when it ends (finished or stopped).
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-use crate::server::throttle::Throttle;
+use crate::call::ConnectionId;
+use crate::throttle::Throttle;
 
-/// Whose search it is: the TCP connection it came on (`tonic::Request::remote_addr`,
-/// unique per connection). `None` (a transport without an address) is one share.
-pub type Conn = Option<SocketAddr>;
+/// Whose search it is: the connection it came on (its call's context). Calls made in
+/// process, without the server's transport, share one.
+pub type Conn = ConnectionId;
 
 /// Searches waiting, per slot: a waiter's wait is at most this many searches' time
 /// (see [`Limits::for_slots`]).
@@ -267,8 +267,8 @@ impl Drop for Ticket {
 mod tests {
     use super::*;
 
-    fn conn(port: u16) -> Conn {
-        Some(SocketAddr::from(([127, 0, 0, 1], port)))
+    fn conn(number: u16) -> Conn {
+        ConnectionId(u64::from(number))
     }
 
     fn is_running(ticket: &Ticket) -> bool {

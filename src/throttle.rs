@@ -105,7 +105,7 @@ impl<S: Subscriber> Layer<S> for PeerWarnings {
             Some(0) => true,
             Some(held_back) => {
                 tracing::warn!(
-                    target: "allfives::server::throttle",
+                    target: "allfives::throttle",
                     held_back,
                     "{held_back} WARN lines from {krate} about peers held back in the last {}s",
                     WARN_EVERY.as_secs()
