@@ -46,8 +46,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         prost::Message::encode_to_vec(&public),
     )?;
 
-    // Answers are written by the service's own codec (prost for everything else):
-    // src/service/answer_writer.rs.
+    // Every message is encoded and decoded by prost, through the service's codec
+    // (src/service/codec.rs: tonic-prost's, except that a request prost cannot decode
+    // is answered INVALID_ARGUMENT, not INTERNAL).
     // A request's token as `Bytes`: prost then takes it as a slice of the buffer tonic
     // received it in, instead of copying it into a new vector on every call, and a Rust
     // client can pass an answer's token on without copying it.
@@ -58,7 +59,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     builder
         .build_server(true)
         .build_client(true)
-        .codec_path("crate::service::answer_writer::Codec")
+        .codec_path("crate::service::codec::Codec")
         .compile_fds(fds)?;
     Ok(())
 }

@@ -1,10 +1,9 @@
 //! One Play call's parts, without the network: open the token, decode and replay the
 //! game, apply the move, build the view, render it as protobuf, encode the game, the
 //! state id (computed on opening and on sealing), seal the token, encode the response
-//! (as the service's codec does, and as prost did), the whole handler
-//! (`service::handlers::play` and `handlers::finish`) end to end, and the handler with
-//! its answer written as the server's codec writes it (its view then reused by the next
-//! call's): all of a call's work that is not tonic's.
+//! (prost, as the service's codec does), the whole handler (`service::handlers::play`
+//! and `handlers::finish`) end to end, and the handler with its answer encoded: all of
+//! a call's work that is not tonic's.
 //!
 //! The tokens are those of a hot-seat match as the service seals them: every seat
 //! claimed (a credential each), the match's secret and the previous state's id; the
@@ -31,7 +30,6 @@ use std::time::Duration;
 use allfives::engine::bot::{self, Strategy};
 use allfives::engine::{Action, Game, Move, Rules};
 use allfives::proto::v1 as pb;
-use allfives::service::answer_writer::{encode_answer, write_answer};
 use allfives::service::convert::{Table, event_out, view_out};
 use allfives::service::handlers::{self, Policy};
 use allfives::state::{KeyRing, Player, Record, Seats, Tokens, lineage, plaintext, token};
@@ -146,7 +144,9 @@ fn handle_play(tokens: &Tokens, request: &pb::PlayRequest) -> handlers::Answer {
     handlers::finish(tokens, &Policy::default(), step).expect("finish")
 }
 
-/// A Play handled and its answer written into `buf`, as the server does; its length.
+/// A Play handled and its answer encoded into `buf` by prost, as the server's codec
+/// does; its length. Never inlined: `benches/instructions.sh` counts its calls.
+#[inline(never)]
 fn play_written(tokens: &Tokens, request: &pb::PlayRequest, buf: &mut Vec<u8>) -> usize {
     let a = handle_play(tokens, request);
     let response = pb::PlayResponse {
@@ -155,7 +155,7 @@ fn play_written(tokens: &Tokens, request: &pb::PlayRequest, buf: &mut Vec<u8>) -
         events: a.events,
     };
     buf.clear();
-    encode_answer(response, buf).expect("an answer");
+    response.encode(buf).expect("a vector grows");
     buf.len()
 }
 
@@ -240,12 +240,11 @@ fn parts(c: &mut Criterion) {
             let mut buf = Vec::with_capacity(4096);
             b.iter(|| {
                 buf.clear();
-                write_answer(black_box(&response), &mut buf);
+                black_box(&response)
+                    .encode(&mut buf)
+                    .expect("a vector grows");
                 buf.len()
             })
-        });
-        group.bench_function("10-response-encode-prost", |b| {
-            b.iter(|| black_box(&response).encode_to_vec())
         });
         group.bench_function("all-handler-play", |b| {
             b.iter(|| handle_play(&uncached, black_box(&p.request)))

@@ -10,7 +10,7 @@
 #
 # Each figure is a function's inclusive instruction count over the run divided by the
 # times it was called; the whole call and the allocations are per Play handled with its
-# answer written (the criterion warm-up and set-up are left out). Under valgrind the AES code takes its AES-NI path (valgrind has no AVX-512),
+# answer encoded (the criterion warm-up and set-up are left out). Under valgrind the AES code takes its AES-NI path (valgrind has no AVX-512),
 # so the cipher's figures are those of AES-NI, not of the VAES path a server may take.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,7 @@ callgrind_annotate --tree=caller --inclusive=yes "$out" 2>/dev/null | awk '
       "allfives_engine::view::<impl allfives_engine::game::Game>::view|" \
       "allfives::service::convert::view_out|allfives::state::seal|" \
       "allfives::state::plaintext::encode_into|allfives::state::cache::Tokens::keep|" \
-      "allfives::service::answer_writer::encode_answer|allfives::service::answer_writer::write_answer|malloc", names, "|")
+      "call::play_written|malloc", names, "|")
   }
   # A block: the callers ("<" lines, each "(Nx)"), then the function ("*" line).
   /^$/ { calls = 0; next }
@@ -47,18 +47,16 @@ callgrind_annotate --tree=caller --inclusive=yes "$out" 2>/dev/null | awk '
     }
   }
   END {
-    # One iteration is one Play handled and its answer written.
-    calls = count["allfives::service::answer_writer::write_answer"]
-    play = "allfives::service::handlers::play"; written = "allfives::service::answer_writer::write_answer"
-    if (!(names[1] in ir) && (play in ir) && (written in ir))
-      printf "%8.0f   the handler and its answer written (handlers::play + write_answer)\n", \
-        ir[play] / count[play] + ir[written] / count[written]
+    # One iteration is one Play handled and its answer encoded (call::play_written).
+    written = "call::play_written"
+    calls = count[written]
     for (i = 1; i <= n; i++) {
       f = names[i]
       if (!(f in ir)) continue
       if (f == "malloc" && !(names[1] in ir)) printf "%8.1f   allocations (with the set-up'"'"'s copy of the game)\n", count[f] / calls
       else if (f == "malloc") printf "%8.1f   allocations\n", count[f] / calls
-      else if (i == 1) printf "%8.0f   the whole call (handler, answer written)\n", ir[f] / calls
+      else if (i == 1) printf "%8.0f   the whole call (handler, answer encoded)\n", ir[f] / calls
+      else if (f == written) printf "%8.0f   the handler and its answer encoded by prost (play_written)\n", ir[f] / count[f]
       else printf "%8.0f   %s\n", ir[f] / count[f], f
     }
   }'

@@ -6,7 +6,6 @@ use crate::engine::{
     Action, Arm, End, Event, HandEnd, HandResult, HandSizeRule, Move, Phase, Placement, Rules,
     ScoreSheet, Seat, SettlementRule, SheetRow, Side, Tile, TileSet, View,
 };
-use std::cell::RefCell;
 
 use crate::proto::v1 as pb;
 use crate::state::{Player, Seats};
@@ -132,14 +131,11 @@ pub fn rules_out(rules: &Rules) -> pb::Rules {
 }
 
 /// The seats that score for a side.
-fn seats(rules: &Rules, side: Side) -> impl Iterator<Item = u32> + '_ {
-    (0..rules.players)
-        .filter(move |&s| rules.side_of(s) == side)
-        .map(|s| s as u32)
-}
-
 fn seats_of(rules: &Rules, side: Side) -> Vec<u32> {
-    seats(rules, side).collect()
+    (0..rules.players)
+        .filter(|&s| rules.side_of(s) == side)
+        .map(|s| s as u32)
+        .collect()
 }
 
 fn placement_out(order: usize, p: &Placement) -> pb::PlacedTile {
@@ -233,37 +229,6 @@ pub fn event_out(rules: &Rules, event: Event, viewer: Option<Seat>) -> pb::Event
     pb::Event { kind: Some(kind) }
 }
 
-thread_local! {
-    /// Views already written to the wire ([`recycle_view`]), kept for the room in their
-    /// vectors: [`view_out`] on this thread refills one instead of allocating a dozen
-    /// small vectors. Only room is reused, never content: every vector is emptied
-    /// before it is filled and every other field is set anew (struct literals, so a
-    /// field added to the message cannot be missed), so nothing of one answer can
-    /// reach another.
-    static SPARE_VIEWS: RefCell<Vec<pb::GameView>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Views kept for reuse, per thread.
-const SPARE_VIEWS_KEPT: usize = 16;
-
-/// Hands a view that has been written out back for [`view_out`] to reuse.
-pub fn recycle_view(view: pb::GameView) {
-    // During thread teardown the pool may be gone: then the view is just dropped.
-    let _ = SPARE_VIEWS.try_with(|spare| {
-        let mut spare = spare.borrow_mut();
-        if spare.len() < SPARE_VIEWS_KEPT {
-            spare.push(view);
-        }
-    });
-}
-
-/// `items` in `room`, emptied first.
-fn refill<T>(mut room: Vec<T>, items: impl IntoIterator<Item = T>) -> Vec<T> {
-    room.clear();
-    room.extend(items);
-    room
-}
-
 /// What a view shows beside the engine's: the match id, the state's ids, the seats.
 pub struct Table<'a> {
     pub match_id: &'a str,
@@ -299,38 +264,8 @@ pub fn level_out(level: Level) -> pb::BotLevel {
 /// The table as the engine's view shows it, with the match's id, ids and seats.
 pub fn view_out(view: &View, table: &Table<'_>) -> pb::GameView {
     let rules = &view.rules;
-    let spare = SPARE_VIEWS
-        .try_with(|spare| spare.borrow_mut().pop())
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let pb::GameView {
-        match_id: mut id,
-        layout,
-        open_ends,
-        mut scores,
-        hand_sizes,
-        hand,
-        legal_moves,
-        winner_seats,
-        state_id,
-        previous_state_id,
-        seats: seat_statuses,
-        ..
-    } = spare;
-    id.clear();
-    id.push_str(table.match_id);
-    scores.truncate(view.scores.len());
-    scores.resize_with(view.scores.len(), Default::default);
-    for (side, (slot, &score)) in scores.iter_mut().zip(view.scores).enumerate() {
-        *slot = pb::SideScore {
-            side: side as u32,
-            seats: refill(std::mem::take(&mut slot.seats), seats(rules, side)),
-            score,
-        };
-    }
     pb::GameView {
-        match_id: id,
+        match_id: table.match_id.to_owned(),
         moves: view.moves,
         rules: Some(rules_out(rules)),
         phase: (match view.phase {
@@ -341,46 +276,47 @@ pub fn view_out(view: &View, table: &Table<'_>) -> pb::GameView {
         hand_number: view.hand_number,
         turn: view.turn.map(|s| s as u32),
         viewer: view.viewer.map(|s| s as u32),
-        layout: refill(
-            layout,
-            view.placements
-                .iter()
-                .enumerate()
-                .map(|(i, p)| placement_out(i, p)),
-        ),
-        open_ends: refill(
-            open_ends,
-            view.open_ends.iter().map(|e| pb::OpenEnd {
+        layout: view
+            .placements
+            .iter()
+            .enumerate()
+            .map(|(i, p)| placement_out(i, p))
+            .collect(),
+        open_ends: view
+            .open_ends
+            .iter()
+            .map(|e| pb::OpenEnd {
                 end: end_out(Some(e.end)),
                 pip: u32::from(e.pip),
                 value: u32::from(e.value),
-            }),
-        ),
+            })
+            .collect(),
         count: view.count,
-        scores,
-        hand_sizes: refill(hand_sizes, view.hand_sizes.iter().map(|&n| n as u32)),
+        scores: view
+            .scores
+            .iter()
+            .enumerate()
+            .map(|(side, &score)| pb::SideScore {
+                side: side as u32,
+                seats: seats_of(rules, side),
+                score,
+            })
+            .collect(),
+        hand_sizes: view.hand_sizes.iter().map(|&n| n as u32).collect(),
         boneyard_size: view.boneyard as u32,
-        hand: refill(
-            hand,
-            view.hand.into_iter().flat_map(|h| h.iter().map(tile_out)),
-        ),
-        legal_moves: refill(legal_moves, view.legal_moves.iter().map(legal_move_out)),
+        hand: view.hand.map(tiles_out).unwrap_or_default(),
+        legal_moves: view.legal_moves.iter().map(legal_move_out).collect(),
         must_draw: view.must_draw,
         winner_side: view.winner.map(|s| s as u32),
-        winner_seats: refill(
-            winner_seats,
-            view.winner.into_iter().flat_map(|w| seats(rules, w)),
-        ),
+        winner_seats: view.winner.map(|w| seats_of(rules, w)).unwrap_or_default(),
         last_hand: view.last_result.as_ref().map(|r| hand_result_out(rules, r)),
-        state_id: refill(state_id, table.state_id.iter().copied()),
-        previous_state_id: refill(previous_state_id, table.previous_state_id.iter().copied()),
-        seats: refill(
-            seat_statuses,
-            table.seats.0[..rules.players]
-                .iter()
-                .enumerate()
-                .map(|(seat, player)| seat_out(seat, player)),
-        ),
+        state_id: table.state_id.to_vec(),
+        previous_state_id: table.previous_state_id.to_vec(),
+        seats: table.seats.0[..rules.players]
+            .iter()
+            .enumerate()
+            .map(|(seat, player)| seat_out(seat, player))
+            .collect(),
     }
 }
 
@@ -488,30 +424,6 @@ pub fn suggestion_out(s: &Suggestion, level: Level, worlds: Option<u32>) -> pb::
 mod tests {
     use super::*;
     use crate::engine::Game;
-    use crate::engine::bot::{Strategy, choose};
-    use rand_chacha::ChaCha8Rng;
-    use rand_chacha::rand_core::SeedableRng;
-
-    /// Every state of a four-seat game ending in a win, each seat's view and a
-    /// spectator's.
-    fn views_of_a_game() -> Vec<(Game, Option<Seat>)> {
-        let mut rules = Rules::for_players(4);
-        rules.target = 100;
-        let mut game = Game::new(rules, 9).unwrap();
-        let mut rng = ChaCha8Rng::seed_from_u64(9);
-        let mut out = Vec::new();
-        let mut scratch = Vec::new();
-        loop {
-            for viewer in [None, Some(0), Some(1), Some(2), Some(3)] {
-                out.push((game.clone(), viewer));
-            }
-            let Some(action) = choose(&game, Strategy::Random, &mut rng, &mut scratch) else {
-                break;
-            };
-            game.apply(action, &mut Vec::new()).unwrap();
-        }
-        out
-    }
 
     #[test]
     fn a_hand_ended_by_the_target_names_no_seat_as_gone_out_even_on_its_last_tile() {
@@ -553,42 +465,5 @@ mod tests {
         let shown = hand_result_out(&rules, &result);
         assert_eq!(shown.reason, pb::HandEndReason::TargetReached as i32);
         assert_eq!((shown.went_out, shown.reached_target), (None, Some(1)));
-    }
-
-    #[test]
-    fn a_recycled_view_carries_nothing_into_the_next() {
-        let views = views_of_a_game();
-        assert!(views.last().unwrap().0.winner().is_some());
-        let render = |(game, viewer): &(Game, Option<Seat>), id| {
-            let seats = crate::state::Seats([Player::Bot(Level::Hard); 4]);
-            let table = Table {
-                match_id: id,
-                state_id: if id == "b" { &[1; 16] } else { &[2; 3] },
-                previous_state_id: if id == "b" { &[] } else { &[3; 16] },
-                seats: &seats,
-            };
-            view_out(&game.view(*viewer).unwrap(), &table)
-        };
-        // Each view after each other one (the richest and poorest included), against
-        // the same view rendered with nothing to reuse.
-        let step = views.len() / 60 + 1;
-        for before in views.iter().step_by(step) {
-            for after in views.iter().step_by(step) {
-                SPARE_VIEWS.with_borrow_mut(Vec::clear);
-                let fresh = render(after, "b");
-                recycle_view(render(before, "a-longer-match-id"));
-                assert_eq!(SPARE_VIEWS.with_borrow(Vec::len), 1);
-                assert_eq!(render(after, "b"), fresh);
-            }
-        }
-    }
-
-    #[test]
-    fn the_pool_keeps_a_bounded_number_of_views() {
-        SPARE_VIEWS.with_borrow_mut(Vec::clear);
-        for _ in 0..3 * SPARE_VIEWS_KEPT {
-            recycle_view(pb::GameView::default());
-        }
-        assert_eq!(SPARE_VIEWS.with_borrow(Vec::len), SPARE_VIEWS_KEPT);
     }
 }

@@ -70,14 +70,24 @@ impl Hex {
     }
 }
 
-fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
+/// Random bytes for match ids and deal seeds, from the thread's `ThreadRng`
+/// ([`state::random`]).
+fn random_bytes<const N: usize>() -> [u8; N] {
     let mut bytes = [0u8; N];
-    state::random::fill(&mut bytes).map_err(|_| ApiError::Token(state::TokenError::Random))?;
-    Ok(bytes)
+    state::random::fill(&mut bytes);
+    bytes
 }
 
-fn random_seed() -> Result<u64, ApiError> {
-    Ok(u64::from_le_bytes(random_bytes()?))
+fn random_seed() -> u64 {
+    u64::from_le_bytes(random_bytes())
+}
+
+/// Random bytes for a match's secret or a seat's credential, from the operating system.
+fn secret_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
+    let mut bytes = [0u8; N];
+    state::random::fill_secret(&mut bytes)
+        .map_err(|_| ApiError::Token(state::TokenError::Random))?;
+    Ok(bytes)
 }
 
 /// The view of `opened` for `viewer`, with its match id, state ids and seats.
@@ -234,7 +244,7 @@ pub fn new_game(
     let seed = match req.seed {
         Some(_) if !policy.allow_client_seeds => return Err(ApiError::SeedNotAllowed),
         Some(seed) => seed,
-        None => random_seed()?,
+        None => random_seed(),
     };
     let mut seats = Seats::OPEN;
     let mut credentials = Vec::new();
@@ -246,7 +256,7 @@ pub fn new_game(
                     match (setup.bot, setup.claim) {
                         (0, false) => Player::Open,
                         (0, true) => {
-                            let credential = random_bytes::<CREDENTIAL_LEN>()?;
+                            let credential = secret_bytes::<CREDENTIAL_LEN>()?;
                             credentials.push(pb::SeatCredential {
                                 seat: seat as u32,
                                 credential: credential.to_vec(),
@@ -281,10 +291,10 @@ pub fn new_game(
         ));
     }
     let opened = Opened::new(Record {
-        match_id: random_bytes::<MATCH_ID_LEN>()?,
+        match_id: random_bytes::<MATCH_ID_LEN>(),
         game: Game::new(rules, seed)?,
         seats,
-        secret: random_bytes()?,
+        secret: secret_bytes()?,
         previous: None,
     });
     let mut answer = answer(tokens, opened, viewer, &[])?;
@@ -308,12 +318,12 @@ pub fn claim_seat(
     if opened.seats.0[seat] != Player::Open {
         return Err(ApiError::SeatTaken(seat));
     }
-    let credential = random_bytes::<CREDENTIAL_LEN>()?;
+    let credential = secret_bytes::<CREDENTIAL_LEN>()?;
     let previous = opened.state_id();
     // A claim in another branch (an older token) must not deal the hands of this one,
     // so each claim draws the seed anew: nothing has been dealt yet.
     if !policy.allow_client_seeds {
-        opened.game = Game::new(rules, random_seed()?)?;
+        opened.game = Game::new(rules, random_seed())?;
     }
     opened.seats.0[seat] = Player::Human(credential);
     opened.previous = Some(previous);

@@ -8,19 +8,18 @@
 //! - [`searches`]: the queue of HARD searches waiting for a core, bounded, with a fair
 //!   share of it and of the cores for each connection.
 //! - [`convert`]: engine types <-> protobuf messages.
-//! - [`answer_writer`]: the generated services' gRPC codec, which writes the answers in
-//!   one pass ([`wire`]: the protobuf writer it uses).
+//! - [`codec`]: the generated services' gRPC codec: prost's, with undecodable requests
+//!   answered as the client's error.
 //! - [`status`]: errors -> `tonic::Status` with rich error details.
 //!
 //! Each call records its outcome in [`Metrics`](crate::metrics::Metrics) (games, hands,
 //! moves, token refusals); the HTTP endpoint that shows them lives elsewhere.
 
-pub mod answer_writer;
+pub mod codec;
 pub mod convert;
 pub mod handlers;
 pub mod searches;
 pub mod status;
-pub(crate) mod wire;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -9,7 +9,8 @@
 //!   cache of the games this process sealed lately, kept by their token.
 //! - [`seats`]: who plays each seat, and the seats' credentials.
 //! - [`lineage`]: state ids, which tell a match's branches apart.
-//! - [`random`]: the random bytes of nonces, match ids, seeds, secrets and credentials.
+//! - [`random`]: the random bytes of nonces, match ids and seeds (`rand`'s `ThreadRng`),
+//!   and of secrets and credentials (the operating system's).
 
 pub mod cache;
 pub mod keyring;

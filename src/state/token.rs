@@ -5,8 +5,8 @@
 //! crate. The version and key id are bound to the ciphertext as associated data, so no
 //! byte of a token can change unnoticed.
 //!
-//! Nonces are random, 96 bits, from a per-thread ChaCha20 generator seeded by the
-//! operating system ([`super::random`]). That is safe for any number of tokens a key
+//! Nonces are random, 96 bits, from `rand`'s `ThreadRng` (a ChaCha12 generator per
+//! thread, seeded by the operating system: [`super::random`]). That is safe for any number of tokens a key
 //! will ever seal: AES-GCM-SIV derives a fresh key for every nonce, and it is
 //! nonce-misuse resistant: even two tokens that happened to get the same nonce (odds
 //! about 2^-33 after four billion tokens, and an even chance only near 2^48) would
@@ -70,7 +70,7 @@ pub fn seal_with(
 ) -> Result<Vec<u8>, TokenError> {
     let (id, cipher) = ring.active();
     let mut nonce = [0u8; NONCE_LEN];
-    super::random::fill(&mut nonce).map_err(|_| TokenError::Random)?;
+    super::random::fill(&mut nonce);
     let mut token = Vec::with_capacity(OVERHEAD + capacity);
     token.extend_from_slice(&[TOKEN_VERSION, id]);
     token.extend_from_slice(&nonce);

@@ -1,0 +1,316 @@
+//! Instructions per call of each RPC, counted by callgrind: the API's generated server
+//! called in process (no network, no server layers), each request decoded, handled and
+//! its answer encoded and framed by tonic with the service's codec, then read back.
+//!
+//! The calls replay one two-player hot-seat match (both seats claimed, client seed 7,
+//! the token cache off, so every token is opened by the cipher and replayed): NewGame
+//! (no seed: the server draws one), Deal, a Play of the hand's fifth tile, a Draw,
+//! Score and a MEDIUM Suggest, each the same request `--calls` times, each RPC in a
+//! function of its own (`run_<rpc>`) whose inclusive count callgrind divides:
+//!
+//! ```sh
+//! cargo build --release --example callgrind_calls
+//! valgrind --tool=callgrind --callgrind-out-file=cg.out \
+//!     target/release/examples/callgrind_calls --calls 2000
+//! callgrind_annotate --inclusive=yes cg.out | grep 'callgrind_calls::run_'
+//! ```
+//!
+//! Each `run_` count divided by `--calls` plus one (a first call, not timed) is one
+//! call's instructions (docs/PERFORMANCE.md, "Answers encoded by prost"); `--only Play`
+//! runs one RPC. Without valgrind it prints each RPC's time per call.
+
+use std::hint::black_box;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use allfives::metrics::Metrics;
+use allfives::proto::v1 as pb;
+use allfives::proto::v1::all_fives_service_server::AllFivesServiceServer;
+use allfives::service::Api;
+use allfives::service::handlers::Policy;
+use allfives::state::{KeyRing, Tokens};
+use http_body::{Body, Frame, SizeHint};
+use prost::Message;
+use tonic::codegen::{Bytes, Service, http};
+
+type Server = AllFivesServiceServer<Api>;
+
+/// A request body of one frame.
+struct OneFrame(Option<Bytes>);
+
+impl Body for OneFrame {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(self.0.take().map(|b| Ok(Frame::data(b))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_none()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.0.as_ref().map_or(0, |b| b.len() as u64))
+    }
+}
+
+/// A gRPC message as it travels: uncompressed, its length in front.
+fn framed(message: &impl Message) -> Bytes {
+    let body = message.encode_to_vec();
+    let mut out = Vec::with_capacity(5 + body.len());
+    out.push(0);
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out.into()
+}
+
+/// One unary call through the generated server: the answer's message bytes (unframed),
+/// or the call's status.
+async fn call(server: &mut Server, method: &str, body: Bytes) -> Result<Vec<u8>, String> {
+    let request = http::Request::builder()
+        .method("POST")
+        .uri(format!("/allfives.v1.AllFivesService/{method}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(OneFrame(Some(body)))
+        .expect("a request");
+    std::future::poll_fn(|cx| Service::<http::Request<OneFrame>>::poll_ready(server, cx))
+        .await
+        .expect("ready");
+    let response = server.call(request).await.expect("served");
+    let mut status = response.headers().get("grpc-status").cloned();
+    let mut body = response.into_body();
+    let mut data = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        let frame = frame.expect("a frame");
+        if let Some(trailers) = frame.trailers_ref() {
+            status = trailers.get("grpc-status").cloned();
+        } else if let Some(bytes) = frame.data_ref() {
+            data.extend_from_slice(bytes);
+        }
+    }
+    match status.as_ref().map(|s| s.as_bytes()) {
+        Some(b"0") if data.len() >= 5 => Ok(data.split_off(5)),
+        other => Err(format!("{method}: grpc-status {other:?}")),
+    }
+}
+
+/// The answer to `request`, decoded.
+fn answer<A: Message + Default>(
+    rt: &tokio::runtime::Runtime,
+    server: &mut Server,
+    method: &str,
+    request: &impl Message,
+) -> A {
+    let bytes = rt
+        .block_on(call(server, method, framed(request)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    A::decode(&bytes[..]).expect("an answer prost decodes")
+}
+
+/// The requests measured, each a step of the same match.
+struct Requests {
+    new_game: Bytes,
+    deal: Bytes,
+    play: Bytes,
+    draw: Bytes,
+    score: Bytes,
+    suggest: Bytes,
+}
+
+fn new_game_request(seed: Option<u64>) -> pb::NewGameRequest {
+    pb::NewGameRequest {
+        rules: Some(pb::Rules {
+            players: 2,
+            ..Default::default()
+        }),
+        seed,
+        viewer: Some(0),
+        seats: vec![
+            pb::SeatSetup {
+                bot: 0,
+                claim: true,
+            };
+            2
+        ],
+    }
+}
+
+fn requests(rt: &tokio::runtime::Runtime, server: &mut Server) -> Requests {
+    let new_game: pb::NewGameResponse = answer(rt, server, "NewGame", &new_game_request(Some(7)));
+    let credential = |seat: u32| {
+        new_game
+            .credentials
+            .iter()
+            .find(|c| c.seat == seat)
+            .expect("both seats claimed")
+            .credential
+            .clone()
+    };
+    let deal_request = pb::DealRequest {
+        state: new_game.state.clone().into(),
+        viewer: Some(0),
+        credential: credential(0),
+    };
+    let dealt: pb::DealResponse = answer(rt, server, "Deal", &deal_request);
+    let mut state = dealt.state;
+    let (mut play, mut draw, mut score, mut suggest) = (None, None, None, None);
+    while play.is_none() || draw.is_none() {
+        // The view of the seat on turn.
+        let probe = pb::ScoreRequest {
+            state: state.clone().into(),
+            viewer: Some(0),
+            credential: credential(0),
+            include_hand_events: false,
+        };
+        let turn = answer::<pb::ScoreResponse>(rt, server, "Score", &probe)
+            .view
+            .and_then(|v| v.turn)
+            .expect("the hand goes on until both requests are found");
+        let seen = pb::ScoreRequest {
+            viewer: Some(turn),
+            credential: credential(turn),
+            ..probe
+        };
+        let view = answer::<pb::ScoreResponse>(rt, server, "Score", &seen)
+            .view
+            .expect("a view");
+        if view.must_draw {
+            let request = pb::DrawRequest {
+                state: state.clone().into(),
+                seat: turn,
+                viewer: Some(turn),
+                credential: credential(turn),
+            };
+            let drawn: pb::DrawResponse = answer(rt, server, "Draw", &request);
+            draw.get_or_insert(request);
+            state = drawn.state;
+            continue;
+        }
+        let legal = view.legal_moves.first().expect("a legal move");
+        let request = pb::PlayRequest {
+            state: state.clone().into(),
+            seat: turn,
+            tile: legal.tile,
+            end: legal.end,
+            viewer: Some(turn),
+            credential: credential(turn),
+        };
+        let played: pb::PlayResponse = answer(rt, server, "Play", &request);
+        if view.layout.len() == 4 {
+            play = Some(request);
+            score = Some(seen);
+            suggest = Some(pb::SuggestRequest {
+                state: state.clone().into(),
+                seat: turn,
+                level: pb::BotLevel::Medium as i32,
+                worlds: 0,
+                seed: None,
+                credential: credential(turn),
+            });
+        }
+        state = played.state;
+    }
+    Requests {
+        new_game: framed(&new_game_request(None)),
+        deal: framed(&deal_request),
+        play: framed(&play.expect("found")),
+        draw: framed(&draw.expect("found")),
+        score: framed(&score.expect("found")),
+        suggest: framed(&suggest.expect("found")),
+    }
+}
+
+/// `calls` calls of `method` with `body`, each answered.
+fn run(
+    rt: &tokio::runtime::Runtime,
+    server: &mut Server,
+    method: &str,
+    body: &Bytes,
+    calls: usize,
+) -> usize {
+    let mut bytes = 0;
+    for _ in 0..calls {
+        let answer = rt
+            .block_on(call(server, method, body.clone()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        bytes += black_box(answer).len();
+    }
+    bytes
+}
+
+macro_rules! runners {
+    ($($name:ident => $method:literal, $field:ident;)*) => {
+        $(
+            #[inline(never)]
+            fn $name(rt: &tokio::runtime::Runtime, s: &mut Server, r: &Requests, n: usize) -> usize {
+                run(rt, s, $method, &r.$field, n)
+            }
+        )*
+        const RUNNERS: &[(&str, fn(&tokio::runtime::Runtime, &mut Server, &Requests, usize) -> usize)] =
+            &[$(($method, $name)),*];
+    };
+}
+
+runners! {
+    run_new_game => "NewGame", new_game;
+    run_deal => "Deal", deal;
+    run_play => "Play", play;
+    run_draw => "Draw", draw;
+    run_score => "Score", score;
+    run_suggest => "Suggest", suggest;
+}
+
+fn main() {
+    let mut calls = 2000;
+    let mut only = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--calls" => {
+                calls = args.next().and_then(|n| n.parse().ok()).expect("--calls N");
+            }
+            "--only" => only = Some(args.next().expect("--only RPC")),
+            _ => {
+                eprintln!("usage: callgrind_calls [--calls N] [--only RPC]");
+                std::process::exit(2);
+            }
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let ring = Arc::new(KeyRing::new(vec![(1, [7; 32])], None).expect("a ring"));
+    let policy = Policy {
+        allow_client_seeds: true,
+        ..Policy::default()
+    };
+    let api = Api::new(
+        Arc::new(Tokens::uncached(ring)),
+        Arc::new(Metrics::new()),
+        policy,
+    );
+    let mut server = AllFivesServiceServer::new(api);
+    let requests = requests(&rt, &mut server);
+    for &(method, runner) in RUNNERS {
+        if only.as_ref().is_some_and(|o| o != method) {
+            continue;
+        }
+        // One call first, so that no RPC pays for a first call's set-up.
+        runner(&rt, &mut server, &requests, 1);
+        let start = Instant::now();
+        let bytes = runner(&rt, &mut server, &requests, calls);
+        let per_call = start.elapsed() / calls as u32;
+        println!(
+            "{method:8} {calls} calls, {per_call:?} a call, {} B an answer",
+            bytes / calls
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! The gRPC codec of the generated services (`build.rs` names it): tonic-prost's
+//! [`ProstCodec`], which encodes every message and decodes every message, except that
+//! a request prost cannot decode is the client's error ([`RequestDecoder`]:
+//! INVALID_ARGUMENT, reason `MALFORMED_REQUEST`), not INTERNAL.
+
+use std::any::TypeId;
+use std::marker::PhantomData;
+
+use prost::Message;
+use tonic::Status;
+use tonic::codec::{BufferSettings, DecodeBuf, Decoder};
+use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
+
+use crate::proto::v1 as pb;
+use crate::service::status::ApiError;
+
+/// [`ProstCodec`], with [`RequestDecoder`] for its decoder.
+#[derive(Debug, Clone)]
+pub struct Codec<T, U>(PhantomData<(T, U)>);
+
+impl<T, U> Default for Codec<T, U> {
+    fn default() -> Self {
+        Codec(PhantomData)
+    }
+}
+
+impl<T, U> tonic::codec::Codec for Codec<T, U>
+where
+    T: Message + Send + 'static,
+    U: Message + Default + Send + 'static,
+{
+    type Encode = T;
+    type Decode = U;
+    type Encoder = ProstEncoder<T>;
+    type Decoder = RequestDecoder<U>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        ProstCodec::<T, U>::default().encoder()
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        RequestDecoder(ProstCodec::<T, U>::default().decoder())
+    }
+}
+
+/// prost's decoder, except that a request it cannot decode is answered INVALID_ARGUMENT
+/// with reason `MALFORMED_REQUEST` (tonic-prost answers INTERNAL, which says the server
+/// failed). An answer the generated client cannot decode is left as prost has it: the
+/// server, not the caller, sent it.
+#[derive(Debug, Clone)]
+pub struct RequestDecoder<U>(ProstDecoder<U>);
+
+impl<U: Message + Default + 'static> Decoder for RequestDecoder<U> {
+    type Item = U;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
+        self.0.decode(buf).map_err(|status| {
+            if is_request::<U>() {
+                Status::from(ApiError::Malformed(status.message().to_owned()))
+            } else {
+                status
+            }
+        })
+    }
+
+    fn buffer_settings(&self) -> BufferSettings {
+        self.0.buffer_settings()
+    }
+}
+
+/// Whether `U` is a request of a service generated with this codec (the API's, the
+/// benchmark's echo), which only a client sends.
+fn is_request<U: 'static>() -> bool {
+    let u = TypeId::of::<U>();
+    let api = [
+        TypeId::of::<pb::NewGameRequest>(),
+        TypeId::of::<pb::ClaimSeatRequest>(),
+        TypeId::of::<pb::DealRequest>(),
+        TypeId::of::<pb::PlayRequest>(),
+        TypeId::of::<pb::DrawRequest>(),
+        TypeId::of::<pb::ScoreRequest>(),
+        TypeId::of::<pb::SuggestRequest>(),
+    ];
+    #[cfg(feature = "bench-echo")]
+    if u == TypeId::of::<crate::proto::bench::EchoRequest>() {
+        return true;
+    }
+    api.contains(&u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_told_from_answers() {
+        assert!(is_request::<pb::PlayRequest>() && is_request::<pb::NewGameRequest>());
+        assert!(is_request::<pb::ClaimSeatRequest>() && is_request::<pb::SuggestRequest>());
+        assert!(!is_request::<pb::PlayResponse>() && !is_request::<pb::GameView>());
+    }
+}
