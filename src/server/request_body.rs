@@ -12,7 +12,7 @@
 //!   the same. Their services come from tonic-health and tonic-reflection with prost's
 //!   codec built in, which answers INTERNAL for what it cannot decode, so their
 //!   messages (a few bytes each) are decoded here first. The API's own codec
-//!   (`service::answer_writer`) refuses undecodable messages itself.
+//!   (`service::codec`) refuses undecodable messages itself.
 //! - a body not whole within `--body-timeout-ms` of the call's headers: CANCELLED,
 //!   `REQUEST_BODY_TIMEOUT`, and the call is dropped, which frees what it buffered.
 //! - a body the transport broke (the client reset the stream, the connection closed):
