@@ -14,7 +14,7 @@
 //! - [`connections`]: each connection's calls open, and each call's context;
 //! - [`call_log`]: every call's outcome, logged and counted;
 //! - [`admission`]: the calls-in-flight budget and the call's deadline;
-//! - [`request_body`]: the request body's framing and deadline.
+//! - [`request_body`]: the request body's framing ([`framing`]: the parser) and deadline.
 
 use std::error::Error;
 use std::future::Future;
@@ -38,6 +38,7 @@ use crate::state::{KeyRing, Tokens};
 mod admission;
 mod call_log;
 mod connections;
+mod framing;
 mod incoming;
 mod request_body;
 mod serve;
