@@ -3,7 +3,7 @@
 //! under 96 MiB (the pod's limit is 128 MiB) and an honest client's calls made during
 //! the attack all succeed (docs/RELIABILITY.md, "The memory budget").
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! bounded, and a normal client is served promptly throughout. See
 //! docs/RELIABILITY.md.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

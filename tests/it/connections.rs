@@ -2,7 +2,7 @@
 //! draining lose no call, and idle connections cannot crowd out a new client (issue 16;
 //! docs/RELIABILITY.md, "Connections").
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::future::Future;

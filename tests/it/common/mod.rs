@@ -1,5 +1,4 @@
 //! Starting a real server on an ephemeral port and helpers shared by the tests.
-#![allow(dead_code)]
 
 pub mod child;
 pub mod raw;

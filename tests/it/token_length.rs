@@ -24,7 +24,7 @@
 //! bytes; the largest of each table is printed.
 //!
 //! Matches are played through the handlers, in-process (the wire adds nothing to a
-//! token); `tests/api.rs` covers the server end to end.
+//! token); `tests/it/api.rs` covers the server end to end.
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //! not, and refused through the real service as TOKEN_INVALID, with no panic and within
 //! a time bound; and replayed tokens (the same move from an older token gives the same
 //! outcome, never another deal or draw). See docs/RELIABILITY.md.
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! production's defaults (client seeds refused) through a real gRPC client, and each
 //! test says which defence it shows and how it was seen to fail without it.
 
-mod common;
+use crate::common;
 
 use allfives::proto::v1 as pb;
 use allfives::state::KeyRing;

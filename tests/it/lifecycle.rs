@@ -1,7 +1,7 @@
 //! The server's life in production: a graceful drain on SIGTERM (the real binary, as
 //! Kubernetes stops a pod) and the key rotation runbook of docs/operations.md.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
