@@ -339,6 +339,7 @@ fn mutate(ring: &Tokens, tokens: &[Vec<u8>], first: usize, step: usize, quota: u
 
 #[test]
 fn a_million_mutated_tokens_are_all_refused_with_invalid_argument() {
+    let _load = common::heavy_blocking();
     // Through the token cache, as the server runs: the genuine tokens of the last
     // matches are kept in it, and their mutants must still be refused.
     let ring = Tokens::new(Arc::new(test_ring()), 4096);

@@ -292,6 +292,7 @@ fn shown_tiles(view: &pb::GameView, events: &[pb::Event]) -> Vec<(String, (u32, 
 /// tile.
 #[tokio::test]
 async fn a_human_against_three_hard_bots_never_sees_a_bot_tile_before_the_reveal() {
+    let _load = common::heavy().await;
     let server = TestServer::start_default(ring(1, 7)).await;
     let mut client = server.client().await;
     let hard = bot(pb::BotLevel::Hard);
