@@ -1,3 +1,9 @@
+// Its own test binary, not a module of tests/it/: the tests count the WARN lines the
+// whole process logs, through a global tracing subscriber (`set_global_default`). A
+// scoped one (`with_default`) would not do: it sees only its own thread's events, and
+// the servers log from the tasks of multi-threaded runtimes' workers. In a shared
+// process the lines of every other test's servers would be counted too.
+
 //! Junk requests against a real server on loopback: protobuf that does not decode,
 //! bad gRPC framing and bad gRPC-Web base64 are the client's error (INVALID_ARGUMENT,
 //! `MALFORMED_REQUEST`), never INTERNAL, and write no WARN line; good calls in between
@@ -5,6 +11,8 @@
 //! client that resets its stream mid-body is counted CANCELLED; h2's WARN line per
 //! rapid-reset connection is rate-limited. See docs/RELIABILITY.md.
 
+#[allow(dead_code, reason = "this binary uses a few of the shared helpers")]
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::collections::{BTreeMap, VecDeque};

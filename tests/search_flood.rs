@@ -1,3 +1,7 @@
+// Its own test binary, not a module of tests/it/: the tests bound a stopped search's
+// CPU time by the whole process's (`CLOCK_PROCESS_CPUTIME_ID`), which would count
+// every other test running beside them in a shared process.
+
 //! HARD searches under attack, against a real server on loopback: a search whose call
 //! expired or was cancelled stops using CPU within about one world's time (a CPU-time
 //! bound read from the process, not a clock), a bot's search too, and a flood of HARD
@@ -5,6 +9,8 @@
 //! another connection is still served. The latency under such a flood is measured by
 //! `.ci/search-flood` (release build); docs/RELIABILITY.md quotes both.
 
+#[allow(dead_code, reason = "this binary uses a few of the shared helpers")]
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! draining lose no call, and idle connections cannot crowd out a new client (issue 16;
 //! docs/RELIABILITY.md, "Connections").
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -80,6 +80,7 @@ fn ageing_run() -> Duration {
 /// test's temporary directory and its path printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_calling_without_pause_loses_no_call_to_connection_ageing() {
+    let _load = common::measuring().await;
     let run = ageing_run();
     let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("connection-ageing.log");
     let server = ChildServer::start(&["--max-connection-age-secs", "1"], Some(log.clone()));
@@ -304,6 +305,7 @@ async fn open_idle(
 /// at the cap the server evicts the connection idle the longest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_idle_connections_from_one_client_do_not_keep_a_new_client_out() {
+    let _load = common::measuring().await;
     // Each connection costs this process a descriptor, and the server (which inherits
     // the raised limit) another.
     let limit = raise_open_files_limit();
@@ -374,6 +376,7 @@ async fn thousands_of_idle_connections_from_one_client_do_not_keep_a_new_client_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_idle_past_the_idle_timeout_is_closed_and_the_next_call_reconnects() {
+    let _load = common::measuring().await;
     let server = TestServer::start_with(ring(1, 3), &["--idle-timeout-secs", "1"]).await;
     let (channel, made) = counting_channel(server.addr).await;
     let mut client = AllFivesServiceClient::new(channel);
@@ -446,6 +449,7 @@ fn goaway(frame: &common::raw::Frame) -> Option<(u32, u32)> {
 /// be answered after the client sends exactly that (vendor/h2 has the fix).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_window_update_for_a_stream_refused_by_goaway_does_not_break_the_connection() {
+    let _load = common::measuring().await;
     use common::raw::{self, ACK, DATA, END_STREAM, HEADERS, PING, WINDOW_UPDATE};
     let server = TestServer::start_with(ring(1, 3), &["--max-connection-age-secs", "1"]).await;
     let score = common::score_message(&mut server.client().await).await;

@@ -1,8 +1,56 @@
 //! Starting a real server on an ephemeral port and helpers shared by the tests.
-#![allow(dead_code)]
+//!
+//! # Heavy and measuring tests
+//!
+//! The tests of `tests/it/` share one process and run on parallel threads (as many as
+//! the machine has cores, unless `--test-threads` says otherwise). A test that
+//! measures time, latency, CPU, memory or load would measure the other tests too if a
+//! CPU-heavy one ran beside it, and a test that loads the server on purpose (floods,
+//! attacks) would slow another's measurement. So:
+//!
+//! - a CPU-heavy test (the million mutated tokens, the 40,000 matches of the token
+//!   lengths, whole matches of HARD bots...) holds [`heavy`] for its whole length;
+//!   heavy tests may run together;
+//! - a test that measures time, latency, CPU, memory or load, or generates load
+//!   (connection ageing, overload, the memory attack, the drain on SIGTERM...) holds
+//!   [`measuring`] for its whole length: it then runs with no heavy test and no other
+//!   measuring test;
+//! - every other test takes neither and runs beside anything.
+//!
+//! Both are guards of one `tokio::sync::RwLock` (fair, so a waiting measuring test is
+//! not starved by a stream of heavy ones; never poisoned by a test that failed).
+//! Synchronous tests take [`heavy_blocking`] or [`measuring_blocking`]. A test that
+//! must own its whole process (a global tracing subscriber, the process's CPU time or
+//! descriptors) is a binary of its own instead, beside `tests/it/`.
 
 pub mod child;
 pub mod raw;
+
+use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Heavy tests read, measuring tests write: see the module's doc.
+static LOAD: RwLock<()> = RwLock::const_new(());
+
+/// Held by a CPU-heavy test for its whole length: no measuring test runs meanwhile.
+pub async fn heavy() -> RwLockReadGuard<'static, ()> {
+    LOAD.read().await
+}
+
+/// [`heavy`], for a test that is not async (never call it inside a runtime).
+pub fn heavy_blocking() -> RwLockReadGuard<'static, ()> {
+    LOAD.blocking_read()
+}
+
+/// Held by a test that measures time, latency, CPU, memory or load for its whole
+/// length: no heavy test and no other measuring test runs meanwhile.
+pub async fn measuring() -> RwLockWriteGuard<'static, ()> {
+    LOAD.write().await
+}
+
+/// [`measuring`], for a test that is not async (never call it inside a runtime).
+pub fn measuring_blocking() -> RwLockWriteGuard<'static, ()> {
+    LOAD.blocking_write()
+}
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! matches; advice depends only on what the asking seat may know (the fairness proof);
 //! bad requests get their codes and reasons.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;

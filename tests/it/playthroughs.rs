@@ -1,13 +1,13 @@
 //! Golden playthroughs: a few seeded matches of each table written out as text, every
 //! action with the view of the seat on turn and the token's length, checked in under
-//! `tests/playthroughs/` and compared here, so that any change of behaviour or of
+//! `tests/it/playthroughs/` and compared here, so that any change of behaviour or of
 //! token size shows as a reviewed diff (the habit of OpenSpiel's
 //! `integration_tests/playthroughs/`).
 //!
 //! After a deliberate change, write them again and review the diff:
 //!
 //! ```sh
-//! UPDATE_PLAYTHROUGHS=1 cargo test --test playthroughs
+//! UPDATE_PLAYTHROUGHS=1 cargo test --test it playthroughs
 //! ```
 //!
 //! The matches go through the handlers in-process with fixed seeds, under a policy that
@@ -298,7 +298,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
     );
     let _ = writeln!(
         out,
-        "# Regenerate: UPDATE_PLAYTHROUGHS=1 cargo test --test playthroughs"
+        "# Regenerate: UPDATE_PLAYTHROUGHS=1 cargo test --test it playthroughs"
     );
     let human = pb::SeatSetup {
         bot: 0,
@@ -482,7 +482,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
 
 #[test]
 fn seeded_matches_play_out_as_their_checked_in_transcripts() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/playthroughs");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/playthroughs");
     let update = std::env::var_os("UPDATE_PLAYTHROUGHS").is_some();
     let mut differ = Vec::new();
     let hot_seat = matches()
@@ -524,7 +524,7 @@ fn seeded_matches_play_out_as_their_checked_in_transcripts() {
     }
     assert!(
         differ.is_empty(),
-        "playthroughs changed (UPDATE_PLAYTHROUGHS=1 cargo test --test playthroughs writes them; review the diff):\n{}",
+        "playthroughs changed (UPDATE_PLAYTHROUGHS=1 cargo test --test it playthroughs writes them; review the diff):\n{}",
         differ.join("\n")
     );
 }

@@ -3,7 +3,7 @@
 //! under 96 MiB (the pod's limit is 128 MiB) and an honest client's calls made during
 //! the attack all succeed (docs/RELIABILITY.md, "The memory budget").
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -126,6 +126,7 @@ async fn honest(addr: SocketAddr, until: Instant) -> (u32, Vec<String>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_partial_body_attack_keeps_memory_bounded_and_honest_calls_served() {
+    let _load = common::measuring().await;
     let server = ChildServer::start(&[], None);
     // Up once it answers.
     let _ = honest(server.addr, Instant::now()).await;

@@ -1,6 +1,6 @@
 //! End to end: whole games through the real server and a generated tonic client.
 
-mod common;
+use crate::common;
 
 use allfives::proto::v1 as pb;
 use common::{Client, Creds, TestServer, bad_fields, hot_seat, new_match, ring, tile};

@@ -6,7 +6,7 @@
 //! not, and refused through the real service as TOKEN_INVALID, with no panic and within
 //! a time bound; and replayed tokens (the same move from an older token gives the same
 //! outcome, never another deal or draw). See docs/RELIABILITY.md.
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -339,6 +339,7 @@ fn mutate(ring: &Tokens, tokens: &[Vec<u8>], first: usize, step: usize, quota: u
 
 #[test]
 fn a_million_mutated_tokens_are_all_refused_with_invalid_argument() {
+    let _load = common::heavy_blocking();
     // Through the token cache, as the server runs: the genuine tokens of the last
     // matches are kept in it, and their mutants must still be refused.
     let ring = Tokens::new(Arc::new(test_ring()), 4096);

@@ -1,6 +1,6 @@
 //! The server around the API: health, reflection, gRPC-Web over HTTP/1.1, shutdown.
 
-mod common;
+use crate::common;
 
 use allfives::proto::v1 as pb;
 use common::{TestServer, hot_seat, ring};

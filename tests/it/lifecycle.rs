@@ -1,7 +1,7 @@
 //! The server's life in production: a graceful drain on SIGTERM (the real binary, as
 //! Kubernetes stops a pod) and the key rotation runbook of docs/operations.md.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -226,12 +226,14 @@ async fn turn_and_view(
 
 #[tokio::test]
 async fn sigterm_drains_health_turns_not_serving_calls_finish_and_the_process_exits() {
+    let _load = common::measuring().await;
     sigterm_drains(&["--worker-threads", "2"]).await;
 }
 
 /// The same on the current-thread runtime (`--current-thread`).
 #[tokio::test]
 async fn sigterm_drains_on_the_current_thread_runtime() {
+    let _load = common::measuring().await;
     sigterm_drains(&["--current-thread"]).await;
 }
 

@@ -4,7 +4,7 @@
 //! production's defaults (client seeds refused) through a real gRPC client, and each
 //! test says which defence it shows and how it was seen to fail without it.
 
-mod common;
+use crate::common;
 
 use allfives::proto::v1 as pb;
 use allfives::state::KeyRing;
@@ -292,6 +292,7 @@ fn shown_tiles(view: &pb::GameView, events: &[pb::Event]) -> Vec<(String, (u32, 
 /// tile.
 #[tokio::test]
 async fn a_human_against_three_hard_bots_never_sees_a_bot_tile_before_the_reveal() {
+    let _load = common::heavy().await;
     let server = TestServer::start_default(ring(1, 7)).await;
     let mut client = server.client().await;
     let hard = bot(pb::BotLevel::Hard);

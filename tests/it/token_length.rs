@@ -24,7 +24,9 @@
 //! bytes; the largest of each table is printed.
 //!
 //! Matches are played through the handlers, in-process (the wire adds nothing to a
-//! token); `tests/api.rs` covers the server end to end.
+//! token); `tests/it/api.rs` covers the server end to end.
+
+use crate::common;
 
 use std::sync::Arc;
 
@@ -492,20 +494,24 @@ fn table(players: u32, partnership: bool) {
 
 #[test]
 fn two_players_every_tokens_length_follows_from_public_information_alone() {
+    let _load = common::heavy_blocking();
     table(2, false);
 }
 
 #[test]
 fn three_players_every_tokens_length_follows_from_public_information_alone() {
+    let _load = common::heavy_blocking();
     table(3, false);
 }
 
 #[test]
 fn four_players_every_tokens_length_follows_from_public_information_alone() {
+    let _load = common::heavy_blocking();
     table(4, false);
 }
 
 #[test]
 fn partners_every_tokens_length_follows_from_public_information_alone() {
+    let _load = common::heavy_blocking();
     table(4, true);
 }

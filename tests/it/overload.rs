@@ -3,7 +3,7 @@
 //! bounded, and a normal client is served promptly throughout. See
 //! docs/RELIABILITY.md.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -74,6 +74,7 @@ async fn normal_round(addr: SocketAddr) -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn far_past_the_concurrency_limit_excess_calls_are_refused_quickly_and_the_rest_served() {
+    let _load = common::measuring().await;
     let server = TestServer::start_with(ring(1, 3), &["--concurrency-limit", "4"]).await;
     let addr = server.addr;
     let (token, creds) = dealt_token(&mut server.client().await).await;
@@ -169,6 +170,7 @@ async fn far_past_the_concurrency_limit_excess_calls_are_refused_quickly_and_the
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_ignores_the_stream_limit_has_the_excess_refused_at_once() {
+    let _load = common::measuring().await;
     let server = TestServer::start_with(ring(1, 3), &["--concurrency-limit", "4"]).await;
     let message = common::score_message(&mut server.client().await).await;
     const CALLS: u32 = 100;
@@ -280,6 +282,7 @@ async fn oversized_messages_are_refused_with_out_of_range() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_silent_and_half_greeted_connections_does_not_stop_others() {
+    let _load = common::measuring().await;
     let server = TestServer::start(ring(1, 3)).await;
     let addr = server.addr;
     let rss_before = rss_kib();
@@ -360,6 +363,7 @@ async fn greeted(addr: SocketAddr) -> TcpStream {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_and_unfinished_connections_are_closed_at_the_max_connection_age() {
+    let _load = common::measuring().await;
     // Age 1 s; the grace after the GOAWAY is the request timeout plus a second.
     let server = TestServer::start_with(
         ring(1, 3),
@@ -400,6 +404,7 @@ async fn idle_and_unfinished_connections_are_closed_at_the_max_connection_age() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_that_send_no_preface_are_closed_at_the_handshake_timeout() {
+    let _load = common::measuring().await;
     let server = TestServer::start_with(ring(1, 3), &["--handshake-timeout-ms", "500"]).await;
     let started = Instant::now();
     let mut silent = TcpStream::connect(server.addr).await.expect("connect");
@@ -441,6 +446,7 @@ async fn with_a_call_open(addr: SocketAddr) -> TcpStream {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_connection_cap_the_idlest_connection_makes_room_and_busy_ones_stay() {
+    let _load = common::measuring().await;
     let server = TestServer::start_with(
         ring(1, 3),
         &[
@@ -501,6 +507,7 @@ async fn at_the_connection_cap_the_idlest_connection_makes_room_and_busy_ones_st
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_sends_calls_but_never_reads_does_not_stop_others() {
+    let _load = common::measuring().await;
     let server = TestServer::start(ring(1, 3)).await;
     let addr = server.addr;
     let message = common::score_message(&mut server.client().await).await;
@@ -559,6 +566,7 @@ fn cpu_seconds(pid: u32) -> f64 {
 /// pauses 100 ms after an accept error; once descriptors free it accepts again.
 #[test]
 fn out_of_file_descriptors_the_server_does_not_spin() {
+    let _load = common::measuring_blocking();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")

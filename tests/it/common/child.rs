@@ -18,8 +18,6 @@ pub fn binary() -> OsString {
 pub struct ChildServer {
     pub child: Child,
     pub addr: SocketAddr,
-    /// Where its log went (stdout and stderr), if kept.
-    pub log: Option<PathBuf>,
 }
 
 impl ChildServer {
@@ -53,7 +51,7 @@ impl ChildServer {
             }
         }
         let child = command.spawn().expect("start the server");
-        ChildServer { child, addr, log }
+        ChildServer { child, addr }
     }
 
     /// The server's resident memory now and at its peak, in KiB.

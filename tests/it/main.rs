@@ -1,0 +1,29 @@
+//! The integration tests, one binary: each file here is a module, as cargo's own
+//! `tests/testsuite/` is laid out, so the crate and its dependencies are linked into
+//! one test executable rather than one per file. `cargo test` runs it with the rest;
+//! `cargo test --test it hostile::` runs one module, `cargo test --test it NAME` one
+//! test.
+//!
+//! The tests run on parallel threads of this one process. Those that load the CPU
+//! and those that measure time, latency, CPU, memory or load keep out of each other's
+//! way through [`common::heavy`] and [`common::measuring`] (the module's doc says
+//! which take which). A test that must own its whole process is not here but in a
+//! binary of its own beside this directory, which says why in its first lines:
+//! `tests/junk.rs` (a global tracing subscriber), `tests/search_flood.rs` (the
+//! process's CPU time) and `tests/metrics_descriptors.rs` (the process's open
+//! descriptors).
+
+mod common;
+
+mod api;
+mod connections;
+mod hostile;
+mod lifecycle;
+mod memory;
+mod metrics;
+mod overload;
+mod playthroughs;
+mod seats;
+mod server;
+mod suggest;
+mod token_length;
