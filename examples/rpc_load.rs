@@ -4,8 +4,10 @@
 //! "Instructions per served call").
 //!
 //! It prepares the request on a two-player hot-seat match (NewGame claiming both
-//! seats, so it holds both credentials; no client seed, so any server will do), then
-//! sends it `--calls` times, checking that every answer is OK:
+//! seats, so it holds both credentials), then sends it `--calls` times, checking that
+//! every answer is OK. With `--seed S` (a server started with `--allow-client-seeds`)
+//! the matches are dealt from seeds S, S + 1, …, so that two builds are measured on
+//! the same positions; without it the server deals, and positions differ run to run:
 //!
 //! - `NewGame`: two players, both seats claimed, seat 0 the viewer;
 //! - `Deal`: a new match's first deal, seat 0 the viewer;
@@ -80,6 +82,10 @@ struct Args {
     /// uses its own).
     #[arg(long, default_value_t = 60_000)]
     timeout_ms: u64,
+    /// Seed of the first match prepared (then seed + 1, …), for a server started with
+    /// --allow-client-seeds; without it the server draws each match's seed.
+    #[arg(long)]
+    seed: Option<u64>,
     /// How long to keep trying to connect, in seconds (a server under valgrind takes a
     /// while to listen).
     #[arg(long, default_value_t = 120)]
@@ -126,10 +132,11 @@ impl Request {
     }
 }
 
-/// The client, with the longest wait for an answer.
+/// The client, with the longest wait for an answer and the next match's seed.
 struct Conn {
     client: Client,
     timeout: Duration,
+    seed: std::cell::Cell<Option<u64>>,
 }
 
 impl Conn {
@@ -197,13 +204,13 @@ struct Match {
     credentials: [Vec<u8>; 2],
 }
 
-fn new_game_request() -> pb::NewGameRequest {
+fn new_game_request(seed: Option<u64>) -> pb::NewGameRequest {
     pb::NewGameRequest {
         rules: Some(pb::Rules {
             players: 2,
             ..Default::default()
         }),
-        seed: None,
+        seed,
         viewer: Some(0),
         seats: vec![
             pb::SeatSetup {
@@ -215,9 +222,17 @@ fn new_game_request() -> pb::NewGameRequest {
     }
 }
 
+/// The seed of the next match, if seeded.
+fn next_seed(conn: &Conn) -> Option<u64> {
+    let seed = conn.seed.get();
+    conn.seed.set(seed.map(|s| s.wrapping_add(1)));
+    seed
+}
+
 async fn new_match(conn: &Conn) -> Result<Match, String> {
+    let request = new_game_request(next_seed(conn));
     let answer = conn
-        .wait("NewGame", conn.client.clone().new_game(new_game_request()))
+        .wait("NewGame", conn.client.clone().new_game(request))
         .await?;
     let mut credentials = [Vec::new(), Vec::new()];
     for c in answer.credentials {
@@ -352,7 +367,7 @@ async fn position(
 /// One request of `rpc`, on a match of its own.
 async fn prepare(conn: &Conn, rpc: Rpc) -> Result<Request, String> {
     match rpc {
-        Rpc::NewGame => return Ok(Request::NewGame(new_game_request())),
+        Rpc::NewGame => return Ok(Request::NewGame(new_game_request(next_seed(conn)))),
         Rpc::Deal => return Ok(Request::Deal(new_match(conn).await?.deal_request())),
         _ => {}
     }
@@ -425,6 +440,7 @@ async fn run(args: Args) -> Result<(), String> {
     let conn = Conn {
         client: connect(&args.addr, Duration::from_secs(args.connect_secs)).await?,
         timeout: Duration::from_millis(args.timeout_ms),
+        seed: std::cell::Cell::new(args.seed),
     };
     let started = Instant::now();
     let prepared = match args.fresh {
