@@ -7,7 +7,7 @@
 //! 16-byte credential each, where a bot's seat has none and an open one none yet), the
 //! match's 16-byte secret, and the previous state's 16-byte id present (as in every
 //! token but NewGame's). A token's length does not depend on the values of those bytes
-//! (tests/token_length.rs), so any values measure the same.
+//! (tests/it/token_length.rs), so any values measure the same.
 //!
 //! `cargo run --release --example token_sizes -- [games per row, default 1000]`
 
