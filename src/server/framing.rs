@@ -140,10 +140,11 @@ impl Framing {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn message(flag: u8, len: u32, body: &[u8]) -> Vec<u8> {
+    /// One gRPC message: its flag, its declared length and the bytes that follow.
+    pub(in crate::server) fn message(flag: u8, len: u32, body: &[u8]) -> Vec<u8> {
         let mut out = vec![flag];
         out.extend(len.to_be_bytes());
         out.extend(body);

@@ -374,14 +374,8 @@ fn from_transport(error: &(dyn Error + 'static)) -> bool {
 #[cfg(test)]
 mod tests {
     use super::super::framing::MAX_CHECKED;
+    use super::super::framing::tests::message;
     use super::*;
-
-    fn message(flag: u8, len: u32, body: &[u8]) -> Vec<u8> {
-        let mut out = vec![flag];
-        out.extend(len.to_be_bytes());
-        out.extend(body);
-        out
-    }
 
     #[test]
     fn health_and_reflection_messages_are_decoded_in_any_split() {
