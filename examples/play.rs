@@ -16,6 +16,9 @@
 //! With `--bot hard` (or easy, medium) every move is the server's own bot's (Suggest,
 //! then Play or Draw as advised), and the Suggest calls' latency is reported
 //! (docs/BOTS.md quotes it).
+//!
+//! Longer than most files (about 480 lines): an example is a crate of one file, and the
+//! player, its retries and its report serve only this tool.
 
 use std::future::Future;
 use std::process::ExitCode;

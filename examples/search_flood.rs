@@ -18,6 +18,9 @@
 //! free loopback port (`.ci/search-flood` gives it the release binary deploy-check
 //! built, and runs this example as `cargo test` built it, so CI compiles nothing more);
 //! the world's cost is measured only in a release build of this example.
+//!
+//! Longer than most files (about 490 lines): an example is a crate of one file, and the
+//! world's cost, the flooders and the honest client's measure serve only this tool.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
