@@ -3,7 +3,8 @@
 //! [`CallContext`]: past it CANCELLED, as tonic's own server timeout answers, and the
 //! call's work is dropped). Ours: tower's `ConcurrencyLimit` and `LoadShed` refuse or
 //! queue with no notion of whose call it is or whether its body has arrived, which is
-//! what the fair share below needs.
+//! what the fair share below needs; tower's `Timeout` fails the call with an error
+//! where a gRPC client expects an answer (CANCELLED, as tonic's own timeout gives).
 //!
 //! **Fair shares.** A call whose request body has not fully arrived yet is *stalled*.
 //! When every slot is taken, a call from a connection holding fewer calls than another
@@ -437,6 +438,106 @@ mod tests {
             "the one whose body arrived is not"
         );
         assert!(!slots[0].released.load(Ordering::Acquire));
+    }
+
+    /// Reads its request's body to the end if it can, then answers only when told:
+    /// unlike [`Answering`] it never says the body arrived; the body check must.
+    #[derive(Clone)]
+    struct Holding(Arc<tokio::sync::Notify>);
+
+    impl Service<Request<Body>> for Holding {
+        type Response = Response<Body>;
+        type Error = std::convert::Infallible;
+        type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Self::Error>> + Send>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, request: Request<Body>) -> Self::Future {
+            let release = Arc::clone(&self.0);
+            let mut body = request.into_body();
+            Box::pin(async move {
+                while let Some(Ok(_)) =
+                    std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
+                {
+                }
+                release.notified().await;
+                Ok(Response::new(Body::empty()))
+            })
+        }
+    }
+
+    /// A request body that sends its one message, then waits (the client has not
+    /// ended its stream).
+    struct MessageThenWait(Option<Bytes>);
+
+    impl HttpBody for MessageThenWait {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            match self.0.take() {
+                Some(message) => Poll::Ready(Some(Ok(Frame::data(message)))),
+                None => Poll::Pending,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_body_check_tells_the_budget_which_bodies_have_arrived() {
+        use super::super::request_body::RequestBody;
+        let admission = Admission::new(2, Duration::from_secs(60));
+        let release = Arc::new(tokio::sync::Notify::new());
+        let mut service = admission.wrap(RequestBody::new(
+            Holding(Arc::clone(&release)),
+            Duration::from_secs(60),
+        ));
+        // One gRPC message (flag 0, length 3, "abc"), and the stream left open: the
+        // message is whole, so the call is not stalled, though its body has not ended.
+        let whole = || Body::new(String::from("\0\0\0\0\x03abc"));
+        let open = || {
+            Body::new(MessageThenWait(Some(Bytes::from_static(
+                b"\0\0\0\0\x03abc",
+            ))))
+        };
+        let working: Vec<_> = (0..2)
+            .map(|_| tokio::spawn(service.call(on(open(), 1))))
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let refused = service.call(on(whole(), 2)).await.expect("answered");
+        assert_eq!(
+            code(&refused),
+            Code::ResourceExhausted,
+            "calls whose message arrived are not displaced"
+        );
+        for call in working {
+            assert!(!call.is_finished(), "still held");
+            call.abort();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(admission.in_flight(), 0);
+        // The same with bodies that never come: the newcomer takes one's slot.
+        let stalled: Vec<_> = (0..2)
+            .map(|_| tokio::spawn(service.call(on(Body::new(Stalled), 1))))
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let newcomer = tokio::spawn(service.call(on(whole(), 2)));
+        let displaced = stalled.into_iter().next().expect("a call");
+        let answer = displaced.await.expect("task").expect("answered");
+        assert_eq!(
+            code(&answer),
+            Code::ResourceExhausted,
+            "a stalled body is displaced"
+        );
+        release.notify_one();
+        assert_eq!(
+            code(&newcomer.await.expect("task").expect("answered")),
+            Code::Ok
+        );
     }
 
     #[tokio::test(start_paused = true)]
