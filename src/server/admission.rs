@@ -238,10 +238,12 @@ where
         request
             .extensions_mut()
             .insert(BodyArrived(Arc::clone(&slot)));
+        // Held from here, so that the slot is given back even if the future is dropped
+        // before it is first polled.
+        let held = Held(slot);
         let response = self.inner.call(request);
         let deadline = tokio::time::Instant::from_std(context.deadline);
         Box::pin(async move {
-            let held = Held(slot);
             tokio::select! {
                 result = tokio::time::timeout_at(deadline, response) => match result {
                     Ok(response) => response.map(|r| r.map(Body::new)),
@@ -485,6 +487,14 @@ mod tests {
                 None => Poll::Pending,
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_call_dropped_before_it_is_polled_gives_its_slot_back() {
+        let admission = Admission::new(1, Duration::from_secs(60));
+        let mut service = admission.wrap(Answering(Arc::new(tokio::sync::Notify::new())));
+        drop(service.call(on(Body::empty(), 1)));
+        assert_eq!(admission.in_flight(), 0);
     }
 
     #[tokio::test]

@@ -3,7 +3,9 @@
 //! - [`fill`]: nonces, match ids and deal seeds, from `rand::rng()` (`ThreadRng`): a
 //!   ChaCha12 generator per thread, seeded from the operating system and reseeded from
 //!   it after every 64 KiB it hands out, so a token's nonce costs no system call. If
-//!   the operating system cannot seed it, `rand` panics (there is no error to return).
+//!   the operating system cannot seed or reseed it, `rand` panics (rand 0.10 has no
+//!   fallible path; Linux's `getrandom` does not fail once the system has booted), and
+//!   that call alone fails.
 //! - [`fill_secret`]: each match's secret and each seat's credential, straight from the
 //!   operating system (`rand::rngs::SysRng`, a `getrandom` call per draw); a failure is
 //!   [`Unavailable`], answered `UNAVAILABLE` with reason `RANDOM_UNAVAILABLE`.
