@@ -33,6 +33,13 @@ const SEED: u64 = 7;
 /// Rounds of each kind of stopped search.
 const ROUNDS: u32 = 8;
 
+/// Measurements of each kind, the least of which must be within the bound: on this
+/// shared machine a burst of outside load sometimes doubles what one set of rounds
+/// reads (seen once in four CI runs), while a search that does not stop burns three to
+/// eight times the bound in every set (106 to 320 ms against about 40), so the least
+/// of three still tells the two apart.
+const ATTEMPTS: u32 = 3;
+
 /// CPU time used so far by every thread of this process (server and clients).
 fn process_cpu() -> Duration {
     clock(libc::CLOCK_PROCESS_CPUTIME_ID)
@@ -168,23 +175,30 @@ async fn expired_and_cancelled_suggests_stop_searching_within_a_world() {
     assert!(full > Duration::from_millis(8), "{full:?}");
 
     // A 3 ms deadline (grpc-timeout): the call fails, and then nothing searches.
-    let mut expired = Duration::ZERO;
-    for _ in 0..ROUNDS {
-        let mut req = tonic::Request::new(hard(&state, &creds, seat));
-        req.set_timeout(Duration::from_millis(3));
-        expired += burned_after(
-            async {
-                let status = client.suggest(req).await.expect_err("no time to search");
-                assert!(
-                    matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
-                    "{status:?}"
-                );
-            },
-            settle(full),
-        )
-        .await;
+    let mut expired = Duration::MAX;
+    for attempt in 1..=ATTEMPTS {
+        let mut burned = Duration::ZERO;
+        for _ in 0..ROUNDS {
+            let mut req = tonic::Request::new(hard(&state, &creds, seat));
+            req.set_timeout(Duration::from_millis(3));
+            burned += burned_after(
+                async {
+                    let status = client.suggest(req).await.expect_err("no time to search");
+                    assert!(
+                        matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
+                        "{status:?}"
+                    );
+                },
+                settle(full),
+            )
+            .await;
+        }
+        eprintln!("attempt {attempt}: after {ROUNDS} expired searches: {burned:?} of CPU");
+        expired = expired.min(burned);
+        if expired <= bound {
+            break;
+        }
     }
-    eprintln!("after {ROUNDS} expired searches: {expired:?} of CPU");
     assert!(
         expired <= bound,
         "expired searches burned {expired:?} after their calls failed (bound {bound:?})"
@@ -192,20 +206,27 @@ async fn expired_and_cancelled_suggests_stop_searching_within_a_world() {
 
     // The client gives up after 3 ms (its future dropped: RST_STREAM), no deadline
     // sent: the server drops the call, and the search stops.
-    let mut cancelled = Duration::ZERO;
-    for _ in 0..ROUNDS {
-        let req = hard(&state, &creds, seat);
-        cancelled += burned_after(
-            async {
-                let call = client.suggest(req);
-                let gave_up = tokio::time::timeout(Duration::from_millis(3), call).await;
-                assert!(gave_up.is_err(), "the search answered in 3 ms");
-            },
-            settle(full),
-        )
-        .await;
+    let mut cancelled = Duration::MAX;
+    for attempt in 1..=ATTEMPTS {
+        let mut burned = Duration::ZERO;
+        for _ in 0..ROUNDS {
+            let req = hard(&state, &creds, seat);
+            burned += burned_after(
+                async {
+                    let call = client.suggest(req);
+                    let gave_up = tokio::time::timeout(Duration::from_millis(3), call).await;
+                    assert!(gave_up.is_err(), "the search answered in 3 ms");
+                },
+                settle(full),
+            )
+            .await;
+        }
+        eprintln!("attempt {attempt}: after {ROUNDS} cancelled searches: {burned:?} of CPU");
+        cancelled = cancelled.min(burned);
+        if cancelled <= bound {
+            break;
+        }
     }
-    eprintln!("after {ROUNDS} cancelled searches: {cancelled:?} of CPU");
     assert!(
         cancelled <= bound,
         "cancelled searches burned {cancelled:?} after their calls ended (bound {bound:?})"
@@ -266,23 +287,32 @@ async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
         total
     };
     let bound = allowed(world, baseline);
-    let mut expired = Duration::ZERO;
-    for _ in 0..ROUNDS {
-        let mut req = tonic::Request::new(deal());
-        req.set_timeout(Duration::from_millis(3));
-        expired += burned_after(
-            async {
-                let status = client.deal(req).await.expect_err("no time for the bots");
-                assert!(
-                    matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
-                    "{status:?}"
-                );
-            },
-            settle(full * 5),
-        )
-        .await;
+    let mut expired = Duration::MAX;
+    for attempt in 1..=ATTEMPTS {
+        let mut burned = Duration::ZERO;
+        for _ in 0..ROUNDS {
+            let mut req = tonic::Request::new(deal());
+            req.set_timeout(Duration::from_millis(3));
+            burned += burned_after(
+                async {
+                    let status = client.deal(req).await.expect_err("no time for the bots");
+                    assert!(
+                        matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
+                        "{status:?}"
+                    );
+                },
+                settle(full * 5),
+            )
+            .await;
+        }
+        eprintln!(
+            "attempt {attempt}: after {ROUNDS} expired bot calls: {burned:?} of CPU (bound {bound:?})"
+        );
+        expired = expired.min(burned);
+        if expired <= bound {
+            break;
+        }
     }
-    eprintln!("after {ROUNDS} expired bot calls: {expired:?} of CPU (bound {bound:?})");
     assert!(
         expired <= bound,
         "expired bot calls burned {expired:?} after they failed (bound {bound:?})"
