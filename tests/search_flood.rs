@@ -131,8 +131,15 @@ fn settle(full: Duration) -> Duration {
 }
 
 /// The CPU a call that does not search leaves behind after it answered (the calls'
-/// bookkeeping, the runtime): the noise the bound allows beside the worlds.
-async fn quiet_baseline(client: &mut Client, state: &[u8], creds: &Creds, seat: u32) -> Duration {
+/// bookkeeping, the runtime), over the same `settle` time as the measurement it is the
+/// noise allowance of (the process's own background CPU grows with the time waited).
+async fn quiet_baseline(
+    client: &mut Client,
+    state: &[u8],
+    creds: &Creds,
+    seat: u32,
+    settle: Duration,
+) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..ROUNDS {
         let mut req = hard(state, creds, seat);
@@ -141,7 +148,7 @@ async fn quiet_baseline(client: &mut Client, state: &[u8], creds: &Creds, seat: 
             async {
                 client.suggest(req).await.expect("MEDIUM Suggest");
             },
-            Duration::from_millis(50),
+            settle,
         )
         .await;
     }
@@ -165,7 +172,7 @@ async fn expired_and_cancelled_suggests_stop_searching_within_a_world() {
     let mut client = connect(&server).await;
     let (state, creds, seat) = lead(&mut client).await;
     let (world, full) = world_cost();
-    let baseline = quiet_baseline(&mut client, &state, &creds, seat).await;
+    let baseline = quiet_baseline(&mut client, &state, &creds, seat, settle(full)).await;
     let bound = allowed(world, baseline);
     eprintln!(
         "a world {world:?}, the whole search {full:?}; quiet calls leave {baseline:?}; \
@@ -280,7 +287,7 @@ async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
                     // Refused (nobody's turn before the deal): a call that does not search.
                     let _ = client.suggest(req).await;
                 },
-                Duration::from_millis(50),
+                settle(full * 5),
             )
             .await;
         }
