@@ -45,13 +45,14 @@
 //! cargo run --release --features bench-echo --example loadgen -- --games 32 --rounds 5
 //! ```
 //!
-//! One file of about 1,400 lines: an example is a crate of one file, and its parts
-//! (the hot-seat player that predicts legal moves, the echo phases, the CPU accounting,
-//! the report) serve only this tool.
+//! One file of about 1,300 lines: an example is a crate of one file, and its parts
+//! (the hot-seat player that predicts legal moves, the echo phases, the report) serve
+//! only this tool; starting the server, the CPU accounting and the quantiles are
+//! shared with `examples/botload.rs` in `examples/common/`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -68,10 +69,13 @@ use tonic::client::Grpc;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::Bytes;
 use tonic::codegen::http::uri::PathAndQuery;
-use tonic::transport::{Channel, Endpoint};
-use tonic_health::pb::HealthCheckRequest;
-use tonic_health::pb::health_check_response::ServingStatus;
-use tonic_health::pb::health_client::HealthClient;
+use tonic::transport::Channel;
+
+mod common;
+use common::{
+    ServerProcess, block_on, connect, free_loopback_port, load_average, process_cpu_secs,
+    quantile_us, start,
+};
 
 /// The bars of the issue: game calls/s at least this share of bare calls/s…
 const BAR_RATE_RATIO: f64 = 0.85;
@@ -473,36 +477,8 @@ struct Ctx {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(usize::from(args.client_threads))
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("loadgen: cannot start a runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(args)) {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("loadgen: {error}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// The server process this run started; stopped when dropped.
-struct ServerProcess {
-    child: Child,
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    let workers = usize::from(args.client_threads);
+    block_on("loadgen", workers, run(args))
 }
 
 fn server_binary(args: &Args) -> Result<PathBuf, String> {
@@ -526,80 +502,22 @@ fn server_binary(args: &Args) -> Result<PathBuf, String> {
     }
 }
 
-fn free_loopback_port() -> Result<u16, String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
-    Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
-}
-
 /// Starts the server on a free loopback port; returns it, its URL and the time from
 /// spawning it to its first SERVING health answer.
 async fn start_server(args: &Args) -> Result<(ServerProcess, String, Duration), String> {
     let binary = server_binary(args)?;
     let port = free_loopback_port()?;
     let addr = format!("127.0.0.1:{port}");
-    let started = Instant::now();
-    let child = Command::new(&binary)
+    let mut command = Command::new(&binary);
+    command
         .args(["--addr", &addr, "--metrics-addr", "off"])
         .args(match args.server_threads {
             0 => vec!["--current-thread".to_owned()],
             n => vec!["--worker-threads".to_owned(), n.to_string()],
         })
         .args(["--shutdown-delay-ms", "0", "--drain-seconds", "1"])
-        .args(&args.server_arg)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-    let mut server = ServerProcess { child };
-    let url = format!("http://{addr}");
-    let endpoint = Endpoint::from_shared(url.clone()).map_err(|e| e.to_string())?;
-    let give_up = started + Duration::from_secs(20);
-    loop {
-        if let Ok(Some(status)) = server.child.try_wait() {
-            return Err(format!("the server exited at start: {status}"));
-        }
-        if let Ok(channel) = endpoint.connect().await {
-            let mut health = HealthClient::new(channel);
-            let answer = health
-                .check(HealthCheckRequest {
-                    service: String::new(),
-                })
-                .await;
-            if answer.is_ok_and(|r| r.get_ref().status == ServingStatus::Serving as i32) {
-                let to_serving = started.elapsed();
-                return Ok((server, url, to_serving));
-            }
-        }
-        if Instant::now() > give_up {
-            let _ = server.child.kill();
-            return Err("the server did not report SERVING within 20 s".to_owned());
-        }
-        tokio::time::sleep(Duration::from_micros(500)).await;
-    }
-}
-
-/// The server's CPU time so far (user + system, all threads, dead ones included).
-fn process_cpu_secs(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // After the name: state is field 3 of the line, utime 14 and stime 15.
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) as f64 / clock_ticks())
-}
-
-fn clock_ticks() -> f64 {
-    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    *TICKS.get_or_init(|| {
-        Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|o| String::from_utf8(o.stdout).ok())
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(100.0)
-    })
+        .args(&args.server_arg);
+    start(command, &addr).await
 }
 
 /// A `VmXxx` line of `/proc/<pid>/status`, in KiB.
@@ -609,16 +527,6 @@ fn process_memory_kib(pid: u32, field: &str) -> Option<u64> {
         .lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-async fn connect(url: &str) -> Result<Channel, String> {
-    Endpoint::from_shared(url.to_owned())
-        .map_err(|e| e.to_string())?
-        .connect_timeout(Duration::from_secs(5))
-        .tcp_nodelay(true)
-        .connect()
-        .await
-        .map_err(|e| format!("cannot connect to {url}: {e}"))
 }
 
 fn median(values: &mut [f64]) -> f64 {
@@ -631,15 +539,6 @@ fn median(values: &mut [f64]) -> f64 {
     } else {
         (values[n / 2 - 1] + values[n / 2]) / 2.0
     }
-}
-
-/// The `q` quantile of sorted nanoseconds, in microseconds.
-fn quantile_us(sorted: &[u64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i] as f64 / 1000.0
 }
 
 async fn run(args: Args) -> Result<ExitCode, String> {
@@ -692,15 +591,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     if cfg!(debug_assertions) {
         println!("a dev build: the figures say little and the bars are for release builds");
     }
-    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
-        println!(
-            "load average at start: {}",
-            load.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-    }
+    println!("load average at start: {}", load_average());
     let rss_idle = pid.and_then(|p| process_memory_kib(p, "VmRSS"));
 
     let mut channels = Vec::new();
@@ -927,15 +818,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
             kib(process_memory_kib(pid, "VmHWM")),
         );
     }
-    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
-        println!(
-            "load average at end: {}",
-            load.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-    }
+    println!("load average at end: {}", load_average());
     drop(server);
 
     if errors > 0 {

@@ -1,0 +1,163 @@
+//! What the load generators share (`examples/loadgen.rs`, `examples/botload.rs`): a
+//! server they start on a free loopback port and wait for until it reports SERVING,
+//! a process's CPU time from `/proc`, latency quantiles, and the runtime `main` starts.
+//! Each example uses a part.
+#![allow(dead_code)]
+
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use tonic::transport::{Channel, Endpoint};
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+
+/// Runs an example's `run` on a multi-thread runtime of `workers` threads; an error
+/// it answers is printed after the example's `name`.
+pub fn block_on(
+    name: &str,
+    workers: usize,
+    run: impl Future<Output = Result<ExitCode, String>>,
+) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("{name}: cannot start a runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("{name}: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A process this run started; stopped (SIGKILL) and reaped when dropped.
+pub struct ServerProcess {
+    pub child: Child,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback port free at the time of asking.
+pub fn free_loopback_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+    Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// Spawns the server `command` (which has it listen on `addr`, a loopback address),
+/// its stdin and stdout closed, and waits for it to answer SERVING (20 s at most);
+/// answers it, its URL and the time from spawning it to that answer.
+pub async fn start(
+    mut command: Command,
+    addr: &str,
+) -> Result<(ServerProcess, String, Duration), String> {
+    let spawned = Instant::now();
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "cannot start {}: {e}",
+                command.get_program().to_string_lossy()
+            )
+        })?;
+    let url = format!("http://{addr}");
+    let (server, to_serving) = serving(child, &url, spawned).await?;
+    Ok((server, url, to_serving))
+}
+
+/// Waits for the server just spawned as `child` to answer SERVING at `url` (20 s at
+/// most); answers it and the time from `spawned` to that answer.
+async fn serving(
+    child: Child,
+    url: &str,
+    spawned: Instant,
+) -> Result<(ServerProcess, Duration), String> {
+    let mut server = ServerProcess { child };
+    let endpoint = Endpoint::from_shared(url.to_owned()).map_err(|e| e.to_string())?;
+    let give_up = spawned + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            return Err(format!("the server exited at start: {status}"));
+        }
+        if let Ok(channel) = endpoint.connect().await {
+            let answer = HealthClient::new(channel)
+                .check(HealthCheckRequest {
+                    service: String::new(),
+                })
+                .await;
+            if answer.is_ok_and(|r| r.get_ref().status == ServingStatus::Serving as i32) {
+                return Ok((server, spawned.elapsed()));
+            }
+        }
+        if Instant::now() > give_up {
+            return Err("the server did not report SERVING within 20 s".to_owned());
+        }
+        tokio::time::sleep(Duration::from_micros(500)).await;
+    }
+}
+
+/// One HTTP/2 connection to `url`, opened now.
+pub async fn connect(url: &str) -> Result<Channel, String> {
+    Endpoint::from_shared(url.to_owned())
+        .map_err(|e| e.to_string())?
+        .connect_timeout(Duration::from_secs(5))
+        .tcp_nodelay(true)
+        .connect()
+        .await
+        .map_err(|e| format!("cannot connect to {url}: {e}"))
+}
+
+/// A process's CPU time so far (user + system, all threads, dead ones included).
+pub fn process_cpu_secs(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // After the name: state is field 3 of the line, utime 14 and stime 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) as f64 / clock_ticks())
+}
+
+fn clock_ticks() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
+/// The `q` quantile of sorted nanoseconds, in microseconds (NaN for none).
+pub fn quantile_us(sorted: &[u64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i] as f64 / 1000.0
+}
+
+/// The load average's first three figures, as `/proc/loadavg` has them.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
