@@ -70,6 +70,10 @@ type Client = AllFivesServiceClient<Channel>;
 const MAX_REFUSED_SENDS: u32 = 8;
 /// Sends of one call at most when its connection goes away under it.
 const MAX_TRANSPORT_SENDS: u32 = 4;
+/// Matches calibration plays at once: two HARD tables have at most two searches in
+/// flight, which the server's search queue takes even on one core, over any
+/// connections.
+const CALIBRATION_PLAYERS: u32 = 2;
 
 /// Bot matches at a human pace, for capacity planning; see the module docs.
 #[derive(Parser, Debug, Clone)]
@@ -123,8 +127,9 @@ struct Args {
     /// Process id of the server at --target, for its CPU time.
     #[arg(long, conflicts_with = "server")]
     server_pid: Option<u32>,
-    /// Matches played first without think time (over the same connections, not
-    /// counted) to measure the moves a match takes and its server CPU at full speed.
+    /// Matches played first without think time, two at a time (over the same
+    /// connections, not counted), to measure the moves a match takes and its server
+    /// CPU at full speed.
     #[arg(long, default_value_t = 3)]
     calibrate: u32,
     /// The human moves a match takes, if known (then --calibrate may be 0).
@@ -1018,7 +1023,8 @@ struct Calibration {
     tally: Tally,
 }
 
-/// Plays `--calibrate` whole matches at once without think time (not counted).
+/// Plays `--calibrate` whole matches without think time (not counted), on two players
+/// at most.
 async fn calibrate(args: &Args, channels: &[Channel], pid: Option<u32>, seed: u64) -> Calibration {
     let begin = Instant::now();
     let plan = Plan {
@@ -1026,18 +1032,12 @@ async fn calibrate(args: &Args, channels: &[Channel], pid: Option<u32>, seed: u6
         think: None,
         count_from: begin,
         end: begin + Duration::from_secs(600),
-        max_matches: Some(1),
+        max_matches: Some(u64::from(args.calibrate.div_ceil(CALIBRATION_PLAYERS))),
         deadline: Duration::from_millis(args.timeout_ms),
     };
+    let players = args.calibrate.min(CALIBRATION_PLAYERS);
     let cpu0 = pid.and_then(process_cpu_secs);
-    let tally = play(
-        plan,
-        channels,
-        args.calibrate,
-        seed ^ 0x5eed,
-        Duration::ZERO,
-    )
-    .await;
+    let tally = play(plan, channels, players, seed ^ 0x5eed, Duration::ZERO).await;
     let wall = begin.elapsed().as_secs_f64();
     let cpu = cpu0.and_then(|c0| Some(process_cpu_secs(pid?)? - c0));
     let done = tally.moves_per_finished.len() as f64;
