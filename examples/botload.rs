@@ -16,8 +16,9 @@
 //! and Draw, from the first send to the answer, retries included), refusals by gRPC
 //! status and `ErrorInfo` reason (a refused call is sent again after a backoff: a
 //! refused Deal, Play or Draw did nothing), calls retried because their connection
-//! went away (a gateway recycling its client connections), other errors (the match is
-//! given up and a new one started), matches finished, and the server's CPU time
+//! went away (a gateway recycling its client connections), other errors (over the
+//! whole run, warm-up included; the match is given up and a new one started), matches
+//! finished, and the server's CPU time
 //! (`/proc/<pid>/stat`) per second, per call and per match: over matches finished in
 //! the window, and over the moves played ÷ the moves a match takes (measured first on
 //! `--calibrate` matches played without think time, or given with
@@ -327,6 +328,8 @@ struct Player {
     plan: Plan,
     rng: ChaCha8Rng,
     tally: Tally,
+    /// Its next think would end past the plan's end: it makes no more calls.
+    done: bool,
 }
 
 /// How a failed call is taken.
@@ -380,7 +383,7 @@ impl Player {
         (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    /// Thinks before a move; false if the plan ends first.
+    /// Thinks before a move; false (and the player done) if the plan ends first.
     async fn think(&mut self) -> bool {
         let pause = match self.plan.think {
             Some((mean, jitter)) => mean.mul_f64(1.0 + jitter * (2.0 * self.uniform() - 1.0)),
@@ -388,6 +391,7 @@ impl Player {
         };
         let wake = Instant::now() + pause;
         if wake >= self.plan.end {
+            self.done = true;
             return false;
         }
         tokio::time::sleep_until(wake.into()).await;
@@ -459,7 +463,8 @@ impl Player {
         tokio::time::sleep(start_after).await;
         let mut table: Option<Table> = None;
         loop {
-            if Instant::now() >= self.plan.end
+            if self.done
+                || Instant::now() >= self.plan.end
                 || self
                     .plan
                     .max_matches
@@ -663,6 +668,7 @@ async fn play(
             plan,
             rng: ChaCha8Rng::seed_from_u64(rng.next_u64()),
             tally: Tally::default(),
+            done: false,
         };
         let start_after = spread.mul_f64((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64);
         tasks.spawn(player.run(start_after));
