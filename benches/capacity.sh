@@ -13,7 +13,7 @@
 #   bash benches/capacity.sh                       (from anywhere; on a quiet machine)
 #   STEP_SECS=10 KINDS=hard START=8 bash benches/capacity.sh       (a quick look)
 #
-# Each step takes about WARMUP_SECS + STEP_SECS (default 5.5 + 25 s): a kind takes
+# Each step takes about WARMUP_SECS + STEP_SECS (default 8.5 + 25 s): a kind takes
 # about 8 to 12 steps. Only loopback is used; every process started is stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +26,8 @@ SERVER_CPUS=${SERVER_CPUS:-0}   # the core the server is pinned to (it is told i
 CLIENT_CPUS=${CLIENT_CPUS:-$(n=$(nproc); [ "$n" -gt 2 ] && echo "1-$((n - 1))" || echo $((n - 1)))}
 THINK_MS=${THINK_MS:-3000}
 STEP_SECS=${STEP_SECS:-25}
-WARMUP_SECS=${WARMUP_SECS:-$(awk -v t="$THINK_MS" 'BEGIN { print t * 1.5 / 1000 + 1 }')}
+# Matches start over one think time, then think up to 1.5 of one: all are in play after.
+WARMUP_SECS=${WARMUP_SECS:-$(awk -v t="$THINK_MS" 'BEGIN { print t * 2.5 / 1000 + 1 }')}
 START=${START:-16}
 MAX_MATCHES=${MAX_MATCHES:-4000} # with CONNECTIONS=each, under the server's 4096 connections
 RESOLUTION=${RESOLUTION:-10}     # percent: bisect until the bounds are this close

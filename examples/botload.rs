@@ -95,8 +95,8 @@ struct Args {
     /// Seconds counted, after the warm-up; 0 with --calibrate only calibrates.
     #[arg(long, default_value_t = 20.0)]
     secs: f64,
-    /// Seconds of warm-up, not counted (default: 1.5 think times plus a second, so
-    /// every match has started and made a move).
+    /// Seconds of warm-up, not counted (default: a second more than the start spread
+    /// and the longest think, so every match has started and made a move).
     #[arg(long)]
     warmup_secs: Option<f64>,
     /// The server or gateway to call (ignored with --server).
@@ -462,6 +462,8 @@ impl Player {
     async fn run(mut self, start_after: Duration) -> Tally {
         tokio::time::sleep(start_after).await;
         let mut table: Option<Table> = None;
+        // The start spread stands for the think before the first match.
+        let mut first = true;
         loop {
             if self.done
                 || Instant::now() >= self.plan.end
@@ -473,7 +475,7 @@ impl Player {
                 break;
             }
             let next = match table.take() {
-                None => self.new_game().await,
+                None => self.new_game(!std::mem::take(&mut first)).await,
                 Some(t) => self.step(t).await,
             };
             match next {
@@ -489,9 +491,9 @@ impl Player {
         self.tally
     }
 
-    /// A new match, after a think.
-    async fn new_game(&mut self) -> Result<Option<Table>, ()> {
-        if !self.think().await {
+    /// A new match, after a think if `think`.
+    async fn new_game(&mut self, think: bool) -> Result<Option<Table>, ()> {
+        if think && !self.think().await {
             return Ok(None);
         }
         let kind = self.plan.kind;
@@ -1074,7 +1076,7 @@ async fn measure(
 ) -> (Tally, Option<f64>, Option<f64>) {
     let think = Duration::from_millis(args.think_ms);
     let warmup = args.warmup_secs.map_or(
-        think.mul_f64(1.5) + Duration::from_secs(1),
+        think.mul_f64(2.0 + args.jitter) + Duration::from_secs(1),
         Duration::from_secs_f64,
     );
     let begin = Instant::now();
