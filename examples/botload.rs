@@ -688,17 +688,22 @@ async fn play(
 /// nginx in front of the server, from the committed template; stopped (SIGTERM to the
 /// master, which stops its workers) when dropped.
 struct Gateway {
-    child: Child,
+    /// nginx's master process, once started.
+    child: Option<Child>,
+    /// Its run directory (a temporary one, removed with it).
     dir: PathBuf,
 }
 
 impl Drop for Gateway {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on the pid of a child this process spawned and has not reaped.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        if let Some(child) = &mut self.child {
+            // SAFETY: kill(2) on the pid of a child this process spawned and has not
+            // reaped.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            }
+            let _ = child.wait();
         }
-        let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -711,6 +716,8 @@ async fn start_gateway(args: &Args, upstream: &str) -> Result<(Gateway, String),
     let port = free_loopback_port()?;
     let dir = std::env::temp_dir().join(format!("botload-nginx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut gateway = Gateway { child: None, dir };
+    let dir = &gateway.dir;
     let run_dir = dir.to_string_lossy().into_owned();
     let listen = format!("127.0.0.1:{port}");
     let text = template
@@ -727,7 +734,7 @@ async fn start_gateway(args: &Args, upstream: &str) -> Result<(Gateway, String),
     std::fs::write(&conf, text).map_err(|e| format!("{}: {e}", conf.display()))?;
     let nginx = |extra: &[&str]| {
         let mut c = Command::new(&args.nginx);
-        c.arg("-p").arg(&dir).arg("-c").arg(&conf).args(extra);
+        c.arg("-p").arg(dir).arg("-c").arg(&conf).args(extra);
         c
     };
     let check = nginx(&["-t", "-q"]).output().map_err(|e| {
@@ -746,7 +753,7 @@ async fn start_gateway(args: &Args, upstream: &str) -> Result<(Gateway, String),
         .stdout(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot start nginx: {e}"))?;
-    let gateway = Gateway { child, dir };
+    gateway.child = Some(child);
     for _ in 0..100 {
         if std::net::TcpStream::connect(&listen).is_ok() {
             return Ok((gateway, format!("http://{listen}")));
