@@ -1,9 +1,11 @@
-//! A call's context: which connection it came on and when it must be over. Made once
-//! per call by the connection layer (`server::connections`), carried as a request
-//! extension, and read by every layer and handler that needs it: the calls-in-flight
-//! budget (`server::admission`) and the HARD search queue (`service::searches`). It
-//! sits below both `server` and `service`, so neither imports the other for it.
+//! A call's context: which connection it came on, which client it is from, and when it
+//! must be over. Made once per call by the connection layer (`server::connections`),
+//! carried as a request extension, and read by every layer and handler that needs it:
+//! the calls-in-flight budget (`server::admission`) and the HARD search queue
+//! (`service::searches`). It sits below both `server` and `service`, so neither
+//! imports the other for it.
 
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 /// A connection's number, unique for the server's life (`server::connections`). It
@@ -17,11 +19,59 @@ impl ConnectionId {
     pub const IN_PROCESS: ConnectionId = ConnectionId(u64::MAX);
 }
 
+/// Whom a call is from, for what is shared out per client (the HARD search queue's
+/// turns): its connection, or, behind a gateway the operator trusts
+/// (`--trusted-client-header`), the client address the gateway wrote in that header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClientId {
+    Connection(ConnectionId),
+    Address(IpAddr),
+}
+
+impl ClientId {
+    /// The client of a call on `connection` whose trusted header, when one is
+    /// configured, carried `forwarded` (its last line): the address that line ends
+    /// with, or the connection if there is none or it is not an address.
+    pub fn new(connection: ConnectionId, forwarded: Option<&[u8]>) -> ClientId {
+        forwarded
+            .and_then(forwarded_address)
+            .map_or(ClientId::Connection(connection), ClientId::Address)
+    }
+}
+
+/// The longest address entry read (an IPv6 address with a port is at most 47 bytes).
+const MAX_ADDRESS_LEN: usize = 64;
+
+/// The address a forwarding header's value ends with: `x-forwarded-for`'s entries are
+/// comma separated, each proxy appending the peer it saw, so the last entry is the one
+/// the trusted gateway wrote (earlier ones are the client's to forge). An entry is an
+/// IP address, or one with a port (`1.2.3.4:5`, `[::1]:5`); an IPv4 address mapped
+/// into IPv6 is the IPv4 address. Only the value's last bytes are read.
+pub fn forwarded_address(value: &[u8]) -> Option<IpAddr> {
+    let tail = &value[value.len().saturating_sub(2 * MAX_ADDRESS_LEN)..];
+    let entry = match tail.iter().rposition(|&b| b == b',') {
+        Some(comma) => &tail[comma + 1..],
+        None if tail.len() == value.len() => tail,
+        None => return None,
+    };
+    let entry = std::str::from_utf8(entry.trim_ascii()).ok()?;
+    if entry.len() > MAX_ADDRESS_LEN {
+        return None;
+    }
+    let ip = entry
+        .parse::<IpAddr>()
+        .or_else(|_| entry.parse::<SocketAddr>().map(|a| a.ip()))
+        .ok()?;
+    Some(ip.to_canonical())
+}
+
 /// What the transport knows of a call, as a request extension.
 #[derive(Clone, Copy, Debug)]
 pub struct CallContext {
     /// The connection the call came on.
     pub connection: ConnectionId,
+    /// Whom it is from: its connection unless a trusted header names the client.
+    pub client: ClientId,
     /// When the call must be over: the earlier of the server's `--request-timeout-ms`
     /// and the client's `grpc-timeout`, counted from the call's headers.
     pub deadline: Instant,
@@ -42,8 +92,14 @@ impl CallContext {
             .map_or(server_timeout, |asked| asked.min(server_timeout));
         CallContext {
             connection,
+            client: ClientId::Connection(connection),
             deadline: now.checked_add(timeout).unwrap_or(now),
         }
+    }
+
+    /// The same context, the call being from `client`.
+    pub fn from_client(self, client: ClientId) -> CallContext {
+        CallContext { client, ..self }
     }
 }
 
@@ -103,6 +159,40 @@ mod tests {
         ] {
             assert_eq!(read(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_client_is_the_address_a_forwarding_header_ends_with() {
+        let conn = ConnectionId(3);
+        let client = |v: &str| ClientId::new(conn, Some(v.as_bytes()));
+        let ip = |s: &str| ClientId::Address(s.parse().unwrap());
+        assert_eq!(client("203.0.113.7"), ip("203.0.113.7"));
+        assert_eq!(client("1.1.1.1, 10.0.0.2,203.0.113.7 "), ip("203.0.113.7"));
+        assert_eq!(client("forged, 203.0.113.7"), ip("203.0.113.7"));
+        assert_eq!(client("203.0.113.7:4711"), ip("203.0.113.7"));
+        assert_eq!(client("2001:db8::1"), ip("2001:db8::1"));
+        assert_eq!(client("[2001:db8::1]:443"), ip("2001:db8::1"));
+        assert_eq!(client("::ffff:203.0.113.7"), ip("203.0.113.7"));
+        let long = format!("{}, 203.0.113.7", "9".repeat(10_000));
+        assert_eq!(client(&long), ip("203.0.113.7"));
+        // Anything else is the connection's.
+        for bad in [
+            "",
+            " ",
+            "unknown",
+            "203.0.113.7, ",
+            "1.2.3.4.5",
+            "203.0.113.7;x",
+        ] {
+            assert_eq!(client(bad), ClientId::Connection(conn), "{bad:?}");
+        }
+        let one_long_entry = format!("1.2.3.4{}", " ".repeat(200));
+        assert_eq!(client(&one_long_entry), ClientId::Connection(conn));
+        assert_eq!(
+            ClientId::new(conn, Some(b"\xff\xfe")),
+            ClientId::Connection(conn)
+        );
+        assert_eq!(ClientId::new(conn, None), ClientId::Connection(conn));
     }
 
     #[test]

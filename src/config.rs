@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use tonic::codegen::http::HeaderValue;
+use tonic::codegen::http::{HeaderName, HeaderValue};
 
 use crate::state::{KeyRing, KeyRingError};
 
@@ -230,6 +230,31 @@ pub struct Config {
         value_parser = clap::value_parser!(u64).range(0..=1000)
     )]
     pub bot_move_floor_ms: u64,
+
+    /// How long, in milliseconds, the last HARD search of a full search queue may
+    /// expect to wait for a core: the queue holds as many searches as the cores get
+    /// through in this time, at the time a search has lately held a core (2 to 64 a
+    /// core); past it, searches are refused SEARCH_QUEUE_FULL (docs/operations.md).
+    #[arg(
+        long,
+        env = "ALLFIVES_SEARCH_WAIT_BUDGET_MS",
+        default_value_t = 250,
+        value_parser = clap::value_parser!(u64).range(0..=10_000)
+    )]
+    pub search_wait_budget_ms: u64,
+
+    /// A request header that the gateway in front of the server sets to the client's
+    /// address (e.g. `x-forwarded-for`, of which the last entry is read: the one the
+    /// gateway appended), so that HARD searches take turns by client rather than by
+    /// connection. Set it only when every call comes through a gateway that writes
+    /// it: a client that reaches the server directly could name any address. Off by
+    /// default: the client is the connection.
+    #[arg(
+        long,
+        env = "ALLFIVES_TRUSTED_CLIENT_HEADER",
+        value_parser = parse_header_name
+    )]
+    pub trusted_client_header: Option<HeaderName>,
 }
 
 impl Config {
@@ -326,6 +351,17 @@ impl Config {
 
 fn parse_key_text(s: &str) -> Result<KeyText, std::convert::Infallible> {
     Ok(KeyText(s.to_owned()))
+}
+
+/// A header name, as HTTP/2 sends them (lower case); gRPC's own headers and pseudo
+/// headers are no client's address.
+fn parse_header_name(s: &str) -> Result<HeaderName, String> {
+    let name = HeaderName::from_bytes(s.trim().as_bytes())
+        .map_err(|_| format!("{s:?} is not a header name"))?;
+    if name.as_str().starts_with("grpc-") || name.as_str() == "te" || name == "content-type" {
+        return Err(format!("{s:?} is a header gRPC itself uses"));
+    }
+    Ok(name)
 }
 
 fn parse_metrics_addr(s: &str) -> Result<Option<SocketAddr>, String> {
@@ -441,6 +477,11 @@ mod tests {
         assert_eq!(c.worker_threads, None);
         assert!(!c.current_thread);
         assert_eq!(c.token_cache, 4096);
+        assert_eq!(
+            std::time::Duration::from_millis(c.search_wait_budget_ms),
+            crate::service::searches::DEFAULT_WAIT_BUDGET
+        );
+        assert_eq!(c.trusted_client_header, None);
     }
 
     #[test]
@@ -480,8 +521,17 @@ mod tests {
             "https://a.example, http://localhost:5173",
             "--worker-threads",
             "1",
+            "--search-wait-budget-ms",
+            "100",
+            "--trusted-client-header",
+            "X-Forwarded-For",
         ])
         .expect("flags parse");
+        assert_eq!(c.search_wait_budget_ms, 100);
+        assert_eq!(
+            c.trusted_client_header,
+            Some(HeaderName::from_static("x-forwarded-for"))
+        );
         assert_eq!(c.addr, "127.0.0.1:9000".parse().expect("addr"));
         assert_eq!(
             c.metrics_addr,
@@ -536,6 +586,11 @@ mod tests {
             &["--current-thread", "--worker-threads", "2"],
             &["--token-cache", "-1"],
             &["--token-cache", "1048577"],
+            &["--search-wait-budget-ms", "10001"],
+            &["--trusted-client-header", "x forwarded"],
+            &["--trusted-client-header", ""],
+            &["--trusted-client-header", "grpc-timeout"],
+            &["--trusted-client-header", ":authority"],
             &["--keys", KEY_A, "--keys-file", "/keys"],
             &["--no-such-flag"],
         ] {

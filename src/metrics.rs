@@ -430,7 +430,7 @@ impl Collector for Counts {
         )?;
         if let Some(searches) = self.searches.get() {
             let (running, waiting) = searches.counts();
-            let limits = searches.limits();
+            let (slots, places) = searches.capacity();
             labelled_gauge(
                 e,
                 "hard_searches",
@@ -445,10 +445,11 @@ impl Collector for Counts {
                 e,
                 "hard_search_capacity",
                 "Room for HARD searches: running (slots, one per core) and waiting (the \
-                 queue); a search past both is refused SEARCH_QUEUE_FULL.",
+                 queue, sized by the wait budget over a search's measured time); a search \
+                 past both is refused SEARCH_QUEUE_FULL unless it ranks before a waiter.",
                 [
-                    ([("state", "running")], limits.slots),
-                    ([("state", "waiting")], limits.queue),
+                    ([("state", "running")], slots),
+                    ([("state", "waiting")], places),
                 ],
             )?;
         }
@@ -481,19 +482,30 @@ mod tests {
             !text.contains("hard_searches"),
             "shown before a queue is watched"
         );
-        let searches = Searches::new(Limits::for_slots(2));
+        use crate::service::searches::{FIRST_HOLD, Owner};
+        // Two slots, and four places for each while a search holds its slot for
+        // FIRST_HOLD (as it is taken to until one is timed).
+        let searches = Searches::new(Limits::for_slots(2, FIRST_HOLD * 4));
         metrics.watch_searches(Arc::clone(&searches));
-        // Two running (a slot each, one per connection), one waiting.
-        let held: Vec<_> = [1, 2, 3]
+        // Two running (a slot each, one per match), one waiting.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let held: Vec<_> = [1, 1, 1]
             .into_iter()
-            .map(|n| searches.enter(crate::call::ConnectionId(n)).expect("room"))
+            .enumerate()
+            .map(|(n, game)| {
+                let owner = Owner {
+                    client: crate::call::ClientId::Connection(crate::call::ConnectionId(n as u64)),
+                    match_id: [game; crate::state::MATCH_ID_LEN],
+                };
+                searches.enter(owner, deadline).expect("room")
+            })
             .collect();
         let text = metrics.encode().expect("encode");
         for line in [
             r#"allfives_hard_searches{state="running"} 2"#,
             r#"allfives_hard_searches{state="waiting"} 1"#,
             r#"allfives_hard_search_capacity{state="running"} 2"#,
-            r#"allfives_hard_search_capacity{state="waiting"} 4"#,
+            r#"allfives_hard_search_capacity{state="waiting"} 8"#,
         ] {
             assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
         }

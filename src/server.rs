@@ -107,7 +107,8 @@ where
     metrics.watch_token_cache(tokens.shared_counts());
     let api = Api::new(tokens, Arc::clone(&metrics), config.policy())
         .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
-        .with_call_timeout(request_timeout);
+        .with_call_timeout(request_timeout)
+        .with_search_wait_budget(Duration::from_millis(config.search_wait_budget_ms));
     metrics.watch_searches(api.searches());
     let api = AllFivesServiceServer::new(api)
         .max_decoding_message_size(max_request)
@@ -151,6 +152,7 @@ where
             max_calls_in_flight: usize::try_from(config.max_calls_in_flight)?,
             request_timeout,
             body_timeout: Duration::from_millis(config.body_timeout_ms),
+            client_header: config.trusted_client_header.clone(),
             metrics,
         },
     );

@@ -5,8 +5,8 @@
 //! HARD searches under attack, against a real server on loopback: a search whose call
 //! expired or was cancelled stops using CPU within about one world's time (a CPU-time
 //! bound read from the process, not a clock), a bot's search too, and a flood of HARD
-//! Suggests from one connection is refused past its share (`SEARCH_QUEUE_FULL`) while
-//! another connection is still served. The latency under such a flood is measured by
+//! Suggests for one match from one connection is refused past its share
+//! (`SEARCH_QUEUE_FULL`) while another connection is still served. The latency under such a flood is measured by
 //! `.ci/search-flood` (release build); docs/RELIABILITY.md quotes both.
 
 #[allow(dead_code, reason = "this binary uses a few of the shared helpers")]

@@ -7,8 +7,9 @@
 //! [`Tracked`] is the per-connection service hyper calls, the first layer of the stack
 //! (`super::stack`): it counts a call open from its headers until its response body is
 //! done (or dropped), and makes the call's [`CallContext`] (the connection's number,
-//! the deadline from `grpc-timeout` and `--request-timeout-ms`), carried as a request
-//! extension with tonic's `TcpConnectInfo` (so `Request::remote_addr()` names the peer).
+//! the client, from `--trusted-client-header` when one is set, and the deadline from
+//! `grpc-timeout` and `--request-timeout-ms`), carried as a request extension with
+//! tonic's `TcpConnectInfo` (so `Request::remote_addr()` names the peer).
 //!
 //! Ours: hyper-util's `GracefulShutdown` closes connections only at shutdown (and its
 //! connection trait is sealed), while a connection here also closes at its age, when
@@ -26,11 +27,11 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio::time::Instant;
 use tonic::body::Body;
-use tonic::codegen::http::{Request, Response};
+use tonic::codegen::http::{HeaderName, Request, Response};
 use tonic::codegen::{Bytes, Service, StdError};
 use tonic::transport::server::TcpConnectInfo;
 
-use crate::call::{CallContext, ConnectionId};
+use crate::call::{CallContext, ClientId, ConnectionId};
 
 /// Every connection open, by a number of its own.
 #[derive(Default)]
@@ -227,16 +228,25 @@ pub struct Tracked<S> {
     info: TcpConnectInfo,
     /// The server's `--request-timeout-ms`.
     timeout: Duration,
+    /// The server's `--trusted-client-header`.
+    client_header: Option<HeaderName>,
 }
 
 impl<S> Tracked<S> {
-    pub fn new(inner: S, connection: &Registered, info: TcpConnectInfo, timeout: Duration) -> Self {
+    pub fn new(
+        inner: S,
+        connection: &Registered,
+        info: TcpConnectInfo,
+        timeout: Duration,
+        client_header: Option<HeaderName>,
+    ) -> Self {
         Tracked {
             inner,
             connection: connection.id(),
             tracker: Arc::clone(connection.tracker()),
             info,
             timeout,
+            client_header,
         }
     }
 }
@@ -262,12 +272,19 @@ where
         let open = self.tracker.opened();
         let mut request = request.map(Body::new);
         let header = request.headers().get("grpc-timeout").map(|v| v.as_bytes());
+        // The last line of the header: the one the nearest proxy wrote.
+        let forwarded = self
+            .client_header
+            .as_ref()
+            .and_then(|name| request.headers().get_all(name).iter().next_back())
+            .map(|v| v.as_bytes());
         let context = CallContext::new(
             self.connection,
             std::time::Instant::now(),
             header,
             self.timeout,
-        );
+        )
+        .from_client(ClientId::new(self.connection, forwarded));
         request.extensions_mut().insert(context);
         request.extensions_mut().insert(self.info.clone());
         let response = self.inner.call(request);
@@ -350,6 +367,73 @@ mod tests {
         assert_eq!(cap.available_permits(), 2);
         drop(busy);
         assert_eq!(cap.available_permits(), 3);
+    }
+
+    /// A service that keeps the context of the call it was given.
+    #[derive(Clone)]
+    struct Sees(Arc<Mutex<Option<CallContext>>>);
+
+    impl Service<Request<Body>> for Sees {
+        type Response = Response<Body>;
+        type Error = std::convert::Infallible;
+        type Future = std::future::Ready<Result<Response<Body>, Self::Error>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, request: Request<Body>) -> Self::Future {
+            *self.0.lock().unwrap() = request.extensions().get::<CallContext>().copied();
+            std::future::ready(Ok(Response::new(Body::empty())))
+        }
+    }
+
+    /// The client a call on a new connection is from, by what `Tracked` put in its
+    /// context, the server trusting `header`, the call sending `sent`.
+    async fn client_of(header: Option<&str>, sent: &[(&str, &str)]) -> (ClientId, ClientId) {
+        let cap = Arc::new(Semaphore::new(1));
+        let registry = Arc::new(Registry::default());
+        let conn = registry.register(permit(&cap));
+        let seen = Arc::new(Mutex::new(None));
+        let inner = Sees(Arc::clone(&seen));
+        let info = TcpConnectInfo {
+            local_addr: None,
+            remote_addr: None,
+        };
+        let header = header.map(|h| HeaderName::from_bytes(h.as_bytes()).unwrap());
+        let mut tracked = Tracked::new(inner, &conn, info, Duration::from_secs(1), header);
+        let mut request = Request::new(Body::empty());
+        for (name, value) in sent {
+            let name = HeaderName::from_bytes(name.as_bytes()).unwrap();
+            request.headers_mut().append(name, value.parse().unwrap());
+        }
+        drop(tracked.call(request).await.unwrap());
+        let context = seen.lock().unwrap().expect("a context");
+        (context.client, ClientId::Connection(conn.id()))
+    }
+
+    #[tokio::test]
+    async fn a_trusted_header_names_the_client_and_an_untrusted_one_changes_nothing() {
+        let ip = |s: &str| ClientId::Address(s.parse().unwrap());
+        let xff = Some("x-forwarded-for");
+        let (client, _) = client_of(xff, &[("x-forwarded-for", "6.6.6.6, 203.0.113.9")]).await;
+        assert_eq!(client, ip("203.0.113.9"));
+        // Two lines: the last is the nearest proxy's.
+        let lines = [
+            ("x-forwarded-for", "203.0.113.1"),
+            ("x-forwarded-for", "203.0.113.2"),
+        ];
+        assert_eq!(client_of(xff, &lines).await.0, ip("203.0.113.2"));
+        // No header, a bad one, another header, or none trusted: the connection.
+        for (trusted, sent) in [
+            (xff, &[][..]),
+            (xff, &[("x-forwarded-for", "unknown")][..]),
+            (xff, &[("x-real-ip", "203.0.113.9")][..]),
+            (None, &[("x-forwarded-for", "203.0.113.9")][..]),
+        ] {
+            let (client, connection) = client_of(trusted, sent).await;
+            assert_eq!(client, connection, "{trusted:?} {sent:?}");
+        }
     }
 
     #[tokio::test(start_paused = true)]

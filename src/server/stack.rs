@@ -5,7 +5,7 @@
 //! | # | layer | file | what it does | what it may answer |
 //! |---|---|---|---|---|
 //! | 0 | accept | `incoming.rs`, `serve.rs` | connection cap (evicting the idlest idle connection), preface deadline, age, idle timeout, graceful close; HTTP/2 limits (`http_builder`) | no call status: connections refused or closed (GOAWAY), streams past `--concurrency-limit` refused by HTTP/2 |
-//! | 1 | [`Tracked`] | `connections.rs` | counts the call open on its connection; makes its [`CallContext`](crate::call::CallContext) (connection, deadline) | nothing |
+//! | 1 | [`Tracked`] | `connections.rs` | counts the call open on its connection; makes its [`CallContext`](crate::call::CallContext) (connection, client, deadline) | nothing |
 //! | 2 | CORS | tower-http | answers browsers' preflights, decorates gRPC-Web answers | HTTP 200 to a preflight (no CORS headers for an origin not allowed) |
 //! | 3 | gRPC-Web | tonic-web | turns a browser's gRPC-Web call into gRPC and back | what tonic-web refuses itself (a bad content type); bad base64 reaches layer 6 as a body error |
 //! | 4 | [`CallLog`] | `call_log.rs` | logs and counts every call's outcome below it | nothing of its own |
@@ -49,6 +49,8 @@ pub struct Settings<'a> {
     pub request_timeout: Duration,
     /// `--body-timeout-ms`: a request body must be whole this long after its headers.
     pub body_timeout: Duration,
+    /// `--trusted-client-header`: the header naming a call's client, if one is trusted.
+    pub client_header: Option<HeaderName>,
     pub metrics: Arc<Metrics>,
 }
 
@@ -57,6 +59,7 @@ pub struct Settings<'a> {
 pub struct Stack {
     shared: Shared,
     request_timeout: Duration,
+    client_header: Option<HeaderName>,
 }
 
 /// Builds the stack around `routes`, in request order (the table above).
@@ -77,6 +80,7 @@ pub fn build(routes: Routes, settings: Settings<'_>) -> Stack {
     Stack {
         shared,
         request_timeout: settings.request_timeout,
+        client_header: settings.client_header,
     }
 }
 
@@ -89,6 +93,7 @@ impl Stack {
             connection.registered(),
             connection.connect_info(),
             self.request_timeout,
+            self.client_header.clone(),
         )
     }
 }

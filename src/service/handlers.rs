@@ -8,7 +8,7 @@
 //! for a seat is refused before anything that depends on hidden tiles is looked at.
 
 use crate::engine::suggest::{self, Level, Search};
-use crate::engine::{Action, Event, Game, Phase, Seat};
+use crate::engine::{Action, Event, Game, Knowledge, Phase, Seat};
 use crate::proto::v1 as pb;
 use crate::state::seats::CREDENTIAL_LEN;
 use crate::state::{self, MATCH_ID_LEN, Opened, Player, Record, Seats, Tokens};
@@ -159,6 +159,11 @@ pub struct Step {
 }
 
 impl Step {
+    /// The match it moves (what the search queue shares turns by).
+    pub fn match_id(&self) -> [u8; MATCH_ID_LEN] {
+        self.opened.match_id
+    }
+
     /// Whether finishing it may run a HARD bot's search (milliseconds of CPU): then the
     /// service runs [`finish`] off the async workers.
     pub fn searches(&self) -> bool {
@@ -414,40 +419,70 @@ pub fn score(tokens: &Tokens, req: &pb::ScoreRequest) -> Result<pb::ScoreRespons
 /// asked; the answer's `worlds` says how many were sampled). The latency budget's: a
 /// call should answer within 100 ms, and at the costliest position (a two-player
 /// lead) a world costs up to about 20 µs of CPU on the reference machine, so 512
-/// worlds are about 10 ms: a search that has waited its turn in a full queue
-/// (`searches::Limits`) still answers well within the budget (docs/BOTS.md).
+/// worlds are about 10 ms: a player's search, which a flood's do not go before
+/// (`searches`), still answers well within the budget (docs/BOTS.md).
 pub const SUGGEST_MAX_WORLDS: u32 = 512;
 
 /// A bot's advice to the seat on turn, from that seat's knowledge only (the engine's
 /// `suggest` never sees the game), for the holder of that seat's credential. Changes
 /// nothing. A HARD search samples at most [`SUGGEST_MAX_WORLDS`] worlds.
 pub fn suggest(tokens: &Tokens, req: &pb::SuggestRequest) -> Result<pb::SuggestResponse, ApiError> {
-    match suggest_until(tokens, req, &|| false)? {
+    match ask(tokens, req)?.search_until(&|| false)? {
         Some(answer) => Ok(answer),
         None => unreachable!("only a stop that says so ends a search early"),
     }
 }
 
-/// As [`suggest`], a HARD search asking `stop` before each world whether to give up:
-/// `Ok(None)` when it said so.
-pub fn suggest_until(
-    tokens: &Tokens,
-    req: &pb::SuggestRequest,
-    stop: &dyn Fn() -> bool,
-) -> Result<Option<pb::SuggestResponse>, ApiError> {
+/// A Suggest up to its search: the request read, the token opened and the seat's
+/// credential checked, so that a HARD search enters the search queue only for a call
+/// that may search, and under its match ([`Asked::match_id`]).
+pub struct Asked {
+    match_id: [u8; MATCH_ID_LEN],
+    knowledge: Knowledge,
+    level: Level,
+    worlds: Option<u32>,
+    seed: u64,
+}
+
+/// The first half of [`suggest`]: everything a Suggest may be refused for.
+pub fn ask(tokens: &Tokens, req: &pb::SuggestRequest) -> Result<Asked, ApiError> {
     let level = level_in(req.level)?;
     let worlds = worlds_in(req.worlds)?.map(|w| w.min(SUGGEST_MAX_WORLDS));
     let opened = tokens.open(&req.state)?;
     let seat = seat_in(req.seat, opened.game.rules(), "seat")?;
     opened.seats.authorize(seat, &req.credential)?;
     let knowledge = opened.game.knowledge(seat)?;
+    let match_id = opened.match_id;
     tokens.keep(opened);
-    let search = Search::worlds(worlds);
-    let seed = req.seed.unwrap_or(0);
-    let Some(suggestion) = suggest::suggest_until(&knowledge, level, search, seed, stop)? else {
-        return Ok(None);
-    };
-    Ok(Some(suggestion_out(&suggestion, level, worlds)))
+    Ok(Asked {
+        match_id,
+        knowledge,
+        level,
+        worlds,
+        seed: req.seed.unwrap_or(0),
+    })
+}
+
+impl Asked {
+    /// The match whose seat asked.
+    pub fn match_id(&self) -> [u8; MATCH_ID_LEN] {
+        self.match_id
+    }
+
+    /// The second half of [`suggest`]: the search, asking `stop` before each world
+    /// whether to give up (`Ok(None)` when it said so).
+    pub fn search_until(
+        &self,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<pb::SuggestResponse>, ApiError> {
+        let search = Search::worlds(self.worlds);
+        let Some(suggestion) =
+            suggest::suggest_until(&self.knowledge, self.level, search, self.seed, stop)?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(suggestion_out(&suggestion, self.level, self.worlds)))
+    }
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 //!   bots, seal, view). HARD searches (Suggest's, and the server-played HARD bots')
 //!   run on tokio's blocking pool, at most one per core, and stop between worlds when
 //!   their call is dropped or its deadline passes.
-//! - [`searches`]: the queue of HARD searches waiting for a core, bounded, with a fair
-//!   share of it and of the cores for each connection.
+//! - [`searches`]: the queue of HARD searches waiting for a core, bounded by the wait
+//!   budget, in which players (client and match) take turns.
 //! - [`convert`]: engine types <-> protobuf messages.
 //! - [`codec`]: the generated services' gRPC codec: prost's, with undecodable requests
 //!   answered as the client's error.
@@ -33,7 +33,7 @@ use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
 use crate::state::Tokens;
 use handlers::{Answer, Policy, Step};
-use searches::{Limits, Searches};
+use searches::{Limits, MatchId, Owner, Searches};
 use status::ApiError;
 
 /// The longest a call may run unless [`Api::with_call_timeout`] says otherwise (the
@@ -54,8 +54,8 @@ pub struct Api {
     /// they are, and its time tells nothing about them (`--bot-move-floor-ms`).
     bot_move_floor: Duration,
     /// HARD searches: one runs per core (they take milliseconds of CPU, so they run off
-    /// the async workers), a few wait, the rest are refused, and no connection holds
-    /// more than its share (`searches`).
+    /// the async workers), as many wait as the wait budget allows, the rest are
+    /// refused, and players take turns (`searches`).
     searches: Arc<Searches>,
     /// The longest a call's search may run, counted from the call's start; a request's
     /// `grpc-timeout` can only shorten it.
@@ -80,7 +80,7 @@ impl Api {
             metrics,
             policy,
             bot_move_floor: Duration::ZERO,
-            searches: Searches::new(Limits::for_slots(cores)),
+            searches: Searches::new(Limits::for_slots(cores, searches::DEFAULT_WAIT_BUDGET)),
             call_timeout: DEFAULT_CALL_TIMEOUT,
         }
     }
@@ -99,15 +99,17 @@ impl Api {
         Arc::clone(&self.searches)
     }
 
-    /// The same service, with HARD searches queued within `limits`.
-    pub fn with_search_limits(self, limits: Limits) -> Api {
+    /// The same service, with as many HARD searches waiting as the slots get through
+    /// in `budget` (`--search-wait-budget-ms`).
+    pub fn with_search_wait_budget(self, budget: Duration) -> Api {
+        let slots = self.searches.limits().slots;
         Api {
-            searches: Searches::new(limits),
+            searches: Searches::new(Limits::for_slots(slots, budget)),
             ..self
         }
     }
 
-    /// The connection and deadline of a call: the context the server's stack made
+    /// The connection, client and deadline of a call: the context the server's stack made
     /// (`crate::call`), or for a call made in process without it, one made now from
     /// the call timeout and the request's `grpc-timeout`.
     fn call<T>(&self, req: &Request<T>) -> CallContext {
@@ -140,10 +142,11 @@ impl Api {
         self.bot_move_floor * worlds / full
     }
 
-    /// Runs `work` on the blocking pool in a search slot (HARD searches take
-    /// milliseconds of CPU, which must not stall the async workers), after waiting in
-    /// the queue if every slot is busy. Refused at once (`SEARCH_QUEUE_FULL`) when the
-    /// queue is full or the call's connection holds its share. `work` is handed the
+    /// Runs `work`, a search of match `match_id`, on the blocking pool in a search slot
+    /// (HARD searches take milliseconds of CPU, which must not stall the async workers),
+    /// after waiting in the queue if every slot is busy. Refused (`SEARCH_QUEUE_FULL`)
+    /// when the queue has no place for it, or gives its place to a search ranked before
+    /// it while it waits (`searches`). `work` is handed the
     /// search's stop: true once the call's future is dropped or its deadline passes,
     /// and then it answers `None`; the call answers DEADLINE_EXCEEDED (or nothing, if
     /// its client is gone). The slot is held until `work` returns, not only while the
@@ -151,17 +154,22 @@ impl Api {
     async fn searching<T: Send + 'static>(
         &self,
         call: CallContext,
+        match_id: MatchId,
         method: &'static str,
         seat: Option<u32>,
         work: impl FnOnce(&Api, &dyn Fn() -> bool) -> Option<T> + Send + 'static,
     ) -> Result<T, Status> {
-        let Some(mut ticket) = self.searches.enter(call.connection) else {
+        let owner = Owner {
+            client: call.client,
+            match_id,
+        };
+        let Ok(mut ticket) = self.searches.enter(owner, call.deadline) else {
             return Err(self.refuse_search(method, seat));
         };
         let deadline = tokio::time::Instant::from_std(call.deadline);
         match tokio::time::timeout_at(deadline, ticket.running()).await {
             Ok(Ok(())) => {}
-            Ok(Err(_)) => return Err(Status::unavailable("the search queue lost the call")),
+            Ok(Err(searches::Refused)) => return Err(self.refuse_search(method, seat)),
             Err(_) => return Err(expired()),
         }
         let stopped = Arc::new(AtomicBool::new(false));
@@ -211,6 +219,7 @@ impl Api {
             Err(error) => return traced(&self.metrics, method, seat, || Err(error)),
         };
         let searches = step.searches();
+        let match_id = step.match_id();
         let started = Instant::now();
         let end = move |api: &Api, stop: &dyn Fn() -> bool| {
             let answer =
@@ -228,7 +237,7 @@ impl Api {
             // No HARD bot: nothing asks the stop.
             return end(self, &|| false).map_or_else(|| Err(expired()), |(result, _)| result);
         }
-        let (result, floor) = self.searching(call, method, seat, end).await?;
+        let (result, floor) = self.searching(call, match_id, method, seat, end).await?;
         // A deadline that passes during the floor ends the call as it would have ended
         // a search still running: the same answer at the same time, so whether the
         // bots' search had finished does not show either.
@@ -381,10 +390,15 @@ impl AllFivesService for Api {
                 handlers::suggest(&self.tokens, req.get_ref())
             });
         }
+        // Opened and checked before the queue: a call that may not search takes no
+        // place in it.
         let call = self.call(&req);
-        let req = req.into_inner();
-        self.searching(call, "Suggest", seat, move |api, stop| {
-            let answer = handlers::suggest_until(&api.tokens, &req, stop).transpose()?;
+        let asked = match handlers::ask(&self.tokens, req.get_ref()) {
+            Ok(asked) => asked,
+            Err(error) => return traced(&self.metrics, "Suggest", seat, || Err(error)),
+        };
+        self.searching(call, asked.match_id(), "Suggest", seat, move |api, stop| {
+            let answer = asked.search_until(stop).transpose()?;
             Some(traced(&api.metrics, "Suggest", seat, || answer))
         })
         .await?

@@ -1,65 +1,107 @@
-//! The HARD search queue: a slot per core for searches that run, a short queue for
-//! those that wait, and a fair share of both for each connection, so that one client
-//! cannot take every slot or make every other search wait behind its own.
+//! The HARD search queue: a slot per core for the searches that run, a queue for those
+//! that wait, sized by the latency budget, and turns taken fairly by player.
 //!
-//! A search first [`enter`](Searches::enter)s: it runs at once if a slot is free and
-//! its connection runs fewer than its share, else it waits in the queue if there is
-//! room in the queue and in its connection's share of it, else it is refused at once
-//! (`SEARCH_QUEUE_FULL`). A slot given back goes to a waiter whose connection is under
-//! its running share: of those, the one whose connection last started a search the
-//! longest ago, then the earliest, so that connections take turns (on one core a
-//! flooding connection's search and another's alternate). The [`Ticket`] holds the place (in the
-//! queue, then in a slot) and gives it back when dropped: by a caller that gave up
-//! while waiting, or by the search when it ends (finished or stopped).
+//! A search belongs to an [`Owner`]: its client (its connection, or the address a
+//! trusted gateway names: [`ClientId`]) and its match. It runs at once if a slot is free
+//! and its owner runs fewer than half the slots (at least one); else it waits, if its
+//! owner has fewer than [`QUEUED_PER_OWNER`] waiting and the search can expect to start
+//! before its call's deadline; else it is refused (`SEARCH_QUEUE_FULL`). The queue holds
+//! what the slots get through in the wait budget (`--search-wait-budget-ms` over the
+//! measured time a search holds a slot: [`Limits::queue`]). A slot given back goes to
+//! the waiter ranked first by (its client's last search start, its match's, its
+//! arrival), the oldest first: clients take turns, then the matches of a client, and a
+//! player at human pace goes before a flood. In a full queue a newcomer ranked before
+//! the last-ranked waiter takes that waiter's place, and the waiter is refused as if it
+//! had never entered; so what a flood loses is its own newest calls. The last starts of
+//! the latest [`REMEMBERED`] clients and matches are kept ([`recent`]); one not among
+//! them ranks as if it had last started a search just before the oldest one running
+//! now: after every key waiting since before (so fresh matches win a flood nothing),
+//! before the keys running now (so a new player waits a turn, not a flood's round).
+//!
+//! The [`Ticket`] holds the place (in the queue, then in a slot) and gives it back when
+//! dropped: by a caller that gave up while waiting, or by the search when it ends.
+//!
+//! Our own code: what the project keeps offers a FIFO (tokio's `Semaphore`) or a limit
+//! with no queue (tower's `ConcurrencyLimit`, `LoadShed`); none bounds a queue per key,
+//! ranks waiters by what their keys last ran, or displaces a waiter for a newcomer.
 
-use std::collections::{HashMap, VecDeque};
+mod recent;
+
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use tokio::sync::oneshot;
+use tokio::sync::oneshot::{self, error::TryRecvError};
 
-use crate::call::ConnectionId;
-use crate::throttle::Throttle;
+use crate::call::ClientId;
+use crate::state::MATCH_ID_LEN;
+use recent::Recent;
 
-/// Whose search it is: the connection it came on (its call's context). Calls made in
-/// process, without the server's transport, share one.
-pub type Conn = ConnectionId;
+/// A match's id, from its token.
+pub type MatchId = [u8; MATCH_ID_LEN];
 
-/// Searches waiting, per slot: a waiter's wait is at most this many searches' time
-/// (see [`Limits::for_slots`]).
-pub const QUEUED_PER_SLOT: usize = 2;
-/// Searches one connection may have waiting (at most half the queue).
-pub const QUEUED_PER_CONN: usize = 2;
+/// Whose search it is: the player of one match, as far as the server can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Owner {
+    pub client: ClientId,
+    pub match_id: MatchId,
+}
+
+/// Searches one owner may have waiting: a match plays one move at a time, so more is a
+/// client asking again before it has its answer.
+pub const QUEUED_PER_OWNER: usize = 2;
+/// Waiting places per slot, at least and at most, whatever the budget and hold say.
+pub const QUEUED_PER_SLOT: std::ops::RangeInclusive<usize> = 2..=64;
+/// How long a search is taken to hold its slot until searches have been timed: about
+/// a server-played HARD bots' call at the default worlds.
+pub const FIRST_HOLD: Duration = Duration::from_millis(30);
+/// The wait budget unless `--search-wait-budget-ms` says otherwise: the last of a full
+/// queue starts within a quarter of a second, a pause a player hardly notices in a
+/// bot's move, while the front of the queue is held to the 100 ms a Suggest is
+/// (docs/operations.md).
+pub const DEFAULT_WAIT_BUDGET: Duration = Duration::from_millis(250);
+/// Clients, and matches, whose last search start is remembered.
+pub const REMEMBERED: usize = 4096;
+/// The weight of a new measurement in the moving average of the hold, as 1 / this.
+const HOLD_SMOOTHING: u32 = 8;
 
 /// The sizes of the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Searches running at once (one per core: a search is all CPU).
     pub slots: usize,
-    /// Searches waiting for a slot, over all connections.
-    pub queue: usize,
-    /// Searches one connection may run at once.
-    pub running_per_conn: usize,
-    /// Searches one connection may have waiting.
-    pub queued_per_conn: usize,
+    /// Searches one owner may run at once.
+    pub running_per_owner: usize,
+    /// Searches one owner may have waiting.
+    pub queued_per_owner: usize,
+    /// How long the last of a full queue should expect to wait for its slot.
+    pub wait_budget: Duration,
 }
 
 impl Limits {
-    /// For `slots` slots: [`QUEUED_PER_SLOT`] waiting per slot, and a connection may
-    /// run at most half the slots (at least one) and have [`QUEUED_PER_CONN`] waiting,
-    /// or half the queue if that is fewer (one, on one slot: another connection always
-    /// finds a place).
-    /// With searches capped at about 10 ms of CPU (`handlers::SUGGEST_MAX_WORLDS`), the
-    /// last in a full queue starts within about 20 ms; another connection's search
-    /// finds a slot free while one connection floods (two slots or more).
-    pub fn for_slots(slots: usize) -> Limits {
+    /// For `slots` slots: an owner runs at most half of them (at least one) and has
+    /// [`QUEUED_PER_OWNER`] waiting; the queue is sized for `wait_budget`.
+    pub fn for_slots(slots: usize, wait_budget: Duration) -> Limits {
         let slots = slots.max(1);
-        let queue = QUEUED_PER_SLOT * slots;
         Limits {
             slots,
-            queue,
-            running_per_conn: (slots / 2).max(1),
-            queued_per_conn: QUEUED_PER_CONN.min(queue / 2).max(1),
+            running_per_owner: (slots / 2).max(1),
+            queued_per_owner: QUEUED_PER_OWNER,
+            wait_budget,
         }
+    }
+
+    /// Waiting places when a search holds its slot for `hold`: as many as the slots get
+    /// through in the wait budget, within [`QUEUED_PER_SLOT`] per slot.
+    pub fn queue(&self, hold: Duration) -> usize {
+        let per_slot = self
+            .wait_budget
+            .as_nanos()
+            .checked_div(hold.as_nanos())
+            .unwrap_or(u128::MAX);
+        let per_slot = usize::try_from(per_slot).unwrap_or(usize::MAX);
+        self.slots
+            .saturating_mul(per_slot.clamp(*QUEUED_PER_SLOT.start(), *QUEUED_PER_SLOT.end()))
     }
 }
 
@@ -68,7 +110,7 @@ pub struct Searches {
     limits: Limits,
     state: Mutex<State>,
     /// Refusals are logged at most once per period, with a count of the others.
-    refusals: Mutex<Throttle>,
+    refusals: Mutex<crate::throttle::Throttle>,
 }
 
 impl std::fmt::Debug for Searches {
@@ -76,52 +118,96 @@ impl std::fmt::Debug for Searches {
         let state = self.lock();
         f.debug_struct("Searches")
             .field("limits", &self.limits)
-            .field("running", &state.running)
+            .field("running", &state.running.len())
             .field("waiting", &state.waiting.len())
+            .field("hold", &state.hold)
             .finish()
     }
 }
 
-#[derive(Default)]
 struct State {
-    running: usize,
-    waiting: VecDeque<Waiter>,
-    shares: HashMap<Conn, Share>,
+    /// The searches in the slots, by their starts' stamps.
+    running: BTreeSet<u64>,
+    /// In no order: [`State::rank`] orders them.
+    waiting: Vec<Waiter>,
+    /// What each owner holding a place holds.
+    owners: HashMap<Owner, Held>,
+    /// The stamp of the last search start of each client and match seen lately.
+    clients: Recent<ClientId>,
+    matches: Recent<MatchId>,
     next_id: u64,
-    /// Searches started so far: the stamp of the latest.
+    /// Searches started so far; a start's stamp is twice its number (an odd stamp is
+    /// a newcomer's: [`State::newcomer`]).
     started: u64,
+    /// How long a search holds its slot: a moving average.
+    hold: Duration,
 }
 
-/// What one connection holds.
+/// What one owner holds.
 #[derive(Clone, Copy, Default)]
-struct Share {
+struct Held {
     running: usize,
     queued: usize,
-    /// When its latest search started ([`State::started`]; 0: none while it held any).
-    last_started: u64,
 }
 
 struct Waiter {
     id: u64,
-    conn: Conn,
-    wake: oneshot::Sender<()>,
+    owner: Owner,
+    /// Its stamp for a client or match not known ([`State::newcomer`], when it came).
+    newcomer: u64,
+    wake: oneshot::Sender<Turn>,
 }
+
+/// A search in a slot: since when, and its start's stamp.
+#[derive(Clone, Copy)]
+struct Slot {
+    since: Instant,
+    stamp: u64,
+}
+
+/// What a waiter is told.
+enum Turn {
+    Run(Slot),
+    /// Its place went to a newcomer ranked before it.
+    Displaced,
+}
+
+/// A waiter's order: the lowest first.
+type Rank = (u64, u64, u64);
+
+/// A search refused: the queue is full (or its owner holds its share of it, or it
+/// could not start before its deadline), or its place went to a search ranked before
+/// it while it waited.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refused;
 
 /// A search's place: in the queue (until [`Ticket::running`] returns), then in a slot.
 /// Dropping it gives the place back and hands a free slot to the next waiter.
 pub struct Ticket {
     searches: Arc<Searches>,
     id: u64,
-    conn: Conn,
-    /// Until the search runs: told when it may.
-    wait: Option<oneshot::Receiver<()>>,
+    owner: Owner,
+    place: Place,
+}
+
+enum Place {
+    /// Told when it may run, or that it is displaced.
+    Waiting(oneshot::Receiver<Turn>),
+    Running(Slot),
+    /// Displaced: it holds nothing.
+    Gone,
 }
 
 impl std::fmt::Debug for Ticket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let place = match self.place {
+            Place::Waiting(_) => "waiting",
+            Place::Running(_) => "running",
+            Place::Gone => "displaced",
+        };
         f.debug_struct("Ticket")
-            .field("conn", &self.conn)
-            .field("waiting", &self.wait.is_some())
+            .field("owner", &self.owner)
+            .field("place", &place)
             .finish()
     }
 }
@@ -130,7 +216,16 @@ impl Searches {
     pub fn new(limits: Limits) -> Arc<Searches> {
         Arc::new(Searches {
             limits,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                running: BTreeSet::new(),
+                waiting: Vec::new(),
+                owners: HashMap::new(),
+                clients: Recent::new(REMEMBERED),
+                matches: Recent::new(REMEMBERED),
+                next_id: 0,
+                started: 0,
+                hold: FIRST_HOLD,
+            }),
             refusals: Mutex::default(),
         })
     }
@@ -150,39 +245,61 @@ impl Searches {
     /// Searches running and waiting now.
     pub fn counts(&self) -> (usize, usize) {
         let state = self.lock();
-        (state.running, state.waiting.len())
+        (state.running.len(), state.waiting.len())
     }
 
-    /// A slot now or a place in the queue for a search from `conn`; `None` when the
-    /// queue is full or `conn` holds its share of it.
-    pub fn enter(self: &Arc<Searches>, conn: Conn) -> Option<Ticket> {
+    /// Room now: slots, and waiting places (which follow the measured hold).
+    pub fn capacity(&self) -> (usize, usize) {
+        let state = self.lock();
+        (self.limits.slots, self.limits.queue(state.hold))
+    }
+
+    /// A slot now or a place in the queue for a search of `owner` whose call ends at
+    /// `deadline`, displacing the last-ranked waiter of a full queue if this search
+    /// ranks before it; refused otherwise (see the module's documentation).
+    pub fn enter(self: &Arc<Searches>, owner: Owner, deadline: Instant) -> Result<Ticket, Refused> {
         let limits = self.limits;
+        let now = Instant::now();
         let mut state = self.lock();
-        let share = state.shares.get(&conn).copied().unwrap_or_default();
+        let state = &mut *state;
+        let held = state.owners.get(&owner).copied().unwrap_or_default();
         let id = state.next_id;
-        let wait = if state.running < limits.slots && share.running < limits.running_per_conn {
-            state.running += 1;
-            state.started += 1;
-            let started = state.started;
-            let share = state.shares.entry(conn).or_default();
-            share.running += 1;
-            share.last_started = started;
-            None
-        } else if share.queued < limits.queued_per_conn && state.waiting.len() < limits.queue {
-            let (wake, wait) = oneshot::channel();
-            state.waiting.push_back(Waiter { id, conn, wake });
-            state.shares.entry(conn).or_default().queued += 1;
-            Some(wait)
-        } else {
-            return None;
-        };
         state.next_id += 1;
-        drop(state);
-        Some(Ticket {
+        let place = if state.running.len() < limits.slots && held.running < limits.running_per_owner
+        {
+            Place::Running(state.start(owner))
+        } else {
+            if held.queued >= limits.queued_per_owner {
+                return Err(Refused);
+            }
+            let newcomer = state.newcomer();
+            let rank = state.rank(owner, newcomer, id);
+            let ahead = state
+                .waiting
+                .iter()
+                .filter(|w| state.rank(w.owner, w.newcomer, w.id) < rank)
+                .count();
+            if state.expected_wait(limits, ahead) > deadline.saturating_duration_since(now) {
+                return Err(Refused);
+            }
+            if state.waiting.len() >= limits.queue(state.hold) {
+                state.displace_for(rank)?;
+            }
+            let (wake, wait) = oneshot::channel();
+            state.waiting.push(Waiter {
+                id,
+                owner,
+                newcomer,
+                wake,
+            });
+            state.owners.entry(owner).or_default().queued += 1;
+            Place::Waiting(wait)
+        };
+        Ok(Ticket {
             searches: Arc::clone(self),
             id,
-            conn,
-            wait,
+            owner,
+            place,
         })
     }
 
@@ -194,48 +311,137 @@ impl Searches {
 }
 
 impl State {
-    /// Gives free slots to waiters whose connections are under their share: first the
-    /// connection that started a search the longest ago, then the earliest waiter.
+    /// The stamp a client or match not known gets now: just before the start of the
+    /// oldest search running. It ranks after every key that waits since before that
+    /// (so fresh matches win a flood nothing), and before the keys running now, which
+    /// have just had their turn (so a new player waits one turn, not a round of the
+    /// flood). With no search running, just after the latest start.
+    fn newcomer(&self) -> u64 {
+        self.running
+            .first()
+            .map_or(2 * self.started + 1, |oldest| oldest - 1)
+    }
+
+    /// Where a waiter of `owner` ranks: by the stamps of its client's and its match's
+    /// last starts, or its `newcomer` stamp for either if not known.
+    fn rank(&self, owner: Owner, newcomer: u64, id: u64) -> Rank {
+        (
+            self.clients.get(&owner.client).unwrap_or(newcomer),
+            self.matches.get(&owner.match_id).unwrap_or(newcomer),
+            id,
+        )
+    }
+
+    /// How long a waiter with `ahead` waiters ranked before it may expect to wait: a
+    /// search's hold for each round of the slots until its own.
+    fn expected_wait(&self, limits: Limits, ahead: usize) -> Duration {
+        let rounds = u32::try_from(ahead / limits.slots + 1).unwrap_or(u32::MAX);
+        self.hold.saturating_mul(rounds)
+    }
+
+    /// Takes a slot for `owner` and stamps its client and match with the start.
+    fn start(&mut self, owner: Owner) -> Slot {
+        self.started += 1;
+        let stamp = 2 * self.started;
+        self.running.insert(stamp);
+        self.owners.entry(owner).or_default().running += 1;
+        self.clients.stamp(owner.client, stamp);
+        self.matches.stamp(owner.match_id, stamp);
+        Slot {
+            since: Instant::now(),
+            stamp,
+        }
+    }
+
+    /// Gives back `owner`'s place in the queue.
+    fn unqueue(&mut self, owner: Owner) {
+        self.owners_change(owner, |held| held.queued = held.queued.saturating_sub(1));
+    }
+
+    /// Gives back `owner`'s slot, and times how long it held it.
+    fn stop(&mut self, owner: Owner, slot: Slot) {
+        self.running.remove(&slot.stamp);
+        self.owners_change(owner, |held| held.running = held.running.saturating_sub(1));
+        self.timed(slot.since.elapsed());
+    }
+
+    /// Changes what `owner` holds, and forgets it once it holds nothing.
+    fn owners_change(&mut self, owner: Owner, change: impl FnOnce(&mut Held)) {
+        let Some(held) = self.owners.get_mut(&owner) else {
+            return;
+        };
+        change(held);
+        if held.running == 0 && held.queued == 0 {
+            self.owners.remove(&owner);
+        }
+    }
+
+    /// Makes room in a full queue for a newcomer ranked `rank`: the last-ranked waiter
+    /// is told it is displaced, if it ranks after the newcomer.
+    fn displace_for(&mut self, rank: Rank) -> Result<(), Refused> {
+        let last = self
+            .waiting
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (self.rank(w.owner, w.newcomer, w.id), i))
+            .max();
+        let Some((_, i)) = last.filter(|&(last, _)| last > rank) else {
+            return Err(Refused);
+        };
+        let waiter = self.waiting.swap_remove(i);
+        self.unqueue(waiter.owner);
+        let _ = waiter.wake.send(Turn::Displaced);
+        Ok(())
+    }
+
+    /// Gives free slots to the waiters ranked first whose owners run fewer than their
+    /// share.
     fn dispatch(&mut self, limits: Limits) {
-        while self.running < limits.slots {
-            let shares = &self.shares;
-            let Some((i, _)) = self
+        while self.running.len() < limits.slots {
+            let next = self
                 .waiting
                 .iter()
                 .enumerate()
-                .filter_map(|(i, w)| {
-                    let share = shares.get(&w.conn).copied().unwrap_or_default();
-                    (share.running < limits.running_per_conn).then_some((i, share.last_started))
+                .filter(|(_, w)| {
+                    let running = self.owners.get(&w.owner).map_or(0, |held| held.running);
+                    running < limits.running_per_owner
                 })
-                .min_by_key(|&(i, last_started)| (last_started, i))
-            else {
+                .min_by_key(|(_, w)| self.rank(w.owner, w.newcomer, w.id))
+                .map(|(i, _)| i);
+            let Some(i) = next else {
                 return;
             };
-            let Some(waiter) = self.waiting.remove(i) else {
-                return;
-            };
-            self.started += 1;
-            let share = self.shares.entry(waiter.conn).or_default();
-            share.queued = share.queued.saturating_sub(1);
-            share.running += 1;
-            share.last_started = self.started;
-            self.running += 1;
+            let waiter = self.waiting.swap_remove(i);
+            self.unqueue(waiter.owner);
+            let slot = self.start(waiter.owner);
             // A waiter that stopped listening still holds the slot until its ticket is
             // dropped, which gives it back.
-            let _ = waiter.wake.send(());
+            let _ = waiter.wake.send(Turn::Run(slot));
         }
+    }
+
+    /// Counts a search that held its slot for `held` into the average hold.
+    fn timed(&mut self, held: Duration) {
+        let n = HOLD_SMOOTHING;
+        self.hold = (self.hold.saturating_mul(n - 1).saturating_add(held)) / n;
     }
 }
 
 impl Ticket {
-    /// Waits until the search may run (at once if it entered on a free slot). Fails
-    /// only if the queue forgot the ticket, which it does not.
-    pub async fn running(&mut self) -> Result<(), oneshot::error::RecvError> {
-        if let Some(wait) = self.wait.as_mut() {
-            wait.await?;
-            self.wait = None;
+    /// Waits until the search may run (at once if it entered on a free slot); refused
+    /// if its place went to a search ranked before it meanwhile.
+    pub async fn running(&mut self) -> Result<(), Refused> {
+        if let Place::Waiting(wait) = &mut self.place {
+            self.place = match wait.await {
+                Ok(Turn::Run(slot)) => Place::Running(slot),
+                // The sender is only dropped having sent.
+                Ok(Turn::Displaced) | Err(_) => Place::Gone,
+            };
         }
-        Ok(())
+        match self.place {
+            Place::Gone => Err(Refused),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -243,21 +449,24 @@ impl Drop for Ticket {
     fn drop(&mut self) {
         let limits = self.searches.limits;
         let mut state = self.searches.lock();
-        let state = &mut *state;
-        let queued = state.waiting.iter().position(|w| w.id == self.id);
-        let share = state.shares.entry(self.conn).or_default();
-        match queued {
-            Some(i) => {
-                state.waiting.remove(i);
-                share.queued = share.queued.saturating_sub(1);
-            }
-            None => {
-                share.running = share.running.saturating_sub(1);
-                state.running = state.running.saturating_sub(1);
-            }
-        }
-        if share.running == 0 && share.queued == 0 {
-            state.shares.remove(&self.conn);
+        // Under the lock, a waiter's message is either sent or not: what it holds.
+        let slot = match std::mem::replace(&mut self.place, Place::Gone) {
+            Place::Running(slot) => Some(slot),
+            Place::Gone => None,
+            Place::Waiting(mut wait) => match wait.try_recv() {
+                Ok(Turn::Run(slot)) => Some(slot),
+                Ok(Turn::Displaced) | Err(TryRecvError::Closed) => None,
+                Err(TryRecvError::Empty) => {
+                    if let Some(i) = state.waiting.iter().position(|w| w.id == self.id) {
+                        state.waiting.swap_remove(i);
+                        state.unqueue(self.owner);
+                    }
+                    None
+                }
+            },
+        };
+        if let Some(slot) = slot {
+            state.stop(self.owner, slot);
         }
         state.dispatch(limits);
     }
@@ -266,52 +475,105 @@ impl Drop for Ticket {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::call::ConnectionId;
 
-    fn conn(number: u16) -> Conn {
-        ConnectionId(u64::from(number))
+    /// The owner of match `game` on connection `conn`.
+    fn owner(conn: u64, game: u8) -> Owner {
+        Owner {
+            client: ClientId::Connection(ConnectionId(conn)),
+            match_id: [game; MATCH_ID_LEN],
+        }
+    }
+
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(60)
     }
 
     fn is_running(ticket: &Ticket) -> bool {
-        ticket.wait.is_none()
+        matches!(ticket.place, Place::Running(_))
+    }
+
+    /// A queue of `slots` slots and two waiting places a slot (a budget of none).
+    fn small(slots: usize) -> Arc<Searches> {
+        Searches::new(Limits::for_slots(slots, Duration::ZERO))
+    }
+
+    /// A queue of `slots` slots and `per_slot` waiting places a slot while a search
+    /// holds its slot as long as it is taken to before any is timed.
+    fn sized(slots: usize, per_slot: u32) -> Arc<Searches> {
+        Searches::new(Limits::for_slots(slots, FIRST_HOLD * per_slot))
+    }
+
+    const SOON: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn the_queue_holds_what_the_slots_get_through_in_the_budget() {
+        let limits = Limits::for_slots(2, Duration::from_millis(250));
+        assert_eq!(limits.running_per_owner, 1);
+        assert_eq!(limits.queue(FIRST_HOLD), 2 * 8);
+        assert_eq!(limits.queue(Duration::from_millis(5)), 2 * 50);
+        assert_eq!(limits.queue(Duration::from_micros(1)), 2 * 64);
+        assert_eq!(limits.queue(Duration::ZERO), 2 * 64);
+        assert_eq!(limits.queue(Duration::from_secs(1)), 2 * 2);
+        assert_eq!(Limits::for_slots(8, Duration::ZERO).queue(FIRST_HOLD), 16);
+        assert_eq!(Limits::for_slots(0, Duration::ZERO).slots, 1);
     }
 
     #[test]
-    fn a_connection_runs_its_share_and_queues_its_share_then_is_refused() {
-        let searches = Searches::new(Limits::for_slots(4));
-        let limits = searches.limits();
-        assert_eq!((limits.running_per_conn, limits.queue), (2, 8));
-        let a: Vec<Ticket> = std::iter::from_fn(|| searches.enter(conn(1))).collect();
-        assert_eq!(a.len(), 2 + QUEUED_PER_CONN);
-        assert_eq!(a.iter().filter(|t| is_running(t)).count(), 2);
-        // Another connection still runs at once, on the slots left.
-        let b = searches.enter(conn(2));
-        assert!(b.as_ref().is_some_and(is_running));
-        assert_eq!(searches.counts(), (3, QUEUED_PER_CONN));
-    }
-
-    #[test]
-    fn the_queue_is_bounded_across_connections() {
-        let searches = Searches::new(Limits::for_slots(2));
-        let mut held = Vec::new();
-        for port in 0..10 {
-            held.extend(searches.enter(conn(port)));
+    fn the_hold_is_a_moving_average_of_how_long_searches_held_their_slots() {
+        let searches = Searches::new(Limits::for_slots(1, Duration::from_millis(250)));
+        assert_eq!(searches.capacity(), (1, 8));
+        let mut state = searches.lock();
+        for _ in 0..100 {
+            state.timed(Duration::from_millis(100));
         }
-        // Two run (one per connection share), four wait; the rest are refused.
-        assert_eq!(held.len(), 2 + 4);
+        assert!(state.hold > Duration::from_millis(99), "{:?}", state.hold);
+        drop(state);
+        assert_eq!(searches.capacity(), (1, 2));
+        // A ticket that held its slot is timed.
+        let ticket = searches.enter(owner(1, 1), far()).unwrap();
+        drop(ticket);
+        assert!(searches.lock().hold < Duration::from_millis(88));
+    }
+
+    #[test]
+    fn a_match_runs_half_the_slots_and_queues_two_then_is_refused() {
+        let searches = small(4);
+        let a: Vec<Ticket> = std::iter::from_fn(|| searches.enter(owner(1, 1), far()).ok())
+            .take(100)
+            .collect();
+        assert_eq!(a.len(), 2 + QUEUED_PER_OWNER);
+        assert_eq!(a.iter().filter(|t| is_running(t)).count(), 2);
+        // Another match, on the same connection, still runs at once on the slots left.
+        let b = searches.enter(owner(1, 2), far()).unwrap();
+        assert!(is_running(&b));
+        assert_eq!(searches.counts(), (3, QUEUED_PER_OWNER));
+    }
+
+    #[test]
+    fn many_matches_over_one_connection_fill_every_slot_and_place() {
+        // Players behind a gateway that carries them all over one connection.
+        let searches = small(2);
+        let held: Vec<Ticket> = (0..6)
+            .map(|game| searches.enter(owner(1, game), far()).expect("a place"))
+            .collect();
+        assert_eq!(held.iter().filter(|t| is_running(t)).count(), 2);
         assert_eq!(searches.counts(), (2, 4));
+        // The queue is full: a match that ranks no better is refused.
+        assert_eq!(searches.enter(owner(1, 6), far()).err(), Some(Refused));
     }
 
     #[tokio::test]
-    async fn a_freed_slot_goes_to_the_first_waiter_under_its_share() {
-        let searches = Searches::new(Limits::for_slots(2));
-        let a1 = searches.enter(conn(1)).unwrap();
-        let b1 = searches.enter(conn(2)).unwrap();
-        let mut a2 = searches.enter(conn(1)).unwrap();
-        let mut b2 = searches.enter(conn(2)).unwrap();
+    async fn a_freed_slot_goes_to_the_first_ranked_waiter_under_its_owners_share() {
+        let searches = small(2);
+        let a1 = searches.enter(owner(1, 1), far()).unwrap();
+        let b1 = searches.enter(owner(2, 2), far()).unwrap();
+        let mut a2 = searches.enter(owner(1, 1), far()).unwrap();
+        let mut b2 = searches.enter(owner(2, 2), far()).unwrap();
         assert!(is_running(&a1) && is_running(&b1));
         assert!(!is_running(&a2) && !is_running(&b2));
-        // B's slot is freed: A is ahead in the queue but at its share, so B's waiter
-        // runs.
+        // B's slot is freed: A ranks first (it started first) but runs its share, so
+        // B's waiter runs.
         drop(b1);
         b2.running().await.unwrap();
         assert_eq!(searches.counts(), (2, 1));
@@ -319,44 +581,138 @@ mod tests {
         a2.running().await.unwrap();
         drop((a2, b2));
         assert_eq!(searches.counts(), (0, 0));
-        assert!(searches.lock().shares.is_empty());
+        assert!(searches.lock().owners.is_empty());
+    }
+
+    /// Whether the ticket runs now (it was told, or entered on a free slot).
+    async fn told(ticket: &mut Ticket) -> bool {
+        // A timeout polls its future once before it looks at the time.
+        matches!(
+            tokio::time::timeout(Duration::ZERO, ticket.running()).await,
+            Ok(Ok(()))
+        )
     }
 
     #[tokio::test]
-    async fn on_one_slot_a_flooding_connection_and_another_take_turns() {
-        let searches = Searches::new(Limits::for_slots(1));
-        let limits = searches.limits();
-        assert_eq!((limits.running_per_conn, limits.queued_per_conn), (1, 1));
-        // A floods: one running, one waiting, the rest refused; B still finds a place.
-        let a1 = searches.enter(conn(1)).unwrap();
-        let mut a2 = searches.enter(conn(1)).unwrap();
-        assert!(searches.enter(conn(1)).is_none());
-        let mut b1 = searches.enter(conn(2)).unwrap();
-        assert_eq!(searches.counts(), (1, 2));
+    async fn on_one_slot_a_flooding_match_and_another_take_turns() {
+        let searches = sized(1, 4);
+        // A floods: one running, two waiting, the rest refused; B still finds a place.
+        let a1 = searches.enter(owner(1, 1), far()).unwrap();
+        let mut a2 = searches.enter(owner(1, 1), far()).unwrap();
+        let _a3 = searches.enter(owner(1, 1), far()).unwrap();
+        assert!(searches.enter(owner(1, 1), far()).is_err());
+        let mut b1 = searches.enter(owner(2, 2), far()).unwrap();
+        assert_eq!(searches.counts(), (1, 3));
         // A's search ends: B runs before A's next, though A's waited longer.
         drop(a1);
-        let soon = std::time::Duration::from_secs(1);
-        tokio::time::timeout(soon, b1.running())
-            .await
-            .expect("B's search runs next")
-            .unwrap();
-        assert!(!is_running(&a2));
+        assert!(told(&mut b1).await, "B's search runs next");
+        assert!(!told(&mut a2).await);
         // Then A again, before B's next.
-        let b2 = searches.enter(conn(2)).unwrap();
+        let mut b2 = searches.enter(owner(2, 2), far()).unwrap();
         drop(b1);
-        tokio::time::timeout(soon, a2.running())
-            .await
-            .expect("then A's")
-            .unwrap();
-        assert!(!is_running(&b2));
+        assert!(told(&mut a2).await, "then A's");
+        assert!(!told(&mut b2).await);
+    }
+
+    #[tokio::test]
+    async fn clients_take_turns_then_the_matches_of_a_client() {
+        let searches = sized(1, 4);
+        let run = searches.enter(owner(9, 9), far()).unwrap();
+        // Client 1 waits with two matches, client 2 with one; all came after 9 ran.
+        let mut waiting = vec![
+            ("1a", searches.enter(owner(1, 1), far()).unwrap()),
+            ("1b", searches.enter(owner(1, 2), far()).unwrap()),
+            ("2a", searches.enter(owner(2, 3), far()).unwrap()),
+        ];
+        drop(run);
+        let mut order = Vec::new();
+        while !waiting.is_empty() {
+            let mut next = None;
+            for (i, (_, ticket)) in waiting.iter_mut().enumerate() {
+                if told(ticket).await {
+                    assert!(next.is_none(), "one slot, one runs");
+                    next = Some(i);
+                }
+            }
+            let (name, ticket) = waiting.remove(next.expect("a waiter runs"));
+            order.push(name);
+            drop(ticket);
+        }
+        // 1a first (they tie: arrival decides), then client 2 (client 1 has just run),
+        // then client 1's other match.
+        assert_eq!(order, ["1a", "2a", "1b"]);
+    }
+
+    #[tokio::test]
+    async fn a_player_at_human_pace_ranks_before_a_flood_and_fresh_matches_win_nothing() {
+        // The flood from another client, or from the player's own (a gateway's
+        // connection): the player's match ranks first either way.
+        for flood_client in [2, 1] {
+            let searches = small(1);
+            // The player searched once, long ago (in starts).
+            drop(searches.enter(owner(1, 1), far()).unwrap());
+            for game in 10..20 {
+                drop(searches.enter(owner(flood_client, game), far()).unwrap());
+            }
+            // The flood runs a match and sends a fresh one; then the player asks.
+            let flood = searches.enter(owner(flood_client, 100), far()).unwrap();
+            let mut fresh = searches.enter(owner(flood_client, 101), far()).unwrap();
+            let mut player = searches.enter(owner(1, 1), far()).unwrap();
+            drop(flood);
+            assert!(told(&mut player).await, "the player runs first");
+            assert!(!told(&mut fresh).await);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_displaces_its_last_ranked_waiter_for_a_newcomer_ranked_before() {
+        let searches = small(1);
+        // The player searched once, long ago.
+        drop(searches.enter(owner(1, 1), far()).unwrap());
+        // A flooding match fills the slot and the queue (two places).
+        let _running = searches.enter(owner(2, 2), far()).unwrap();
+        let mut first = searches.enter(owner(2, 2), far()).unwrap();
+        let mut newest = searches.enter(owner(2, 2), far()).unwrap();
+        assert_eq!(searches.counts(), (1, 2));
+        // The player ranks before them: the flood's last-ranked waiter makes room.
+        let player = searches.enter(owner(1, 1), far()).unwrap();
+        assert_eq!(searches.counts(), (1, 2));
+        assert_eq!(
+            tokio::time::timeout(SOON, newest.running()).await,
+            Ok(Err(Refused))
+        );
+        drop(newest);
+        assert_eq!(searches.counts(), (1, 2));
+        // The flood asks again: it ranks last, and is refused.
+        assert!(searches.enter(owner(2, 2), far()).is_err());
+        assert!(
+            !told(&mut first).await,
+            "the flood's first waiter keeps its place"
+        );
+        drop((player, first));
+        assert_eq!(searches.lock().owners.len(), 1);
+    }
+
+    #[test]
+    fn a_search_that_cannot_start_before_its_deadline_is_refused_at_once() {
+        let searches = small(1);
+        let _running = searches.enter(owner(1, 1), far()).unwrap();
+        // A waiter's expected wait is a hold (30 ms before any is timed) a round.
+        let soon = Instant::now() + Duration::from_millis(10);
+        assert!(searches.enter(owner(2, 2), soon).is_err());
+        let later = Instant::now() + Duration::from_millis(45);
+        let _waiting = searches.enter(owner(2, 2), later).unwrap();
+        // One more ahead of the next: two rounds.
+        assert!(searches.enter(owner(3, 3), later).is_err());
+        assert!(searches.enter(owner(3, 3), far()).is_ok());
     }
 
     #[tokio::test]
     async fn a_waiter_that_gives_up_leaves_the_queue_and_a_running_one_its_slot() {
-        let searches = Searches::new(Limits::for_slots(1));
-        let running = searches.enter(conn(1)).unwrap();
-        let gone = searches.enter(conn(2)).unwrap();
-        let mut next = searches.enter(conn(3)).unwrap();
+        let searches = small(1);
+        let running = searches.enter(owner(1, 1), far()).unwrap();
+        let gone = searches.enter(owner(2, 2), far()).unwrap();
+        let mut next = searches.enter(owner(3, 3), far()).unwrap();
         assert_eq!(searches.counts(), (1, 2));
         drop(gone);
         assert_eq!(searches.counts(), (1, 1));
@@ -364,13 +720,14 @@ mod tests {
         next.running().await.unwrap();
         assert_eq!(searches.counts(), (1, 0));
         // A waiter told to run but no longer listening gives the slot back on drop.
-        let mut listening = searches.enter(conn(4)).unwrap();
-        let deaf = searches.enter(conn(5)).unwrap();
+        let mut listening = searches.enter(owner(4, 4), far()).unwrap();
+        let deaf = searches.enter(owner(5, 5), far()).unwrap();
         drop(next);
         listening.running().await.unwrap();
         drop(listening);
         assert_eq!(searches.counts(), (1, 0));
         drop(deaf);
         assert_eq!(searches.counts(), (0, 0));
+        assert!(searches.lock().owners.is_empty());
     }
 }

@@ -38,7 +38,7 @@ pub enum ApiError {
     Malformed(String),
     /// As many calls are in flight as the server takes.
     Overloaded,
-    /// The HARD search queue is full, or the connection holds its share of it.
+    /// The HARD search queue has no place for the search (`service::searches`).
     SearchQueueFull,
     /// The request's body did not arrive within the body deadline.
     BodyTimeout,

@@ -23,6 +23,7 @@ mod memory;
 mod metrics;
 mod overload;
 mod playthroughs;
+mod search_queue;
 mod seats;
 mod server;
 mod suggest;
