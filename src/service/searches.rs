@@ -13,7 +13,7 @@
 //! player at human pace goes before a flood. In a full queue a newcomer ranked before
 //! the last-ranked waiter takes that waiter's place, and the waiter is refused as if it
 //! had never entered; so what a flood loses is its own newest calls. The last starts of
-//! the latest [`REMEMBERED`] clients and matches are kept ([`recent`]); one not among
+//! the latest [`REMEMBERED`] clients and matches are kept (in `lru`'s map); one not among
 //! them ranks as if it had last started a search just before the oldest one running
 //! now: after every key waiting since before (so fresh matches win a flood nothing),
 //! before the keys running now (so a new player waits a turn, not a flood's round).
@@ -25,17 +25,16 @@
 //! with no queue (tower's `ConcurrencyLimit`, `LoadShed`); none bounds a queue per key,
 //! ranks waiters by what their keys last ran, or displaces a waiter for a newcomer.
 
-mod recent;
-
 use std::collections::{BTreeSet, HashMap};
+use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use lru::LruCache;
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
 use crate::call::ClientId;
 use crate::state::MATCH_ID_LEN;
-use recent::Recent;
 
 /// A match's id, from its token.
 pub type MatchId = [u8; MATCH_ID_LEN];
@@ -61,7 +60,7 @@ pub const FIRST_HOLD: Duration = Duration::from_millis(30);
 /// (docs/operations.md).
 pub const DEFAULT_WAIT_BUDGET: Duration = Duration::from_millis(250);
 /// Clients, and matches, whose last search start is remembered.
-pub const REMEMBERED: usize = 4096;
+pub const REMEMBERED: NonZeroUsize = NonZeroUsize::new(4096).unwrap();
 /// The weight of a new measurement in the moving average of the hold, as 1 / this.
 const HOLD_SMOOTHING: u32 = 8;
 
@@ -133,8 +132,10 @@ struct State {
     /// What each owner holding a place holds.
     owners: HashMap<Owner, Held>,
     /// The stamp of the last search start of each client and match seen lately.
-    clients: Recent<ClientId>,
-    matches: Recent<MatchId>,
+    /// Stamps rise, so the least recently stamped key, the one forgotten first, is
+    /// the one with the oldest stamp.
+    clients: LruCache<ClientId, u64>,
+    matches: LruCache<MatchId, u64>,
     next_id: u64,
     /// Searches started so far; a start's stamp is twice its number (an odd stamp is
     /// a newcomer's: [`State::newcomer`]).
@@ -220,8 +221,8 @@ impl Searches {
                 running: BTreeSet::new(),
                 waiting: Vec::new(),
                 owners: HashMap::new(),
-                clients: Recent::new(REMEMBERED),
-                matches: Recent::new(REMEMBERED),
+                clients: LruCache::new(REMEMBERED),
+                matches: LruCache::new(REMEMBERED),
                 next_id: 0,
                 started: 0,
                 hold: FIRST_HOLD,
@@ -326,8 +327,14 @@ impl State {
     /// last starts, or its `newcomer` stamp for either if not known.
     fn rank(&self, owner: Owner, newcomer: u64, id: u64) -> Rank {
         (
-            self.clients.get(&owner.client).unwrap_or(newcomer),
-            self.matches.get(&owner.match_id).unwrap_or(newcomer),
+            self.clients
+                .peek(&owner.client)
+                .copied()
+                .unwrap_or(newcomer),
+            self.matches
+                .peek(&owner.match_id)
+                .copied()
+                .unwrap_or(newcomer),
             id,
         )
     }
@@ -345,8 +352,8 @@ impl State {
         let stamp = 2 * self.started;
         self.running.insert(stamp);
         self.owners.entry(owner).or_default().running += 1;
-        self.clients.stamp(owner.client, stamp);
-        self.matches.stamp(owner.match_id, stamp);
+        self.clients.put(owner.client, stamp);
+        self.matches.put(owner.match_id, stamp);
         Slot {
             since: Instant::now(),
             stamp,
