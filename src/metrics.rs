@@ -496,6 +496,7 @@ mod tests {
                 let owner = Owner {
                     client: crate::call::ClientId::Connection(crate::call::ConnectionId(n as u64)),
                     match_id: [game; crate::state::MATCH_ID_LEN],
+                    seat: Some(0),
                 };
                 searches.enter(owner, deadline).expect("room")
             })

@@ -162,6 +162,7 @@ impl Api {
         let owner = Owner {
             client: call.client,
             match_id,
+            seat,
         };
         let Ok(mut ticket) = self.searches.enter(owner, call.deadline) else {
             return Err(self.refuse_search(method, seat));

@@ -13,7 +13,7 @@
 //! player at human pace goes before a flood. In a full queue a newcomer ranked before
 //! the last-ranked waiter takes that waiter's place, and the waiter is refused as if it
 //! had never entered; so what a flood loses is its own newest calls. The last starts of
-//! the latest [`REMEMBERED`] clients and matches are kept (in `lru`'s map); one not among
+//! the latest [`REMEMBERED_PER_SLOT`] clients and matches a slot are kept (in `lru`'s map); one not among
 //! them ranks as if it had last started a search just before the oldest one running
 //! now: after every key waiting since before (so fresh matches win a flood nothing),
 //! before the keys running now (so a new player waits a turn, not a flood's round).
@@ -39,11 +39,16 @@ use crate::state::MATCH_ID_LEN;
 /// A match's id, from its token.
 pub type MatchId = [u8; MATCH_ID_LEN];
 
-/// Whose search it is: the player of one match, as far as the server can tell.
+/// Whose search it is: the player of one match, as far as the server can tell. Turns
+/// are taken by client and match; the caps on what runs and waits are per owner, the
+/// seat included, so that one seat's searches never use up another's places at the
+/// same table (two seats may share a client: one gateway connection, one address).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Owner {
     pub client: ClientId,
     pub match_id: MatchId,
+    /// The seat whose call it is (its credential checked), if the call names one.
+    pub seat: Option<u32>,
 }
 
 /// Searches one owner may have waiting: a match plays one move at a time, so more is a
@@ -59,8 +64,10 @@ pub const FIRST_HOLD: Duration = Duration::from_millis(30);
 /// bot's move, while the front of the queue is held to the 100 ms a Suggest is
 /// (docs/operations.md).
 pub const DEFAULT_WAIT_BUDGET: Duration = Duration::from_millis(250);
-/// Clients, and matches, whose last search start is remembered.
-pub const REMEMBERED: NonZeroUsize = NonZeroUsize::new(4096).unwrap();
+/// Clients, and matches, whose last search start is remembered, per slot: a slot
+/// serves about 1,500 HARD tables at a human pace (docs/operations.md, "Capacity"),
+/// so a player thinking a few seconds is still remembered at its next move.
+pub const REMEMBERED_PER_SLOT: NonZeroUsize = NonZeroUsize::new(4096).unwrap();
 /// The weight of a new measurement in the moving average of the hold, as 1 / this.
 const HOLD_SMOOTHING: u32 = 8;
 
@@ -75,6 +82,13 @@ pub struct Limits {
     pub queued_per_owner: usize,
     /// How long the last of a full queue should expect to wait for its slot.
     pub wait_budget: Duration,
+}
+
+/// How many clients, and matches, are remembered for `slots` slots.
+fn remembered(slots: usize) -> NonZeroUsize {
+    NonZeroUsize::new(slots.max(1)).map_or(REMEMBERED_PER_SLOT, |n| {
+        REMEMBERED_PER_SLOT.saturating_mul(n)
+    })
 }
 
 impl Limits {
@@ -221,8 +235,8 @@ impl Searches {
                 running: BTreeSet::new(),
                 waiting: Vec::new(),
                 owners: HashMap::new(),
-                clients: LruCache::new(REMEMBERED),
-                matches: LruCache::new(REMEMBERED),
+                clients: LruCache::new(remembered(limits.slots)),
+                matches: LruCache::new(remembered(limits.slots)),
                 next_id: 0,
                 started: 0,
                 hold: FIRST_HOLD,
@@ -261,6 +275,10 @@ impl Searches {
     pub fn enter(self: &Arc<Searches>, owner: Owner, deadline: Instant) -> Result<Ticket, Refused> {
         let limits = self.limits;
         let now = Instant::now();
+        if deadline <= now {
+            // It could not run a world: taking a slot would only time a hold of nothing.
+            return Err(Refused);
+        }
         let mut state = self.lock();
         let state = &mut *state;
         let held = state.owners.get(&owner).copied().unwrap_or_default();
@@ -489,6 +507,7 @@ mod tests {
         Owner {
             client: ClientId::Connection(ConnectionId(conn)),
             match_id: [game; MATCH_ID_LEN],
+            seat: Some(0),
         }
     }
 
@@ -555,6 +574,36 @@ mod tests {
         let b = searches.enter(owner(1, 2), far()).unwrap();
         assert!(is_running(&b));
         assert_eq!(searches.counts(), (3, QUEUED_PER_OWNER));
+    }
+
+    #[test]
+    fn another_seat_of_the_same_match_and_client_has_places_of_its_own() {
+        // Two seats at one table behind one gateway connection: one seat's searches
+        // holding its share (one running, two waiting on two slots) leave the other
+        // seat its own, so one player cannot get another's moves refused.
+        let searches = small(2);
+        let seat = |seat| Owner {
+            seat: Some(seat),
+            ..owner(1, 1)
+        };
+        let a: Vec<Ticket> = std::iter::from_fn(|| searches.enter(seat(0), far()).ok())
+            .take(100)
+            .collect();
+        assert_eq!(a.len(), 1 + QUEUED_PER_OWNER);
+        let b = searches
+            .enter(seat(1), far())
+            .expect("the other seat's search");
+        assert!(is_running(&b));
+        assert_eq!(searches.counts(), (2, QUEUED_PER_OWNER));
+    }
+
+    #[test]
+    fn a_search_whose_deadline_has_passed_is_refused_even_on_a_free_slot() {
+        let searches = small(1);
+        let past = Instant::now();
+        assert_eq!(searches.enter(owner(1, 1), past).err(), Some(Refused));
+        assert_eq!(searches.counts(), (0, 0));
+        assert_eq!(searches.lock().hold, FIRST_HOLD);
     }
 
     #[test]
