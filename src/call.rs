@@ -5,7 +5,7 @@
 //! (`service::searches`). It sits below both `server` and `service`, so neither
 //! imports the other for it.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 /// A connection's number, unique for the server's life (`server::connections`). It
@@ -20,8 +20,11 @@ impl ConnectionId {
 }
 
 /// Whom a call is from, for what is shared out per client (the HARD search queue's
-/// turns): its connection, or, behind a gateway the operator trusts
-/// (`--trusted-client-header`), the client address the gateway wrote in that header.
+/// turns): the address the call came from, or, behind a gateway the operator trusts
+/// (`--trusted-client-header`), the client address the gateway wrote in that header;
+/// an IPv6 address by its /64, which one host is commonly given whole (so a host's
+/// many connections, or many addresses of its /64, are one client). The connection
+/// only when no address is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ClientId {
     Connection(ConnectionId),
@@ -29,13 +32,29 @@ pub enum ClientId {
 }
 
 impl ClientId {
-    /// The client of a call on `connection` whose trusted header, when one is
-    /// configured, carried `forwarded` (its last line): the address that line ends
-    /// with, or the connection if there is none or it is not an address.
-    pub fn new(connection: ConnectionId, forwarded: Option<&[u8]>) -> ClientId {
+    /// The client of a call on `connection` from `peer` whose trusted header, when one
+    /// is configured, carried `forwarded` (its last line): the address that line ends
+    /// with, else the peer's address, else the connection.
+    pub fn new(
+        connection: ConnectionId,
+        peer: Option<IpAddr>,
+        forwarded: Option<&[u8]>,
+    ) -> ClientId {
         forwarded
             .and_then(forwarded_address)
-            .map_or(ClientId::Connection(connection), ClientId::Address)
+            .or(peer)
+            .map_or(ClientId::Connection(connection), |ip| {
+                ClientId::Address(host_of(ip))
+            })
+    }
+}
+
+/// An address as a client: IPv4 whole (an IPv4 address mapped into IPv6 too), IPv6 by
+/// its first 64 bits.
+fn host_of(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !u128::from(u64::MAX))),
+        v4 => v4,
     }
 }
 
@@ -164,14 +183,16 @@ mod tests {
     #[test]
     fn the_client_is_the_address_a_forwarding_header_ends_with() {
         let conn = ConnectionId(3);
-        let client = |v: &str| ClientId::new(conn, Some(v.as_bytes()));
+        let client = |v: &str| ClientId::new(conn, None, Some(v.as_bytes()));
         let ip = |s: &str| ClientId::Address(s.parse().unwrap());
         assert_eq!(client("203.0.113.7"), ip("203.0.113.7"));
         assert_eq!(client("1.1.1.1, 10.0.0.2,203.0.113.7 "), ip("203.0.113.7"));
         assert_eq!(client("forged, 203.0.113.7"), ip("203.0.113.7"));
         assert_eq!(client("203.0.113.7:4711"), ip("203.0.113.7"));
-        assert_eq!(client("2001:db8::1"), ip("2001:db8::1"));
-        assert_eq!(client("[2001:db8::1]:443"), ip("2001:db8::1"));
+        // IPv6 by its /64.
+        assert_eq!(client("2001:db8::1"), ip("2001:db8::"));
+        assert_eq!(client("[2001:db8::1:2:3:4]:443"), ip("2001:db8::"));
+        assert_eq!(client("2001:db8:0:1::1"), ip("2001:db8:0:1::"));
         assert_eq!(client("::ffff:203.0.113.7"), ip("203.0.113.7"));
         let long = format!("{}, 203.0.113.7", "9".repeat(10_000));
         assert_eq!(client(&long), ip("203.0.113.7"));
@@ -189,10 +210,35 @@ mod tests {
         let one_long_entry = format!("1.2.3.4{}", " ".repeat(200));
         assert_eq!(client(&one_long_entry), ClientId::Connection(conn));
         assert_eq!(
-            ClientId::new(conn, Some(b"\xff\xfe")),
+            ClientId::new(conn, None, Some(b"\xff\xfe")),
             ClientId::Connection(conn)
         );
-        assert_eq!(ClientId::new(conn, None), ClientId::Connection(conn));
+        assert_eq!(ClientId::new(conn, None, None), ClientId::Connection(conn));
+    }
+
+    #[test]
+    fn without_a_trusted_address_the_client_is_the_peers_address() {
+        let peer = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        let ip = |s: &str| ClientId::Address(s.parse().unwrap());
+        // Two connections from one host are one client.
+        for conn in [ConnectionId(1), ConnectionId(2)] {
+            assert_eq!(
+                ClientId::new(conn, peer("198.51.100.4"), None),
+                ip("198.51.100.4")
+            );
+            assert_eq!(
+                ClientId::new(conn, peer("2001:db8::7"), None),
+                ip("2001:db8::")
+            );
+            assert_eq!(
+                ClientId::new(conn, peer("::ffff:198.51.100.4"), None),
+                ip("198.51.100.4")
+            );
+        }
+        // A trusted header's address comes first; a bad one falls back to the peer.
+        let via = |v: &str| ClientId::new(ConnectionId(1), peer("10.0.0.9"), Some(v.as_bytes()));
+        assert_eq!(via("203.0.113.7"), ip("203.0.113.7"));
+        assert_eq!(via("unknown"), ip("10.0.0.9"));
     }
 
     #[test]

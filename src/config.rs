@@ -245,10 +245,10 @@ pub struct Config {
 
     /// A request header that the gateway in front of the server sets to the client's
     /// address (e.g. `x-forwarded-for`, of which the last entry is read: the one the
-    /// gateway appended), so that HARD searches take turns by client rather than by
-    /// connection. Set it only when every call comes through a gateway that writes
-    /// it: a client that reaches the server directly could name any address. Off by
-    /// default: the client is the connection.
+    /// gateway appended), so that HARD searches take turns by the players' addresses
+    /// rather than the gateway's. Set it only when every call comes through a gateway
+    /// that writes it: a client that reaches the server directly could name any
+    /// address. Off by default: the client is the peer's address.
     #[arg(
         long,
         env = "ALLFIVES_TRUSTED_CLIENT_HEADER",

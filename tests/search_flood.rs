@@ -6,7 +6,7 @@
 //! expired or was cancelled stops using CPU within about one world's time (a CPU-time
 //! bound read from the process, not a clock), a bot's search too, and a flood of HARD
 //! Suggests for one match from one connection is refused past its share
-//! (`SEARCH_QUEUE_FULL`) while another connection is still served. The latency under such a flood is measured by
+//! (`SEARCH_QUEUE_FULL`) while another player is still served. The latency under such a flood is measured by
 //! `.ci/search-flood` (release build); docs/RELIABILITY.md quotes both.
 
 #[allow(dead_code, reason = "this binary uses a few of the shared helpers")]
@@ -353,9 +353,14 @@ async fn one_connection_flooding_is_refused_past_its_share_and_another_is_served
                 tokio::spawn(async move { c.suggest(req).await })
             })
             .collect();
-        // Meanwhile another connection asks for a search: its share is free.
+        // Meanwhile another player, on another connection from the same host (one
+        // client: the queue tells clients apart by address), asks for a search in its
+        // own match: its share is free.
         let mut other = connect(&server).await;
-        let mine = other.suggest(hard(&state, &creds, seat)).await;
+        let (other_state, other_creds, other_seat) = lead(&mut other).await;
+        let mine = other
+            .suggest(hard(&other_state, &other_creds, other_seat))
+            .await;
         assert!(mine.is_ok(), "another connection refused: {mine:?}");
         other_served += 1;
         for call in calls {

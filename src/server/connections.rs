@@ -7,7 +7,7 @@
 //! [`Tracked`] is the per-connection service hyper calls, the first layer of the stack
 //! (`super::stack`): it counts a call open from its headers until its response body is
 //! done (or dropped), and makes the call's [`CallContext`] (the connection's number,
-//! the client, from `--trusted-client-header` when one is set, and the deadline from
+//! the client: the peer's address, or `--trusted-client-header`'s when one is set; and the deadline from
 //! `grpc-timeout` and `--request-timeout-ms`), carried as a request extension with
 //! tonic's `TcpConnectInfo` (so `Request::remote_addr()` names the peer).
 //!
@@ -284,7 +284,11 @@ where
             header,
             self.timeout,
         )
-        .from_client(ClientId::new(self.connection, forwarded));
+        .from_client(ClientId::new(
+            self.connection,
+            self.info.remote_addr.map(|addr| addr.ip()),
+            forwarded,
+        ));
         request.extensions_mut().insert(context);
         request.extensions_mut().insert(self.info.clone());
         let response = self.inner.call(request);
@@ -391,6 +395,15 @@ mod tests {
     /// The client a call on a new connection is from, by what `Tracked` put in its
     /// context, the server trusting `header`, the call sending `sent`.
     async fn client_of(header: Option<&str>, sent: &[(&str, &str)]) -> (ClientId, ClientId) {
+        client_from(None, header, sent).await
+    }
+
+    /// As [`client_of`], the connection coming from `peer`.
+    async fn client_from(
+        peer: Option<std::net::SocketAddr>,
+        header: Option<&str>,
+        sent: &[(&str, &str)],
+    ) -> (ClientId, ClientId) {
         let cap = Arc::new(Semaphore::new(1));
         let registry = Arc::new(Registry::default());
         let conn = registry.register(permit(&cap));
@@ -398,7 +411,7 @@ mod tests {
         let inner = Sees(Arc::clone(&seen));
         let info = TcpConnectInfo {
             local_addr: None,
-            remote_addr: None,
+            remote_addr: peer,
         };
         let header = header.map(|h| HeaderName::from_bytes(h.as_bytes()).unwrap());
         let mut tracked = Tracked::new(inner, &conn, info, Duration::from_secs(1), header);
@@ -410,6 +423,23 @@ mod tests {
         drop(tracked.call(request).await.unwrap());
         let context = seen.lock().unwrap().expect("a context");
         (context.client, ClientId::Connection(conn.id()))
+    }
+
+    #[tokio::test]
+    async fn connections_from_one_host_are_one_client() {
+        let from = |peer: &str| Some(peer.parse().unwrap());
+        let (a, _) = client_from(from("198.51.100.4:40001"), None, &[]).await;
+        let (b, _) = client_from(from("198.51.100.4:40002"), None, &[]).await;
+        assert_eq!(a, b);
+        assert_eq!(a, ClientId::Address("198.51.100.4".parse().unwrap()));
+        // IPv6: one /64 is one host.
+        let (c, _) = client_from(from("[2001:db8::1]:1"), None, &[]).await;
+        let (d, _) = client_from(from("[2001:db8::ffff:2]:1"), None, &[]).await;
+        assert_eq!(c, d);
+        // Untrusted, a forwarding header changes nothing.
+        let sent = [("x-forwarded-for", "203.0.113.9")];
+        let (e, _) = client_from(from("198.51.100.4:40003"), None, &sent).await;
+        assert_eq!(e, a);
     }
 
     #[tokio::test]
