@@ -257,14 +257,31 @@ async fn expired_and_cancelled_suggests_stop_searching_within_a_world() {
     assert_eq!(answer.worlds, SUGGEST_MAX_WORLDS);
 }
 
+/// The deadline of every call to the server whose bots' calls expire
+/// (`--request-timeout-ms`): far shorter than the bots' four searches, long enough for
+/// the calls that do not search.
+const SHORT_DEADLINE_MS: &str = "10";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
     let _serial = SERIAL.lock().await;
     // A table of two HARD bots: Deal plays the whole hand in the call, four full
-    // searches of 512 worlds and the rest small.
-    let server =
-        TestServer::start_with(ring(1, 1), &["--allow-client-seeds", "--bot-worlds", "512"]).await;
+    // searches of 512 worlds and the rest small. Two replicas with one key ring: on
+    // `short` every call's deadline is the server's own, 10 ms, so it is the server
+    // that ends the call (CANCELLED at its deadline, the search told at that moment)
+    // and the client's failure comes after it. A client-side deadline would start
+    // before the request is sent, and the search would rightly run on until the
+    // server's deadline, after the client's: a delay in the request's trip (milliseconds
+    // on a loaded machine) would be counted as search that did not stop.
+    let args = ["--allow-client-seeds", "--bot-worlds", "512"];
+    let server = TestServer::start_with(ring(1, 1), &args).await;
+    let short = TestServer::start_with(
+        ring(1, 1),
+        &[&args[..], &["--request-timeout-ms", SHORT_DEADLINE_MS]].concat(),
+    )
+    .await;
     let mut client = connect(&server).await;
+    let mut hurried = connect(&short).await;
     let hard_bot = bot(pb::BotLevel::Hard);
     let new = client
         .new_game(pb::NewGameRequest {
@@ -293,7 +310,7 @@ async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
             total += burned_after(
                 async {
                     // Refused (nobody's turn before the deal): a call that does not search.
-                    let _ = client.suggest(req).await;
+                    let _ = hurried.suggest(req).await;
                 },
                 settle(full * 5),
             )
@@ -303,11 +320,12 @@ async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
     };
     let bound = allowed(world, baseline);
     let expired = least_burned("expired bot calls", bound, async || {
-        let mut req = tonic::Request::new(deal());
-        req.set_timeout(Duration::from_millis(3));
         burned_after(
             async {
-                let status = client.deal(req).await.expect_err("no time for the bots");
+                let status = hurried
+                    .deal(deal())
+                    .await
+                    .expect_err("no time for the bots");
                 assert!(
                     matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
                     "{status:?}"
