@@ -23,11 +23,12 @@ use tonic::codegen::Service;
 use tonic::codegen::http::Uri;
 use tonic::transport::Endpoint;
 
-/// A connector for tonic that counts the TCP connections it makes.
+/// A connector for tonic that counts the TCP connections it makes (and the attempts).
 #[derive(Clone)]
 struct Counting {
     addr: std::net::SocketAddr,
     made: Arc<AtomicU64>,
+    tried: Arc<AtomicU64>,
 }
 
 impl Service<Uri> for Counting {
@@ -41,6 +42,7 @@ impl Service<Uri> for Counting {
 
     fn call(&mut self, _: Uri) -> Self::Future {
         let (addr, made) = (self.addr, Arc::clone(&self.made));
+        self.tried.fetch_add(1, Ordering::Relaxed);
         Box::pin(async move {
             let stream = TcpStream::connect(addr).await?;
             stream.set_nodelay(true)?;
@@ -49,6 +51,10 @@ impl Service<Uri> for Counting {
         })
     }
 }
+
+/// Connection attempts of every counting channel (for a hung call's report).
+static TRIED: std::sync::LazyLock<Arc<AtomicU64>> =
+    std::sync::LazyLock::new(|| Arc::new(AtomicU64::new(0)));
 
 /// A channel to `addr` and the count of TCP connections it has made.
 async fn counting_channel(
@@ -59,6 +65,7 @@ async fn counting_channel(
         .connect_with_connector(Counting {
             addr,
             made: Arc::clone(&made),
+            tried: Arc::clone(&TRIED),
         })
         .await
         .expect("connect");
@@ -91,7 +98,9 @@ async fn a_client_calling_without_pause_loses_no_call_to_connection_ageing() {
     let (channel, made) = counting_channel(server.addr).await;
     // Two loops on one channel, as an app with a game screen and a lobby would.
     let started = Instant::now();
+    let addr = server.addr;
     let loops = (0..2).map(|_| {
+        let made = Arc::clone(&made);
         let mut client = AllFivesServiceClient::new(channel.clone());
         let request = pb::ScoreRequest {
             state: token.clone().into(),
@@ -112,7 +121,8 @@ async fn a_client_calling_without_pause_loses_no_call_to_connection_ageing() {
                     // pending with no connection open, the server idle).
                     let call = client.score(request.clone());
                     let Ok(answer) = tokio::time::timeout(CALL_BOUND, call).await else {
-                        failures.push(format!("no answer within {CALL_BOUND:?}"));
+                        let report = hung(addr, &mut client, &request, &made).await;
+                        failures.push(format!("no answer within {CALL_BOUND:?}: {report}"));
                         break;
                     };
                     match answer {
@@ -152,6 +162,46 @@ async fn a_client_calling_without_pause_loses_no_call_to_connection_ageing() {
         connections >= run.as_secs() / 2,
         "the connections were not aged ({connections} made)"
     );
+}
+
+/// What is known when a call got no answer, to tell a wedged client from a server that
+/// lost the call (seen once: a call pending with no connection open, the server idle):
+/// the connections made and tried, this process's TCP sockets to the server (`ss`),
+/// and whether another call on the same channel, and one on a new channel, is
+/// answered.
+async fn hung(
+    addr: std::net::SocketAddr,
+    client: &mut AllFivesServiceClient<tonic::transport::Channel>,
+    request: &pb::ScoreRequest,
+    made: &AtomicU64,
+) -> String {
+    let port = format!(":{}", addr.port());
+    let sockets = std::process::Command::new("ss")
+        .arg("-tan")
+        .output()
+        .map(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|line| line.contains(&port))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    let bound = Duration::from_secs(5);
+    let answered = |answer: Result<Result<_, tonic::Status>, _>| match answer {
+        Ok(Ok(_)) => "answered".to_owned(),
+        Ok(Err(status)) => describe(&status),
+        Err(_) => format!("no answer within {bound:?}"),
+    };
+    let same = answered(tokio::time::timeout(bound, client.score(request.clone())).await);
+    let mut fresh = AllFivesServiceClient::new(counting_channel(addr).await.0);
+    let new = answered(tokio::time::timeout(bound, fresh.score(request.clone())).await);
+    format!(
+        "{} connections made by the channel, {} attempts by every counting channel; sockets to the server: {sockets:?}; another call \
+         on the channel: {same}; on a new channel: {new}",
+        made.load(Ordering::Relaxed),
+        TRIED.load(Ordering::Relaxed),
+    )
 }
 
 /// A failed call's code, message and the chain of errors under it (h2's says which
