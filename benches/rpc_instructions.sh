@@ -12,7 +12,9 @@
 # Environment: CALLS (measured calls per RPC, default 2000), FRESH_CALLS (the same for
 # the cache-hit runs below, default 500: with more the cache's sets of eight start
 # to give up prepared games), WARMUP (default 50), RPCS (default "NewGame
-# Deal Play Draw Score Suggest"), CACHES (default "on off"), SEED (the first match's
+# Deal Play Draw Score Suggest"; "Echo" too for a server and rpc_load built with
+# --features bench-echo: the bare call, sized as the Play, and each Play's instructions
+# over the Echo's are printed, the bar's ratio in instructions), CACHES (default "on off"), SEED (the first match's
 # seed, default 1: the server takes client seeds, so that every build is measured on
 # the same positions; empty for the server's own seeds), OUT (a directory to keep the
 # dumps and logs in; default a temporary one, removed).
@@ -166,6 +168,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+declare -A counted
 for cache in $caches; do
   case $cache in
     on) cache_arg=4096 ;;
@@ -212,12 +215,22 @@ for cache in $caches; do
     total=$(callgrind_annotate "$dump" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
     read -r h0 m0 < <(awk '/lookups_total\{result="hit"\}/ { h = $2 } /lookups_total\{result="miss"\}/ { m = $2 } END { print h + 0, m + 0 }' "$base.prom0")
     read -r h1 m1 < <(awk '/lookups_total\{result="hit"\}/ { h = $2 } /lookups_total\{result="miss"\}/ { m = $2 } END { print h + 0, m + 0 }' "$base.prom1")
+    per_call=$(((total + n / 2) / n))
     printf "cache %-3s %-8s %7d instructions a call  (%s calls%s; cache hits %d, misses %d)\n" \
-      "$cache" "$rpc" $(((total + n / 2) / n)) "$n" "${fresh:+, each its own match}" \
+      "$cache" "$rpc" "$per_call" "$n" "${fresh:+, each its own match}" \
       $((h1 - h0)) $((m1 - m0))
+    counted["$cache-$rpc"]=$per_call
     if [ "$rpc" = Play ]; then
       callgrind_annotate --inclusive=yes --threshold=100 --tree=both "$dump" 2>/dev/null >"$base.tree"
       breakdown "$base.tree" "$n"
     fi
   done
+done
+for cache in $caches; do
+  play=${counted["$cache-Play"]:-}
+  echo_=${counted["$cache-Echo"]:-}
+  if [ -n "$play" ] && [ -n "$echo_" ]; then
+    awk -v p="$play" -v e="$echo_" -v c="$cache" \
+      'BEGIN { printf "cache %-3s Play / Echo: %.3f (%d instructions over the bare call)\n", c, p / e, p - e }'
+  fi
 done

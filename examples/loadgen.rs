@@ -73,8 +73,8 @@ use tonic::transport::Channel;
 
 mod common;
 use common::{
-    ServerProcess, block_on, connect, free_loopback_port, load_average, process_cpu_secs,
-    quantile_us, start,
+    ServerProcess, block_on, connect, echo_request, free_loopback_port, load_average,
+    process_cpu_secs, quantile_us, start,
 };
 
 /// The bars of the issue: game calls/s at least this share of bare calls/s…
@@ -834,22 +834,6 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     }
     println!("loadgen: ok, 0 errors");
     Ok(ExitCode::SUCCESS)
-}
-
-fn echo_request(request_bytes: usize, response_bytes: usize) -> eb::EchoRequest {
-    // Field headers and length prefixes take a few bytes; pad to the same total.
-    let mut request = eb::EchoRequest::default();
-    let mut response = eb::EchoResponse {
-        payload: Vec::new(),
-    };
-    while response.encoded_len() < response_bytes {
-        response.payload.push(0);
-    }
-    request.response_bytes = response.payload.len() as u32;
-    while request.encoded_len() < request_bytes {
-        request.payload.push(0);
-    }
-    request
 }
 
 /// Runs `games` players until `length` has passed (or the call bound), returning the

@@ -16,7 +16,10 @@
 //!   counts in process);
 //! - `Draw`: the first position of the first hand where the seat on turn must draw;
 //! - `Score`: the `Play` position, seen by the seat on turn with its credential;
-//! - `Suggest`: the `Play` position, a MEDIUM suggestion for the seat on turn.
+//! - `Suggest`: the `Play` position, a MEDIUM suggestion for the seat on turn;
+//! - `Echo` (a server and this tool built with `--features bench-echo`): the bare unary
+//!   call `examples/loadgen.rs` compares game calls with, its request and answer sized
+//!   as the `Play`'s (padding), so that the two differ by the game's work alone.
 //!
 //! By default the same request goes every time: the service is stateless, so the same
 //! token and move get the same answer (with a new nonce). A server's token cache takes
@@ -32,9 +35,14 @@
 //! cargo run --release --example rpc_load -- --addr http://127.0.0.1:50051 --rpc Play --calls 2000
 //! ```
 
+#[cfg(feature = "bench-echo")]
+mod common;
+
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "bench-echo")]
+use allfives::proto::bench as eb;
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
 use clap::{Parser, ValueEnum};
@@ -106,6 +114,9 @@ enum Rpc {
     Score,
     #[value(name = "Suggest")]
     Suggest,
+    #[cfg(feature = "bench-echo")]
+    #[value(name = "Echo")]
+    Echo,
 }
 
 /// One prepared request.
@@ -117,6 +128,8 @@ enum Request {
     Draw(pb::DrawRequest),
     Score(pb::ScoreRequest),
     Suggest(pb::SuggestRequest),
+    #[cfg(feature = "bench-echo")]
+    Echo(eb::EchoRequest),
 }
 
 impl Request {
@@ -128,6 +141,8 @@ impl Request {
             Request::Draw(r) => r.encoded_len(),
             Request::Score(r) => r.encoded_len(),
             Request::Suggest(r) => r.encoded_len(),
+            #[cfg(feature = "bench-echo")]
+            Request::Echo(r) => r.encoded_len(),
         }
     }
 }
@@ -135,6 +150,8 @@ impl Request {
 /// The client, with the longest wait for an answer and the next match's seed.
 struct Conn {
     client: Client,
+    #[cfg(feature = "bench-echo")]
+    channel: Channel,
     timeout: Duration,
     seed: std::cell::Cell<Option<u64>>,
 }
@@ -185,6 +202,14 @@ impl Conn {
             Request::Suggest(r) => {
                 let a = self.wait("Suggest", client.suggest(r.clone())).await?;
                 check(a.play.is_some() || a.draw, "Suggest")?;
+                Ok(a.encoded_len())
+            }
+            #[cfg(feature = "bench-echo")]
+            Request::Echo(r) => {
+                let mut echo =
+                    eb::echo_service_client::EchoServiceClient::new(self.channel.clone());
+                let a = self.wait("Echo", echo.echo(r.clone())).await?;
+                check(a.payload.len() == r.response_bytes as usize, "Echo")?;
                 Ok(a.encoded_len())
             }
         }
@@ -367,6 +392,8 @@ async fn position(
 /// One request of `rpc`, on a match of its own.
 async fn prepare(conn: &Conn, rpc: Rpc) -> Result<Request, String> {
     match rpc {
+        #[cfg(feature = "bench-echo")]
+        Rpc::Echo => return echo_like_play(conn).await,
         Rpc::NewGame => return Ok(Request::NewGame(new_game_request(next_seed(conn)))),
         Rpc::Deal => return Ok(Request::Deal(new_match(conn).await?.deal_request())),
         _ => {}
@@ -401,7 +428,23 @@ async fn prepare(conn: &Conn, rpc: Rpc) -> Result<Request, String> {
     ))
 }
 
-async fn connect(addr: &str, patience: Duration) -> Result<Client, String> {
+/// An echo whose request and answer are as long as a `Play`'s at the `Play` position
+/// (payload padding).
+#[cfg(feature = "bench-echo")]
+async fn echo_like_play(conn: &Conn) -> Result<Request, String> {
+    let Request::Play(play) = Box::pin(prepare(conn, Rpc::Play)).await? else {
+        return Err("Echo: no Play prepared".into());
+    };
+    let answer = conn
+        .wait("Play", conn.client.clone().play(play.clone()))
+        .await?;
+    Ok(Request::Echo(common::echo_request(
+        play.encoded_len(),
+        answer.encoded_len(),
+    )))
+}
+
+async fn connect(addr: &str, patience: Duration) -> Result<Channel, String> {
     let url = match addr.contains("://") {
         true => addr.to_owned(),
         false => format!("http://{addr}"),
@@ -412,7 +455,7 @@ async fn connect(addr: &str, patience: Duration) -> Result<Client, String> {
     let start = Instant::now();
     loop {
         match endpoint.connect().await {
-            Ok(channel) => return Ok(AllFivesServiceClient::new(channel)),
+            Ok(channel) => return Ok(channel),
             Err(e) if start.elapsed() >= patience => {
                 return Err(format!("cannot connect to {url}: {e}"));
             }
@@ -437,8 +480,11 @@ fn run_command(what: &str, command: Option<&String>) -> Result<(), String> {
 }
 
 async fn run(args: Args) -> Result<(), String> {
+    let channel = connect(&args.addr, Duration::from_secs(args.connect_secs)).await?;
     let conn = Conn {
-        client: connect(&args.addr, Duration::from_secs(args.connect_secs)).await?,
+        client: AllFivesServiceClient::new(channel.clone()),
+        #[cfg(feature = "bench-echo")]
+        channel,
         timeout: Duration::from_millis(args.timeout_ms),
         seed: std::cell::Cell::new(args.seed),
     };

@@ -1,7 +1,8 @@
-//! What the load generators share (`examples/loadgen.rs`, `examples/botload.rs`): a
-//! server they start on a free loopback port and wait for until it reports SERVING,
-//! a process's CPU time from `/proc`, latency quantiles, and the runtime `main` starts.
-//! Each example uses a part.
+//! What the load generators share (`examples/loadgen.rs`, `examples/botload.rs`,
+//! `examples/rpc_load.rs`): a server they start on a free loopback port and wait for
+//! until it reports SERVING, a process's CPU time from `/proc`, latency quantiles, the
+//! runtime `main` starts, and an echo request sized like a game call's. Each example
+//! uses a part.
 #![allow(dead_code)]
 
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -160,4 +161,27 @@ pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()
+}
+
+/// An echo request of `request_bytes` encoded bytes asking for an answer of
+/// `response_bytes` encoded bytes (payload padding; field headers and length prefixes
+/// take a few bytes).
+#[cfg(feature = "bench-echo")]
+pub fn echo_request(
+    request_bytes: usize,
+    response_bytes: usize,
+) -> allfives::proto::bench::EchoRequest {
+    // Field headers and length prefixes take a few bytes; pad to the same total.
+    let mut request = allfives::proto::bench::EchoRequest::default();
+    let mut response = allfives::proto::bench::EchoResponse {
+        payload: Vec::new(),
+    };
+    while prost::Message::encoded_len(&response) < response_bytes {
+        response.payload.push(0);
+    }
+    request.response_bytes = response.payload.len() as u32;
+    while prost::Message::encoded_len(&request) < request_bytes {
+        request.payload.push(0);
+    }
+    request
 }
