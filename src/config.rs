@@ -255,6 +255,33 @@ pub struct Config {
         value_parser = parse_header_name
     )]
     pub trusted_client_header: Option<HeaderName>,
+
+    /// Where the latest state of each match is kept, so that a move from an older
+    /// token (a take-back, a device behind) is refused ABORTED STATE_STALE instead of
+    /// starting a branch: `none` (the default: stateless, every token opens) or
+    /// `memory` (this process: one replica only; docs/security.md, "The match store").
+    #[arg(long, env = "ALLFIVES_MATCH_STORE", value_enum, default_value_t = StoreKind::None)]
+    pub match_store: StoreKind,
+
+    /// How long the match store keeps a match after its last move, in seconds; a match
+    /// it no longer has takes the next move that comes for it as its latest state.
+    #[arg(
+        long,
+        env = "ALLFIVES_MATCH_STORE_TTL_SECS",
+        default_value_t = 86_400,
+        value_parser = clap::value_parser!(u64).range(1..=31_536_000)
+    )]
+    pub match_store_ttl_secs: u64,
+
+    /// The most matches the memory store keeps (about 100 bytes each); past it the one
+    /// moved longest ago is forgotten.
+    #[arg(
+        long,
+        env = "ALLFIVES_MATCH_STORE_CAPACITY",
+        default_value_t = 1_000_000,
+        value_parser = clap::value_parser!(u64).range(1..=100_000_000)
+    )]
+    pub match_store_capacity: u64,
 }
 
 impl Config {
@@ -265,6 +292,29 @@ impl Config {
             bot_search: crate::engine::suggest::Search::worlds(Some(self.bot_worlds)),
         }
     }
+
+    /// The match store `--match-store` names, if any.
+    pub fn match_store(&self) -> Option<crate::store::MatchStore> {
+        use crate::store::{MatchStore, MemoryStore};
+        let capacity = usize::try_from(self.match_store_capacity)
+            .ok()
+            .and_then(std::num::NonZeroUsize::new)
+            .unwrap_or(std::num::NonZeroUsize::MIN);
+        let ttl = std::time::Duration::from_secs(self.match_store_ttl_secs);
+        match self.match_store {
+            StoreKind::None => None,
+            StoreKind::Memory => Some(MatchStore::Memory(MemoryStore::new(capacity, ttl))),
+        }
+    }
+}
+
+/// The kinds of match store (`--match-store`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StoreKind {
+    /// No store: the service keeps nothing between calls.
+    None,
+    /// This process's memory (one replica).
+    Memory,
 }
 
 /// How log lines are written.
@@ -631,6 +681,25 @@ mod tests {
         );
         for refused in ["0", "513", "1024"] {
             assert!(parse(&["--bot-worlds", refused]).is_err(), "{refused}");
+        }
+    }
+
+    #[test]
+    fn the_match_store_is_off_unless_named() {
+        let c = parse(&[]).expect("defaults parse");
+        assert_eq!(c.match_store, StoreKind::None);
+        assert!(c.match_store().is_none());
+        let c = parse(&["--match-store", "memory", "--match-store-capacity", "8"]).expect("parse");
+        assert!(matches!(
+            c.match_store(),
+            Some(crate::store::MatchStore::Memory(_))
+        ));
+        for refused in [
+            &["--match-store", "redis"][..],
+            &["--match-store-ttl-secs", "0"],
+            &["--match-store-capacity", "0"],
+        ] {
+            assert!(parse(refused).is_err(), "{refused:?}");
         }
     }
 

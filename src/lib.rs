@@ -17,6 +17,8 @@
 //!   layers every call passes before its handler (`server/stack.rs` lists them in
 //!   request order, with what each may answer); health, reflection, gRPC-Web; the
 //!   graceful shutdown.
+//! - [`store`]: the optional match store, which refuses moves from a match's older
+//!   states (`--match-store`).
 //! - [`call`]: a call's context (its connection, its deadline), made by the server
 //!   and read by the service: the one thing both need.
 //! - [`throttle`]: log lines held to one per period (server and service both log).
@@ -34,4 +36,5 @@ pub mod proto;
 pub mod server;
 pub mod service;
 pub mod state;
+pub mod store;
 pub mod throttle;

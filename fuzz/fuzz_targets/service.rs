@@ -327,11 +327,10 @@ fuzz_target!(|data: &[u8]| {
                 req.state = t;
             }
             let before = opened(&req.state);
-            let result = handlers::claim_seat(tokens(), &policy, &req).map(|r| {
+            let result = handlers::claim_seat(tokens(), &policy, &req).map(|(r, claimed)| {
                 let (before, id) = before.as_ref().expect("a claim's token opens");
-                let view = r.view.expect("a claim answers a view");
+                let view = r.view;
                 let record = answered(&r.state, &view, Some(*id));
-                let claimed = r.credential.expect("a claim answers its credential");
                 let seat = req.seat as usize;
                 assert_eq!(claimed.seat, req.seat);
                 assert_eq!(view.viewer, Some(req.seat), "shown to the seat claimed");
@@ -422,6 +421,7 @@ fuzz_target!(|data: &[u8]| {
             }
             ApiError::Overloaded | ApiError::SearchQueueFull => Code::ResourceExhausted,
             ApiError::BodyTimeout => Code::Cancelled,
+            ApiError::StateStale(_) => Code::Aborted,
         };
         assert_eq!(status.code(), expected, "{error:?}");
     }

@@ -18,6 +18,7 @@ use super::convert::{
     view_out, viewer_in, worlds_in,
 };
 use super::status::ApiError;
+use crate::store::Move;
 
 /// What the server allows beyond the rules, from its configuration.
 #[derive(Clone, Copy, Debug)]
@@ -44,6 +45,9 @@ impl Default for Policy {
 /// service makes the call last long enough that its time tells nothing.
 pub struct Answer {
     pub state: Vec<u8>,
+    /// The match, the state the call came from and the state it made (for the match
+    /// store: `crate::store`).
+    pub moved: Move,
     pub view: pb::GameView,
     pub events: Vec<pb::Event>,
     pub credentials: Vec<pb::SeatCredential>,
@@ -116,6 +120,11 @@ fn answer(
     let rules = opened.game.rules();
     let answer = Answer {
         state,
+        moved: Move {
+            match_id: opened.match_id,
+            from: opened.previous,
+            to: opened.state_id(),
+        },
         view: render(&opened, viewer)?,
         events: events
             .iter()
@@ -307,11 +316,12 @@ pub fn new_game(
     Ok(answer)
 }
 
+/// A seat claimed: the answer, and the seat's new credential.
 pub fn claim_seat(
     tokens: &Tokens,
     policy: &Policy,
     req: &pb::ClaimSeatRequest,
-) -> Result<pb::ClaimSeatResponse, ApiError> {
+) -> Result<(Answer, pb::SeatCredential), ApiError> {
     let mut opened = tokens.open(&req.state)?;
     let rules = *opened.game.rules();
     let seat = seat_in(req.seat, &rules, "seat")?;
@@ -333,14 +343,11 @@ pub fn claim_seat(
     opened.seats.0[seat] = Player::Human(credential);
     opened.previous = Some(previous);
     let answer = answer(tokens, opened, Some(seat), &[])?;
-    Ok(pb::ClaimSeatResponse {
-        state: answer.state,
-        credential: Some(pb::SeatCredential {
-            seat: seat as u32,
-            credential: credential.to_vec(),
-        }),
-        view: Some(answer.view),
-    })
+    let credential = pb::SeatCredential {
+        seat: seat as u32,
+        credential: credential.to_vec(),
+    };
+    Ok((answer, credential))
 }
 
 pub fn deal(tokens: &Tokens, req: &pb::DealRequest) -> Result<Step, ApiError> {
@@ -700,6 +707,11 @@ mod tests {
                     seat,
                 },
             )
+            .map(|(answer, credential)| pb::ClaimSeatResponse {
+                state: answer.state,
+                credential: Some(credential),
+                view: Some(answer.view),
+            })
         };
         assert_eq!(claim(&new.state, 0).err(), Some(ApiError::SeatTaken(0)));
         let a = claim(&new.state, 1).unwrap();

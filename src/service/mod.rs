@@ -32,6 +32,7 @@ use crate::metrics::Metrics;
 use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
 use crate::state::Tokens;
+use crate::store::MatchStore;
 use handlers::{Answer, Policy, Step};
 use searches::{Limits, MatchId, Owner, Searches};
 use status::ApiError;
@@ -60,6 +61,9 @@ pub struct Api {
     /// The longest a call's search may run, counted from the call's start; a request's
     /// `grpc-timeout` can only shorten it.
     call_timeout: Duration,
+    /// Where each match's latest state is kept, if anywhere (`--match-store`): a call
+    /// that changes a match is answered only once the store moved it (`crate::store`).
+    store: Option<Arc<MatchStore>>,
 }
 
 /// Sets the flag when dropped: the search of a call whose future was dropped (its
@@ -82,7 +86,26 @@ impl Api {
             bot_move_floor: Duration::ZERO,
             searches: Searches::new(Limits::for_slots(cores, searches::DEFAULT_WAIT_BUDGET)),
             call_timeout: DEFAULT_CALL_TIMEOUT,
+            store: None,
         }
+    }
+
+    /// The same service, keeping each match's latest state in `store` (none: nothing
+    /// is kept between calls).
+    pub fn with_match_store(self, store: Option<Arc<MatchStore>>) -> Api {
+        Api { store, ..self }
+    }
+
+    /// A changing call's answer, once the store (if any) moved its match to the state
+    /// it made; refused `STATE_STALE` if the match is at another state.
+    async fn stored(&self, answer: Answer) -> Result<Answer, ApiError> {
+        if let Some(store) = &self.store {
+            store
+                .advance(&answer.moved)
+                .await
+                .map_err(|stale| ApiError::StateStale(stale.latest))?;
+        }
+        Ok(answer)
     }
 
     /// The same service, with a call's searches stopped `timeout` after the call
@@ -225,20 +248,29 @@ impl Api {
         let end = move |api: &Api, stop: &dyn Fn() -> bool| {
             let answer =
                 handlers::finish_until(&api.tokens, &api.policy, step, stop).transpose()?;
-            let mut floor = Duration::ZERO;
-            let result = traced(&api.metrics, method, seat, || {
-                let answer = answer?;
-                api.metrics.events(&answer.events);
-                floor = api.bot_floor(answer.bot_worlds);
-                Ok(response(answer))
-            });
-            Some((result, floor))
+            let floor = answer
+                .as_ref()
+                .map_or(Duration::ZERO, |answer| api.bot_floor(answer.bot_worlds));
+            Some((answer, floor))
         };
-        if !searches {
+        let (answer, floor) = if searches {
+            self.searching(call, match_id, method, seat, end).await?
+        } else {
             // No HARD bot: nothing asks the stop.
-            return end(self, &|| false).map_or_else(|| Err(expired()), |(result, _)| result);
+            end(self, &|| false).ok_or_else(expired)?
+        };
+        let answer = match answer {
+            Ok(answer) => self.stored(answer).await,
+            Err(error) => Err(error),
+        };
+        let result = traced(&self.metrics, method, seat, || {
+            let answer = answer?;
+            self.metrics.events(&answer.events);
+            Ok(response(answer))
+        });
+        if floor.is_zero() {
+            return result;
         }
-        let (result, floor) = self.searching(call, match_id, method, seat, end).await?;
         // A deadline that passes during the floor ends the call as it would have ended
         // a search still running: the same answer at the same time, so whether the
         // bots' search had finished does not show either.
@@ -303,8 +335,13 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::NewGameRequest>,
     ) -> Result<Response<pb::NewGameResponse>, Status> {
+        let answer = handlers::new_game(&self.tokens, &self.policy, req.get_ref());
+        let answer = match answer {
+            Ok(answer) => self.stored(answer).await,
+            Err(error) => Err(error),
+        };
         traced(&self.metrics, "NewGame", None, || {
-            let answer = handlers::new_game(&self.tokens, &self.policy, req.get_ref())?;
+            let answer = answer?;
             self.metrics.game_created();
             Ok(pb::NewGameResponse {
                 state: answer.state,
@@ -319,8 +356,19 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::ClaimSeatRequest>,
     ) -> Result<Response<pb::ClaimSeatResponse>, Status> {
-        traced(&self.metrics, "ClaimSeat", Some(req.get_ref().seat), || {
-            handlers::claim_seat(&self.tokens, &self.policy, req.get_ref())
+        let seat = req.get_ref().seat;
+        let answer = handlers::claim_seat(&self.tokens, &self.policy, req.get_ref());
+        let answer = match answer {
+            Ok((answer, credential)) => self.stored(answer).await.map(|a| (a, credential)),
+            Err(error) => Err(error),
+        };
+        traced(&self.metrics, "ClaimSeat", Some(seat), || {
+            let (answer, credential) = answer?;
+            Ok(pb::ClaimSeatResponse {
+                state: answer.state,
+                credential: Some(credential),
+                view: Some(answer.view),
+            })
         })
     }
 

@@ -8,7 +8,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::engine;
 use crate::proto::v1::ErrorReason;
-use crate::state::{Denied, TokenError};
+use crate::state::{Denied, StateId, TokenError};
 
 /// The `ErrorInfo` domain of every reason this service reports.
 pub const DOMAIN: &str = "allfives.v1";
@@ -42,6 +42,9 @@ pub enum ApiError {
     SearchQueueFull,
     /// The request's body did not arrive within the body deadline.
     BodyTimeout,
+    /// The match store holds another state of the match than the call came with: the
+    /// latest one's id.
+    StateStale(StateId),
 }
 
 impl ApiError {
@@ -90,6 +93,7 @@ impl ApiError {
             ApiError::Overloaded => R::Overloaded,
             ApiError::SearchQueueFull => R::SearchQueueFull,
             ApiError::BodyTimeout => R::RequestBodyTimeout,
+            ApiError::StateStale(_) => R::StateStale,
         }
     }
 }
@@ -194,6 +198,15 @@ impl From<ApiError> for Status {
                 "the request's body did not arrive in time",
                 info(HashMap::new()),
             ),
+            ApiError::StateStale(latest) => {
+                let latest: String = latest.iter().map(|b| format!("{b:02x}")).collect();
+                Status::with_error_details(
+                    Code::Aborted,
+                    "the match has moved on from this token's state: \
+                     continue from the latest token (Watch or the device that holds it)",
+                    info(HashMap::from([("latest_state_id".to_string(), latest)])),
+                )
+            }
             ApiError::Rules(e) => {
                 let mut metadata = HashMap::new();
                 if let engine::Error::NotYourTurn { turn, .. } = e {

@@ -126,11 +126,11 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
         let (mut state, mut view) = (new.state, new.view);
         tokens.push(state.clone());
         for seat in open {
-            let claimed =
+            let (claimed, credential) =
                 handlers::claim_seat(ring, &POLICY, &pb::ClaimSeatRequest { state, seat })
                     .expect("ClaimSeat");
-            creds[seat as usize] = claimed.credential.expect("credential").credential;
-            (state, view) = (claimed.state, claimed.view.expect("view"));
+            creds[seat as usize] = credential.credential;
+            (state, view) = (claimed.state, claimed.view);
             tokens.push(state.clone());
         }
         for step in 0.. {

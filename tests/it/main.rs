@@ -19,6 +19,7 @@ mod api;
 mod connections;
 mod hostile;
 mod lifecycle;
+mod match_store;
 mod memory;
 mod metrics;
 mod overload;

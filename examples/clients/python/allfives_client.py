@@ -175,6 +175,10 @@ REASONS: dict[int, tuple[grpc.StatusCode, str]] = {
         grpc.StatusCode.CANCELLED,
         "the request arrived too slowly: retry on a better connection",
     ),
+    pb.STATE_STALE: (
+        grpc.StatusCode.ABORTED,
+        "the match has moved on from this token: continue from the latest one",
+    ),
 }
 # Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 RETRYABLE_CODES = {
@@ -185,7 +189,8 @@ RETRYABLE_CODES = {
 }
 # Reasons a client cannot cause on purpose against a healthy server (or not with a
 # well-formed client: MALFORMED_REQUEST and REQUEST_BODY_TIMEOUT need broken bytes or a
-# stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; tests/ provoke them).
+# stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE a server with a
+# match store; tests/ provoke them).
 UNPROVOKABLE = {
     pb.BONEYARD_EMPTY,
     pb.RANDOM_UNAVAILABLE,
@@ -193,6 +198,7 @@ UNPROVOKABLE = {
     pb.OVERLOADED,
     pb.SEARCH_QUEUE_FULL,
     pb.REQUEST_BODY_TIMEOUT,
+    pb.STATE_STALE,
 }
 
 

@@ -74,6 +74,7 @@ const SENTENCES: Record<ErrorReason, string> = {
   [ErrorReason.SEARCH_QUEUE_FULL]:
     "The server is busy with hard searches. Try again in a moment, or ask for an easier hint.",
   [ErrorReason.REQUEST_BODY_TIMEOUT]: "The request took too long to reach the server. Try again.",
+  [ErrorReason.STATE_STALE]: "This match has moved on since this page last saw it. Reload to continue.",
 };
 
 const FIELDS: Record<string, string> = {
