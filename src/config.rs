@@ -258,8 +258,10 @@ pub struct Config {
 
     /// Where the latest state of each match is kept, so that a move from an older
     /// token (a take-back, a device behind) is refused ABORTED STATE_STALE instead of
-    /// starting a branch: `none` (the default: stateless, every token opens) or
-    /// `memory` (this process: one replica only; docs/security.md, "The match store").
+    /// starting a branch: `none` (the default: stateless, every token opens), `memory`
+    /// (this process: one replica only), `redis` or `redis-cluster` (a Redis-protocol
+    /// server or cluster at `--match-store-url`, shared by every replica;
+    /// docs/security.md, "The match store").
     #[arg(long, env = "ALLFIVES_MATCH_STORE", value_enum, default_value_t = StoreKind::None)]
     pub match_store: StoreKind,
 
@@ -272,6 +274,17 @@ pub struct Config {
         value_parser = clap::value_parser!(u64).range(1..=31_536_000)
     )]
     pub match_store_ttl_secs: u64,
+
+    /// The Redis-protocol store's address, `redis://host:port` (`rediss://` for TLS,
+    /// `redis://:password@host:port` with a password); for a cluster, some of its nodes,
+    /// comma-separated.
+    #[arg(
+        long,
+        env = "ALLFIVES_MATCH_STORE_URL",
+        value_delimiter = ',',
+        default_value = "redis://127.0.0.1:6379"
+    )]
+    pub match_store_url: Vec<String>,
 
     /// The most matches the memory store keeps (about 100 bytes each); past it the one
     /// moved longest ago is forgotten.
@@ -293,18 +306,23 @@ impl Config {
         }
     }
 
-    /// The match store `--match-store` names, if any.
-    pub fn match_store(&self) -> Option<crate::store::MatchStore> {
-        use crate::store::{MatchStore, MemoryStore};
+    /// The match store `--match-store` names, if any, connected.
+    pub async fn match_store(&self) -> Result<Option<crate::store::MatchStore>, redis::RedisError> {
+        use crate::store::{MatchStore, MemoryStore, RedisStore};
         let capacity = usize::try_from(self.match_store_capacity)
             .ok()
             .and_then(std::num::NonZeroUsize::new)
             .unwrap_or(std::num::NonZeroUsize::MIN);
         let ttl = std::time::Duration::from_secs(self.match_store_ttl_secs);
-        match self.match_store {
+        Ok(match self.match_store {
             StoreKind::None => None,
             StoreKind::Memory => Some(MatchStore::Memory(MemoryStore::new(capacity, ttl))),
-        }
+            StoreKind::Redis | StoreKind::RedisCluster => {
+                let cluster = self.match_store == StoreKind::RedisCluster;
+                let store = RedisStore::connect(&self.match_store_url, cluster, ttl).await?;
+                Some(MatchStore::Redis(store))
+            }
+        })
     }
 }
 
@@ -315,6 +333,10 @@ pub enum StoreKind {
     None,
     /// This process's memory (one replica).
     Memory,
+    /// A Redis-protocol server (Redis 7.0 or later, Valkey).
+    Redis,
+    /// A Redis Cluster.
+    RedisCluster,
 }
 
 /// How log lines are written.
@@ -688,14 +710,26 @@ mod tests {
     fn the_match_store_is_off_unless_named() {
         let c = parse(&[]).expect("defaults parse");
         assert_eq!(c.match_store, StoreKind::None);
-        assert!(c.match_store().is_none());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        assert!(runtime.block_on(c.match_store()).expect("none").is_none());
         let c = parse(&["--match-store", "memory", "--match-store-capacity", "8"]).expect("parse");
         assert!(matches!(
-            c.match_store(),
-            Some(crate::store::MatchStore::Memory(_))
+            runtime.block_on(c.match_store()),
+            Ok(Some(crate::store::MatchStore::Memory(_)))
         ));
+        let c = parse(&[
+            "--match-store",
+            "redis-cluster",
+            "--match-store-url",
+            "redis://a:1,redis://b:2",
+        ])
+        .expect("parse");
+        assert_eq!(c.match_store, StoreKind::RedisCluster);
+        assert_eq!(c.match_store_url, ["redis://a:1", "redis://b:2"]);
         for refused in [
-            &["--match-store", "redis"][..],
+            &["--match-store", "postgres"][..],
             &["--match-store-ttl-secs", "0"],
             &["--match-store-capacity", "0"],
         ] {

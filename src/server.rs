@@ -109,7 +109,7 @@ where
         .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
         .with_call_timeout(request_timeout)
         .with_search_wait_budget(Duration::from_millis(config.search_wait_budget_ms))
-        .with_match_store(config.match_store().map(Arc::new));
+        .with_match_store(config.match_store().await?.map(Arc::new));
     metrics.watch_searches(api.searches());
     let api = AllFivesServiceServer::new(api)
         .max_decoding_message_size(max_request)

@@ -11,13 +11,18 @@
 //! again, not refused: a retry is not a fork. A ClaimSeat draws a new credential, so
 //! its retry is a new branch and is refused once the first claim is stored.
 //!
-//! One kind so far, [`MemoryStore`]: this process's memory, so it serves one replica
-//! (a second replica keeps its own heads and would take a fork sent to it). A match
-//! the store does not know (never seen, or forgotten: its time to live passed, the
-//! store was full, the process restarted) takes the first move that comes for it as
-//! its head. The Redis-protocol store shared by replicas, a token that says it was
-//! made with a store (so a forgotten match is refused, not taken anew) and the `Watch`
-//! stream are the parts still to come.
+//! Two kinds: [`MemoryStore`], this process's memory, which serves one replica (a
+//! second replica keeps its own heads and would take a fork sent to it); and
+//! [`RedisStore`], any Redis-protocol server (Redis 7.0 or later, Valkey), standalone or
+//! a Redis Cluster, shared by every replica: one key per match,
+//! `allfives:{<match id in hex>}:head` (the hash tag keeps a match's keys in one
+//! cluster slot), holding the head's 16 bytes with a time to live renewed by every
+//! move, checked and written by one Lua script ([`ADVANCE`]) run through the `redis`
+//! crate's script helper (which loads it again on a server that lost it). A match the
+//! store does not know (never seen, or forgotten: its time to live passed, the memory
+//! store was full or restarted) takes the first move that comes for it as its head. A
+//! token that says it was made with a store (so that a forgotten match is refused, not
+//! taken anew) and the `Watch` stream are the parts still to come.
 
 use std::num::NonZeroUsize;
 use std::sync::{Mutex, PoisonError};
@@ -46,20 +51,137 @@ pub struct Stale {
     pub latest: StateId,
 }
 
+/// Why a match could not be moved.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The call's state is not the match's latest: `latest` is.
+    #[error("the match is at another state")]
+    Stale(Stale),
+    /// The store did not answer (down, failing over, or an error): nothing was
+    /// stored; the call may be made again.
+    #[error("the match store is unavailable: {0}")]
+    Unavailable(String),
+}
+
 /// Where the latest state of each match is kept.
 #[derive(Debug)]
 pub enum MatchStore {
     /// This process's memory: one replica.
     Memory(MemoryStore),
+    /// A Redis-protocol server or cluster: every replica.
+    Redis(RedisStore),
 }
 
 impl MatchStore {
     /// Moves the match's head from `m.from` to `m.to`, if it is at `m.from` (or
     /// already at `m.to`: a retry, answered again; or not known: taken as it comes);
     /// else refuses with the head.
-    pub async fn advance(&self, m: &Move) -> Result<(), Stale> {
+    pub async fn advance(&self, m: &Move) -> Result<(), Refused> {
         match self {
-            MatchStore::Memory(store) => store.advance(m, Instant::now()),
+            MatchStore::Memory(store) => store.advance(m, Instant::now()).map_err(Refused::Stale),
+            MatchStore::Redis(store) => store.advance(m).await,
+        }
+    }
+}
+
+/// The compare-and-set, one step in the store: KEYS[1] the match's head key, ARGV the
+/// state the call came from (empty for a new match), the state it made, and the time
+/// to live in milliseconds. Answers `{"ok"}`, or `{"stale", head}`.
+pub const ADVANCE: &str = r#"
+local head = redis.call('GET', KEYS[1])
+if head == ARGV[2] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return {'ok'}
+end
+if head and head ~= ARGV[1] then
+  return {'stale', head}
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return {'ok'}
+"#;
+
+/// A connection to a Redis-protocol server, or to a cluster: both multiplexed, shared
+/// by every call, and reconnecting by themselves.
+#[derive(Clone)]
+enum Connection {
+    Single(redis::aio::ConnectionManager),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+/// The heads in a Redis-protocol server or cluster ([`ADVANCE`]).
+pub struct RedisStore {
+    connection: Connection,
+    script: redis::Script,
+    ttl: Duration,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.connection {
+            Connection::Single(_) => "single",
+            Connection::Cluster(_) => "cluster",
+        };
+        f.debug_struct("RedisStore")
+            .field("kind", &kind)
+            .field("ttl", &self.ttl)
+            .finish()
+    }
+}
+
+impl RedisStore {
+    /// Connects to the server at `url` (`redis://host:port`), or with `cluster` to the
+    /// cluster whose nodes include `urls`; fails if it cannot.
+    pub async fn connect(
+        urls: &[String],
+        cluster: bool,
+        ttl: Duration,
+    ) -> Result<RedisStore, redis::RedisError> {
+        let connection = if cluster {
+            let client = redis::cluster::ClusterClient::new(urls.iter().map(String::as_str))?;
+            Connection::Cluster(client.get_async_connection().await?)
+        } else {
+            let url = urls
+                .first()
+                .map_or("redis://127.0.0.1:6379", String::as_str);
+            let client = redis::Client::open(url)?;
+            Connection::Single(redis::aio::ConnectionManager::new(client).await?)
+        };
+        Ok(RedisStore {
+            connection,
+            script: redis::Script::new(ADVANCE),
+            ttl,
+        })
+    }
+
+    /// The key of a match's head.
+    pub fn head_key(match_id: &MatchId) -> String {
+        let hex: String = match_id.iter().map(|b| format!("{b:02x}")).collect();
+        format!("allfives:{{{hex}}}:head")
+    }
+
+    async fn advance(&self, m: &Move) -> Result<(), Refused> {
+        let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        let mut invocation = self.script.key(RedisStore::head_key(&m.match_id));
+        invocation
+            .arg(m.from.as_ref().map_or(&[][..], |from| &from[..]))
+            .arg(&m.to[..])
+            .arg(ttl_ms);
+        let answer: redis::RedisResult<Vec<Vec<u8>>> = match self.connection.clone() {
+            Connection::Single(mut c) => invocation.invoke_async(&mut c).await,
+            Connection::Cluster(mut c) => invocation.invoke_async(&mut c).await,
+        };
+        let answer = answer.map_err(|e| Refused::Unavailable(e.to_string()))?;
+        match answer.as_slice() {
+            [ok] if ok == b"ok" => Ok(()),
+            [stale, head] if stale == b"stale" => match <StateId>::try_from(head.as_slice()) {
+                Ok(latest) => Err(Refused::Stale(Stale { latest })),
+                Err(_) => Err(Refused::Unavailable(
+                    "the store holds a head that is not a state id".into(),
+                )),
+            },
+            _ => Err(Refused::Unavailable(
+                "the store answered the script with something else".into(),
+            )),
         }
     }
 }

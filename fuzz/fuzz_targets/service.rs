@@ -422,6 +422,7 @@ fuzz_target!(|data: &[u8]| {
             ApiError::Overloaded | ApiError::SearchQueueFull => Code::ResourceExhausted,
             ApiError::BodyTimeout => Code::Cancelled,
             ApiError::StateStale(_) => Code::Aborted,
+            ApiError::StoreUnavailable(_) => Code::Unavailable,
         };
         assert_eq!(status.code(), expected, "{error:?}");
     }

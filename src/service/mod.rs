@@ -32,7 +32,7 @@ use crate::metrics::Metrics;
 use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
 use crate::state::Tokens;
-use crate::store::MatchStore;
+use crate::store::{MatchStore, Refused};
 use handlers::{Answer, Policy, Step};
 use searches::{Limits, MatchId, Owner, Searches};
 use status::ApiError;
@@ -103,7 +103,10 @@ impl Api {
             store
                 .advance(&answer.moved)
                 .await
-                .map_err(|stale| ApiError::StateStale(stale.latest))?;
+                .map_err(|refused| match refused {
+                    Refused::Stale(stale) => ApiError::StateStale(stale.latest),
+                    Refused::Unavailable(why) => ApiError::StoreUnavailable(why),
+                })?;
         }
         Ok(answer)
     }

@@ -45,6 +45,8 @@ pub enum ApiError {
     /// The match store holds another state of the match than the call came with: the
     /// latest one's id.
     StateStale(StateId),
+    /// The match store did not answer (for operators: why); nothing was stored.
+    StoreUnavailable(String),
 }
 
 impl ApiError {
@@ -94,6 +96,7 @@ impl ApiError {
             ApiError::SearchQueueFull => R::SearchQueueFull,
             ApiError::BodyTimeout => R::RequestBodyTimeout,
             ApiError::StateStale(_) => R::StateStale,
+            ApiError::StoreUnavailable(_) => R::StoreUnavailable,
         }
     }
 }
@@ -196,6 +199,11 @@ impl From<ApiError> for Status {
             ApiError::BodyTimeout => Status::with_error_details(
                 Code::Cancelled,
                 "the request's body did not arrive in time",
+                info(HashMap::new()),
+            ),
+            ApiError::StoreUnavailable(_) => Status::with_error_details(
+                Code::Unavailable,
+                "the match store did not answer; nothing was done: retry with backoff",
                 info(HashMap::new()),
             ),
             ApiError::StateStale(latest) => {

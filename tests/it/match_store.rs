@@ -1,8 +1,10 @@
-//! The match store (`--match-store memory`), against the real server: a move from an
-//! older token is refused ABORTED STATE_STALE with the latest state's id, the same move
-//! made again from the same token is answered again, and a second claim of one seat
-//! from one token is refused; without a store the same fork is taken (what the store
-//! adds). docs/security.md, "The match store".
+//! The match store, against the real server: in memory, and in real Redis servers
+//! (standalone and a three-master cluster, `common::redis`) shared by two replicas. A
+//! move from an older token is refused ABORTED STATE_STALE with the latest state's id
+//! (on the other replica too), the same move made again from the same token is
+//! answered again, a second claim of one seat from one token is refused, and a store
+//! that went away answers UNAVAILABLE STORE_UNAVAILABLE; without a store the same fork
+//! is taken (what the store adds). docs/security.md, "The match store".
 
 use crate::common;
 
@@ -58,12 +60,13 @@ async fn with_a_choice(client: &mut Client) -> (Vec<u8>, pb::GameView, Creds) {
     }
 }
 
-#[tokio::test]
-async fn a_move_from_an_older_token_is_refused_and_a_retry_is_answered_again() {
-    let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
-    let mut client = server.client().await;
-    let (dealt_token, view, creds) = with_a_choice(&mut client).await;
-    let first = client
+/// The store's rules through `a` and `b` (two replicas sharing a store, or one server
+/// twice): a move, the same move again (answered again, the same state), another move
+/// from the same token (refused STATE_STALE with the latest state's id), the match
+/// going on from its latest token, and then the first move again (stale).
+async fn refuses_forks(a: &mut Client, b: &mut Client) {
+    let (dealt_token, view, creds) = with_a_choice(a).await;
+    let first = a
         .play(play(&dealt_token, &view, &creds, 0))
         .await
         .expect("the first move")
@@ -71,14 +74,14 @@ async fn a_move_from_an_older_token_is_refused_and_a_retry_is_answered_again() {
     let head = first.view.expect("view").state_id;
     // The same move from the same token again (a retry after a lost answer): the same
     // state, answered again.
-    let again = client
+    let again = b
         .play(play(&dealt_token, &view, &creds, 0))
         .await
         .expect("the same move again")
         .into_inner();
     assert_eq!(again.view.expect("view").state_id, head);
     // Another move from the same token: a take-back, refused with the latest's id.
-    let fork = client
+    let fork = b
         .play(play(&dealt_token, &view, &creds, 1))
         .await
         .expect_err("a fork");
@@ -86,16 +89,14 @@ async fn a_move_from_an_older_token_is_refused_and_a_retry_is_answered_again() {
     assert_eq!(reason(&fork), "STATE_STALE");
     assert_eq!(latest(&fork), hex(&head));
     // The match goes on from its latest token.
-    let turn = first_turn(&mut client, &first.state, &creds).await;
-    let next_view = common::view_for(&mut client, &first.state, turn, &creds).await;
-    let moved_on = match next_view.must_draw {
-        true => None,
-        false => Some(play(&first.state, &next_view, &creds, 0)),
-    };
-    if let Some(request) = moved_on {
-        client.play(request).await.expect("the next move");
+    let turn = first_turn(a, &first.state, &creds).await;
+    let next_view = common::view_for(a, &first.state, turn, &creds).await;
+    if !next_view.must_draw {
+        a.play(play(&first.state, &next_view, &creds, 0))
+            .await
+            .expect("the next move");
         // And the first move, made again now, is stale: the match moved on.
-        let old = client
+        let old = b
             .play(play(&dealt_token, &view, &creds, 0))
             .await
             .expect_err("a stale retry");
@@ -103,19 +104,9 @@ async fn a_move_from_an_older_token_is_refused_and_a_retry_is_answered_again() {
     }
 }
 
-/// The seat on turn in `token`.
-async fn first_turn(client: &mut Client, token: &[u8], creds: &Creds) -> u32 {
-    common::view_for(client, token, 0, creds)
-        .await
-        .turn
-        .expect("a seat on turn")
-}
-
-#[tokio::test]
-async fn a_second_claim_of_a_seat_from_one_token_is_refused() {
-    let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
-    let mut client = server.client().await;
-    let new = client
+/// Two claims of one seat from one token, through `a` then `b`: the second refused.
+async fn refuses_a_second_claim(a: &mut Client, b: &mut Client) {
+    let new = a
         .new_game(pb::NewGameRequest {
             rules: Some(pb::Rules {
                 players: 2,
@@ -130,13 +121,84 @@ async fn a_second_claim_of_a_seat_from_one_token_is_refused() {
         state: new.state.clone(),
         seat: 1,
     };
-    client.claim_seat(claim()).await.expect("the first claim");
-    let second = client
-        .claim_seat(claim())
-        .await
-        .expect_err("a second claim");
+    a.claim_seat(claim()).await.expect("the first claim");
+    let second = b.claim_seat(claim()).await.expect_err("a second claim");
     assert_eq!(second.code(), Code::Aborted, "{second:?}");
     assert_eq!(reason(&second), "STATE_STALE");
+}
+
+#[tokio::test]
+async fn the_memory_store_refuses_forks_and_answers_retries() {
+    let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+    let (mut a, mut b) = (server.client().await, server.client().await);
+    refuses_forks(&mut a, &mut b).await;
+    refuses_a_second_claim(&mut a, &mut b).await;
+}
+
+/// Two replicas on one Redis-protocol store (`kind`: redis or redis-cluster).
+async fn replicas(kind: &str, urls: &str) -> (TestServer, TestServer) {
+    let args = ["--match-store", kind, "--match-store-url", urls];
+    (
+        TestServer::start_with(ring(1, 1), &args).await,
+        TestServer::start_with(ring(1, 1), &args).await,
+    )
+}
+
+#[tokio::test]
+async fn replicas_sharing_a_redis_store_refuse_a_fork_made_on_the_other() {
+    let redis = common::redis::Redis::standalone();
+    let (one, two) = replicas("redis", &redis.urls()).await;
+    let (mut a, mut b) = (one.client().await, two.client().await);
+    refuses_forks(&mut a, &mut b).await;
+    refuses_a_second_claim(&mut a, &mut b).await;
+    // One key per match, hash-tagged, with a time to live.
+    let keys = redis.cli(redis.port(), &["keys", "allfives:*"]);
+    let key = keys.lines().next().expect("a match's key");
+    assert!(
+        key.starts_with("allfives:{") && key.ends_with("}:head"),
+        "{key}"
+    );
+    let ttl: i64 = redis
+        .cli(redis.port(), &["ttl", key])
+        .trim()
+        .parse()
+        .expect("a ttl");
+    assert!(ttl > 0, "{ttl}");
+}
+
+#[tokio::test]
+async fn replicas_sharing_a_redis_cluster_refuse_a_fork_made_on_the_other() {
+    let redis = common::redis::Redis::cluster();
+    let (one, two) = replicas("redis-cluster", &redis.urls()).await;
+    let (mut a, mut b) = (one.client().await, two.client().await);
+    for _ in 0..3 {
+        // Several matches, so that their keys fall on more than one master.
+        refuses_forks(&mut a, &mut b).await;
+    }
+    refuses_a_second_claim(&mut a, &mut b).await;
+}
+
+#[tokio::test]
+async fn a_store_that_went_away_answers_unavailable_and_nothing_is_done() {
+    let mut redis = common::redis::Redis::standalone();
+    let (one, _two) = replicas("redis", &redis.urls()).await;
+    let mut a = one.client().await;
+    let (token, view, creds) = with_a_choice(&mut a).await;
+    redis.stop();
+    let refused = a
+        .play(play(&token, &view, &creds, 0))
+        .await
+        .expect_err("no store");
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    assert_eq!(reason(&refused), "STORE_UNAVAILABLE");
+}
+
+/// The seat on turn in `token`.
+async fn first_turn(client: &mut Client, token: &[u8], creds: &Creds) -> u32 {
+    common::view_for(client, token, 0, creds)
+        .await
+        .turn
+        .expect("a seat on turn")
 }
 
 #[tokio::test]

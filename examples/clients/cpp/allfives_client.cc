@@ -110,6 +110,7 @@ const std::map<pb::ErrorReason, ReasonText> kReasons = {
      {grpc::RESOURCE_EXHAUSTED, "The computer players are busy; try again in a moment."}},
     {pb::REQUEST_BODY_TIMEOUT, {grpc::CANCELLED, "The connection is too slow; try again."}},
     {pb::STATE_STALE, {grpc::ABORTED, "The match has moved on; continue from the latest move."}},
+    {pb::STORE_UNAVAILABLE, {grpc::UNAVAILABLE, "The server cannot reach its records; try again."}},
 };
 
 const char* CodeName(grpc::StatusCode code) {

@@ -179,6 +179,10 @@ REASONS: dict[int, tuple[grpc.StatusCode, str]] = {
         grpc.StatusCode.ABORTED,
         "the match has moved on from this token: continue from the latest one",
     ),
+    pb.STORE_UNAVAILABLE: (
+        grpc.StatusCode.UNAVAILABLE,
+        "the server's match store did not answer: retry with backoff (nothing was done)",
+    ),
 }
 # Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 RETRYABLE_CODES = {
@@ -189,8 +193,8 @@ RETRYABLE_CODES = {
 }
 # Reasons a client cannot cause on purpose against a healthy server (or not with a
 # well-formed client: MALFORMED_REQUEST and REQUEST_BODY_TIMEOUT need broken bytes or a
-# stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE a server with a
-# match store; tests/ provoke them).
+# stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE and
+# STORE_UNAVAILABLE a server with a match store; tests/ provoke them).
 UNPROVOKABLE = {
     pb.BONEYARD_EMPTY,
     pb.RANDOM_UNAVAILABLE,
@@ -199,6 +203,7 @@ UNPROVOKABLE = {
     pb.SEARCH_QUEUE_FULL,
     pb.REQUEST_BODY_TIMEOUT,
     pb.STATE_STALE,
+    pb.STORE_UNAVAILABLE,
 }
 
 

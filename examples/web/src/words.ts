@@ -75,6 +75,7 @@ const SENTENCES: Record<ErrorReason, string> = {
     "The server is busy with hard searches. Try again in a moment, or ask for an easier hint.",
   [ErrorReason.REQUEST_BODY_TIMEOUT]: "The request took too long to reach the server. Try again.",
   [ErrorReason.STATE_STALE]: "This match has moved on since this page last saw it. Reload to continue.",
+  [ErrorReason.STORE_UNAVAILABLE]: "The server cannot reach its match records right now. Try again in a moment.",
 };
 
 const FIELDS: Record<string, string> = {

@@ -25,6 +25,7 @@
 
 pub mod child;
 pub mod raw;
+pub mod redis;
 
 use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 

@@ -157,13 +157,17 @@ const REASONS = new Map<ErrorReason, [Code, string]>([
   ],
   [ErrorReason.REQUEST_BODY_TIMEOUT, [Code.Canceled, "the request arrived too slowly: retry on a better connection"]],
   [ErrorReason.STATE_STALE, [Code.Aborted, "the match has moved on from this token: continue from the latest one"]],
+  [
+    ErrorReason.STORE_UNAVAILABLE,
+    [Code.Unavailable, "the server's match store did not answer: retry with backoff (nothing was done)"],
+  ],
 ]);
 // Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled]);
 // Reasons a client cannot cause on purpose against a healthy server (or not with a
 // well-formed client: MALFORMED_REQUEST and REQUEST_BODY_TIMEOUT need broken bytes or a
-// stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE a server with a
-// match store; tests/ provoke them).
+// stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE and
+// STORE_UNAVAILABLE a server with a match store; tests/ provoke them).
 const UNPROVOKABLE = new Set([
   ErrorReason.BONEYARD_EMPTY,
   ErrorReason.RANDOM_UNAVAILABLE,
@@ -172,6 +176,7 @@ const UNPROVOKABLE = new Set([
   ErrorReason.SEARCH_QUEUE_FULL,
   ErrorReason.REQUEST_BODY_TIMEOUT,
   ErrorReason.STATE_STALE,
+  ErrorReason.STORE_UNAVAILABLE,
 ]);
 const reasonName = (r: ErrorReason) => ErrorReason[r] ?? String(r);
 

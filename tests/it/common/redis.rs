@@ -1,0 +1,145 @@
+//! Real Redis servers for the match store's tests: `redis-server` (Debian's
+//! `redis-server` package, 7.0; `.ci/run` installs it) started on free loopback ports
+//! in a temporary folder, alone or as a three-master Redis Cluster, killed when
+//! dropped. A machine without `redis-server` fails these tests with what to install:
+//! they are never skipped.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Running `redis-server` processes, and their folder.
+pub struct Redis {
+    children: Vec<Child>,
+    ports: Vec<u16>,
+    dir: PathBuf,
+}
+
+impl Redis {
+    /// One standalone server.
+    pub fn standalone() -> Redis {
+        let mut redis = Redis::empty("standalone");
+        redis.spawn(&[]);
+        redis
+    }
+
+    /// Three masters, every slot covered (`redis-cli --cluster create`).
+    pub fn cluster() -> Redis {
+        let mut redis = Redis::empty("cluster");
+        for _ in 0..3 {
+            redis.spawn(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"]);
+        }
+        let nodes: Vec<String> = redis
+            .ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        let status = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&nodes)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .status()
+            .expect("redis-cli (Debian's redis-tools)");
+        assert!(status.success(), "redis-cli --cluster create: {status}");
+        let started = Instant::now();
+        while !redis
+            .cli(redis.ports[0], &["cluster", "info"])
+            .contains("cluster_state:ok")
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the cluster never became ok"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        redis
+    }
+
+    /// The URLs the server's `--match-store-url` takes, comma-separated.
+    pub fn urls(&self) -> String {
+        self.ports
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// What `redis-cli -p PORT ARGS` prints.
+    pub fn cli(&self, port: u16, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-p", &port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli (Debian's redis-tools)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The first server's port.
+    pub fn port(&self) -> u16 {
+        self.ports[0]
+    }
+
+    /// Stops every server (a store that went away).
+    pub fn stop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn empty(kind: &str) -> Redis {
+        let dir = std::env::temp_dir().join(format!(
+            "allfives-redis-{kind}-{}-{:?}",
+            std::process::id(),
+            Instant::now()
+        ));
+        std::fs::create_dir_all(&dir).expect("a folder for redis");
+        Redis {
+            children: Vec::new(),
+            ports: Vec::new(),
+            dir,
+        }
+    }
+
+    fn spawn(&mut self, extra: &[&str]) {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let dir = self.dir.join(port.to_string());
+        std::fs::create_dir_all(&dir).expect("a node's folder");
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "redis-server could not start ({e}): the match store's tests need \
+                     it (apt-get install redis-server)"
+                )
+            });
+        self.children.push(child);
+        self.ports.push(port);
+        let started = Instant::now();
+        while self.cli(port, &["ping"]).trim() != "PONG" {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis-server on {port} never answered"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
