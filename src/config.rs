@@ -275,9 +275,9 @@ pub struct Config {
     )]
     pub match_store_ttl_secs: u64,
 
-    /// The Redis-protocol store's address, `redis://host:port` (`rediss://` for TLS,
-    /// `redis://:password@host:port` with a password); for a cluster, some of its nodes,
-    /// comma-separated.
+    /// The Redis-protocol store's address, `redis://host:port`
+    /// (`redis://:password@host:port` with a password; no TLS); for a cluster, some of
+    /// its nodes, comma-separated.
     #[arg(
         long,
         env = "ALLFIVES_MATCH_STORE_URL",

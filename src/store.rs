@@ -108,6 +108,10 @@ enum Connection {
     Cluster(redis::cluster_async::ClusterConnection),
 }
 
+/// The longest the store may take to answer one command (or to connect) before the
+/// call is refused `STORE_UNAVAILABLE` (the call's own deadline may end it sooner).
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// The heads in a Redis-protocol server or cluster ([`ADVANCE`]).
 pub struct RedisStore {
     connection: Connection,
@@ -137,14 +141,26 @@ impl RedisStore {
         ttl: Duration,
     ) -> Result<RedisStore, redis::RedisError> {
         let connection = if cluster {
-            let client = redis::cluster::ClusterClient::new(urls.iter().map(String::as_str))?;
+            let client = redis::cluster::ClusterClient::builder(urls.iter().map(String::as_str))
+                .response_timeout(RESPONSE_TIMEOUT)
+                .connection_timeout(RESPONSE_TIMEOUT)
+                .build()?;
             Connection::Cluster(client.get_async_connection().await?)
         } else {
-            let url = urls
-                .first()
-                .map_or("redis://127.0.0.1:6379", String::as_str);
-            let client = redis::Client::open(url)?;
-            Connection::Single(redis::aio::ConnectionManager::new(client).await?)
+            let [url] = urls else {
+                return Err(redis::RedisError::from((
+                    redis::ErrorKind::InvalidClientConfig,
+                    "--match-store redis takes one URL (several are a cluster's nodes: \
+                     --match-store redis-cluster)",
+                )));
+            };
+            let client = redis::Client::open(url.as_str())?;
+            let config = redis::aio::ConnectionManagerConfig::new()
+                .set_response_timeout(Some(RESPONSE_TIMEOUT))
+                .set_connection_timeout(Some(RESPONSE_TIMEOUT));
+            Connection::Single(
+                redis::aio::ConnectionManager::new_with_config(client, config).await?,
+            )
         };
         Ok(RedisStore {
             connection,
@@ -216,10 +232,13 @@ impl MemoryStore {
             .filter(|head| now.saturating_duration_since(head.moved) < self.ttl)
             .map(|head| head.state);
         match live {
-            Some(head) if head == m.to => return Ok(()),
-            Some(head) if Some(head) != m.from => return Err(Stale { latest: head }),
+            Some(head) if head != m.to && Some(head) != m.from => {
+                return Err(Stale { latest: head });
+            }
             _ => {}
         }
+        // At `from` (a move), at `to` already (a retry: its time to live renewed, as
+        // the script does), or not known (taken as it comes).
         heads.put(
             m.match_id,
             Head {

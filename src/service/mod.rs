@@ -97,18 +97,22 @@ impl Api {
     }
 
     /// A changing call's answer, once the store (if any) moved its match to the state
-    /// it made; refused `STATE_STALE` if the match is at another state.
-    async fn stored(&self, answer: Answer) -> Result<Answer, ApiError> {
-        if let Some(store) = &self.store {
-            store
-                .advance(&answer.moved)
-                .await
-                .map_err(|refused| match refused {
-                    Refused::Stale(stale) => ApiError::StateStale(stale.latest),
-                    Refused::Unavailable(why) => ApiError::StoreUnavailable(why),
-                })?;
+    /// it made; refused `STATE_STALE` if the match is at another state, and
+    /// `STORE_UNAVAILABLE` if the store did not answer before the call's `deadline`
+    /// (its head may have moved all the same: the same call again is answered).
+    async fn stored(&self, answer: Answer, deadline: Instant) -> Result<Answer, ApiError> {
+        let Some(store) = &self.store else {
+            return Ok(answer);
+        };
+        let deadline = tokio::time::Instant::from_std(deadline);
+        match tokio::time::timeout_at(deadline, store.advance(&answer.moved)).await {
+            Ok(Ok(())) => Ok(answer),
+            Ok(Err(Refused::Stale(stale))) => Err(ApiError::StateStale(stale.latest)),
+            Ok(Err(Refused::Unavailable(why))) => Err(ApiError::StoreUnavailable(why)),
+            Err(_) => Err(ApiError::StoreUnavailable(
+                "no answer before the call's deadline".into(),
+            )),
         }
-        Ok(answer)
     }
 
     /// The same service, with a call's searches stopped `timeout` after the call
@@ -262,28 +266,28 @@ impl Api {
             // No HARD bot: nothing asks the stop.
             end(self, &|| false).ok_or_else(expired)?
         };
+        if !floor.is_zero() {
+            // A deadline that passes during the floor ends the call as it would have
+            // ended a search still running: the same answer at the same time, so
+            // whether the bots' search had finished does not show either. The store is
+            // told only after the floor, so the time its head moves does not show it
+            // either, and an expired call stores nothing.
+            let until = started.checked_add(floor).unwrap_or(started);
+            if until > call.deadline {
+                tokio::time::sleep_until(tokio::time::Instant::from_std(call.deadline)).await;
+                return Err(expired());
+            }
+            tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
+        }
         let answer = match answer {
-            Ok(answer) => self.stored(answer).await,
+            Ok(answer) => self.stored(answer, call.deadline).await,
             Err(error) => Err(error),
         };
-        let result = traced(&self.metrics, method, seat, || {
+        traced(&self.metrics, method, seat, || {
             let answer = answer?;
             self.metrics.events(&answer.events);
             Ok(response(answer))
-        });
-        if floor.is_zero() {
-            return result;
-        }
-        // A deadline that passes during the floor ends the call as it would have ended
-        // a search still running: the same answer at the same time, so whether the
-        // bots' search had finished does not show either.
-        let until = started.checked_add(floor).unwrap_or(started);
-        if until > call.deadline {
-            tokio::time::sleep_until(tokio::time::Instant::from_std(call.deadline)).await;
-            return Err(expired());
-        }
-        tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
-        result
+        })
     }
 }
 
@@ -338,13 +342,11 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::NewGameRequest>,
     ) -> Result<Response<pb::NewGameResponse>, Status> {
-        let answer = handlers::new_game(&self.tokens, &self.policy, req.get_ref());
-        let answer = match answer {
-            Ok(answer) => self.stored(answer).await,
-            Err(error) => Err(error),
-        };
+        // Not stored: a match the store does not know takes its first move as it
+        // comes, so a new match needs no record until then (and a flood of NewGames,
+        // which need no credential, cannot fill the store).
         traced(&self.metrics, "NewGame", None, || {
-            let answer = answer?;
+            let answer = handlers::new_game(&self.tokens, &self.policy, req.get_ref())?;
             self.metrics.game_created();
             Ok(pb::NewGameResponse {
                 state: answer.state,
@@ -360,9 +362,12 @@ impl AllFivesService for Api {
         req: Request<pb::ClaimSeatRequest>,
     ) -> Result<Response<pb::ClaimSeatResponse>, Status> {
         let seat = req.get_ref().seat;
+        let deadline = self.call(&req).deadline;
         let answer = handlers::claim_seat(&self.tokens, &self.policy, req.get_ref());
         let answer = match answer {
-            Ok((answer, credential)) => self.stored(answer).await.map(|a| (a, credential)),
+            Ok((answer, credential)) => {
+                (self.stored(answer, deadline).await).map(|a| (a, credential))
+            }
             Err(error) => Err(error),
         };
         traced(&self.metrics, "ClaimSeat", Some(seat), || {

@@ -2,9 +2,10 @@
 //! (standalone and a three-master cluster, `common::redis`) shared by two replicas. A
 //! move from an older token is refused ABORTED STATE_STALE with the latest state's id
 //! (on the other replica too), the same move made again from the same token is
-//! answered again, a second claim of one seat from one token is refused, and a store
-//! that went away answers UNAVAILABLE STORE_UNAVAILABLE; without a store the same fork
-//! is taken (what the store adds). docs/security.md, "The match store".
+//! answered again (also when HARD bots moved inside the call), a second claim of one
+//! seat from one token is refused, and a store that went away answers UNAVAILABLE
+//! STORE_UNAVAILABLE; without a store the same fork is taken (what the store adds).
+//! docs/security.md, "The match store".
 
 use crate::common;
 
@@ -179,7 +180,7 @@ async fn replicas_sharing_a_redis_cluster_refuse_a_fork_made_on_the_other() {
 }
 
 #[tokio::test]
-async fn a_store_that_went_away_answers_unavailable_and_nothing_is_done() {
+async fn a_store_that_went_away_answers_store_unavailable() {
     let mut redis = common::redis::Redis::standalone();
     let (one, _two) = replicas("redis", &redis.urls()).await;
     let mut a = one.client().await;
@@ -216,4 +217,67 @@ async fn without_a_store_the_fork_is_taken() {
         .expect("stateless: another branch")
         .into_inner();
     assert!(fork.view.is_some());
+}
+
+#[tokio::test]
+async fn moves_with_hard_bots_inside_are_recorded_and_forks_refused() {
+    // The HARD bots search on the blocking pool and their call lasts the floor: the
+    // store is told after both.
+    let args = [
+        "--match-store",
+        "memory",
+        "--allow-client-seeds",
+        "--bot-move-floor-ms",
+        "8",
+        "--bot-worlds",
+        "16",
+    ];
+    let server = TestServer::start_with(ring(1, 1), &args).await;
+    let mut client = server.client().await;
+    for seed in 0..50 {
+        let new = client
+            .new_game(pb::NewGameRequest {
+                rules: Some(pb::Rules {
+                    players: 2,
+                    ..Default::default()
+                }),
+                seed: Some(seed),
+                viewer: Some(0),
+                seats: vec![
+                    pb::SeatSetup {
+                        bot: 0,
+                        claim: true,
+                    },
+                    common::bot(pb::BotLevel::Hard),
+                ],
+            })
+            .await
+            .expect("NewGame")
+            .into_inner();
+        let creds = Creds::from_new_game(&new);
+        let deal = || pb::DealRequest {
+            state: new.state.clone().into(),
+            viewer: Some(0),
+            credential: creds.of(0),
+        };
+        let dealt = client.deal(deal()).await.expect("Deal").into_inner();
+        let view = dealt.view.expect("view");
+        // The Deal again (a retry): the same state, the bot's moves included.
+        let again = client.deal(deal()).await.expect("Deal again").into_inner();
+        assert_eq!(again.view.expect("view").state_id, view.state_id);
+        if view.turn != Some(0) || view.legal_moves.len() < 2 {
+            continue;
+        }
+        client
+            .play(play(&dealt.state, &view, &creds, 0))
+            .await
+            .expect("the seat's move, then the bot's");
+        let fork = client
+            .play(play(&dealt.state, &view, &creds, 1))
+            .await
+            .expect_err("a fork");
+        assert_eq!(reason(&fork), "STATE_STALE", "{fork:?}");
+        return;
+    }
+    panic!("no seed in 50 gave seat 0 a choice after the deal");
 }
