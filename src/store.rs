@@ -3,10 +3,11 @@
 //! (`ABORTED` `STATE_STALE`) instead of starting a branch (issue 25, first part).
 //!
 //! Optional (`--match-store`): without it the service is stateless and every token
-//! opens, as docs/security.md says. With it, every call that changes a match (NewGame,
-//! ClaimSeat, Deal, Play, Draw, with the bots' moves inside them) is answered only
-//! after [`MatchStore::advance`] moved the match's head from the state the call came
-//! with to the state it made, in one step. A call made again from the same token makes
+//! opens, as docs/security.md says. With it, every call that moves a match (ClaimSeat,
+//! Deal, Play, Draw, with the bots' moves inside them) is answered only after
+//! [`MatchStore::advance`] moved the match's head from the state the call came with to
+//! the state it made, in one step (NewGame writes nothing: a match's first head is its
+//! first move's). A call made again from the same token makes
 //! the same state (state ids are deterministic, `state::lineage`) and is answered
 //! again, not refused: a retry is not a fork. A ClaimSeat draws a new credential, so
 //! its retry is a new branch and is refused once the first claim is stored.
