@@ -31,11 +31,9 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
-use crate::state::MATCH_ID_LEN;
 use crate::state::lineage::StateId;
 
-/// A match's id, from its token.
-pub type MatchId = [u8; MATCH_ID_LEN];
+pub use crate::state::MatchId;
 
 /// What a call that changed a match made: the match, the state it came from (none for
 /// a new match) and the state it made.
@@ -266,6 +264,7 @@ impl MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::MATCH_ID_LEN;
 
     const HOUR: Duration = Duration::from_secs(3600);
 

@@ -34,10 +34,8 @@ use lru::LruCache;
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
 use crate::call::ClientId;
-use crate::state::MATCH_ID_LEN;
 
-/// A match's id, from its token.
-pub type MatchId = [u8; MATCH_ID_LEN];
+pub use crate::state::MatchId;
 
 /// Whose search it is: the player of one match, as far as the server can tell. Turns
 /// are taken by client and match; the caps on what runs and waits are per owner, the
@@ -501,6 +499,7 @@ impl Drop for Ticket {
 mod tests {
     use super::*;
     use crate::call::ConnectionId;
+    use crate::state::MATCH_ID_LEN;
 
     /// The owner of match `game` on connection `conn`.
     fn owner(conn: u64, game: u8) -> Owner {

@@ -23,7 +23,7 @@ pub mod token;
 pub use cache::{Opened, Tokens};
 pub use keyring::{KeyRing, KeyRingError};
 pub use lineage::StateId;
-pub use plaintext::{MATCH_ID_LEN, Record};
+pub use plaintext::{MATCH_ID_LEN, MatchId, Record};
 pub use seats::{Credential, Denied, Player, Seats};
 pub use token::TokenError;
 

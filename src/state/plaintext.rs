@@ -23,6 +23,9 @@ use super::seats::{CREDENTIAL_LEN, Player, Seats};
 
 /// Bytes in a match id.
 pub const MATCH_ID_LEN: usize = 16;
+
+/// A match's id, from its token.
+pub type MatchId = [u8; MATCH_ID_LEN];
 /// Room for any plaintext this build writes (the largest seen is under 400 bytes).
 pub const PLAINTEXT_CAPACITY: usize = 512;
 /// The byte of a draw in `State.actions`; a play's byte is below 140.
