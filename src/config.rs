@@ -219,7 +219,8 @@ pub struct Config {
     pub bot_worlds: u32,
 
     /// The least time, in milliseconds, a call takes for each full search its
-    /// server-played HARD bots made (a smaller search in proportion): a bot thinks
+    /// server-played HARD bots made (a smaller search in proportion), counted from
+    /// when the search gets a core: a bot thinks
     /// longer or shorter depending on its tiles, so calls are made to last this long
     /// and their time tells nothing about them. Set it above a search's usual time
     /// (docs/BOTS.md); 0 turns it off.

@@ -394,3 +394,215 @@ async fn one_connection_flooding_is_refused_past_its_share_and_another_is_served
     assert!(refused > 0, "a flood from one connection was never refused");
     assert!(served > 0);
 }
+
+/// Calls of the loaded timing attack in which the bot made exactly one decision.
+const TIMED_CALLS: usize = 1500;
+
+/// HARD Suggests each of the attack's two loading connections keeps in flight.
+const LOAD_IN_FLIGHT: usize = 4;
+
+/// The worlds of each loading Suggest.
+const LOAD_WORLDS: u32 = 256;
+
+/// The attack of issue 25 on the bots' time floor: a player loads the server with HARD
+/// Suggests of its own from two connections (so its bot's search waits for a slot),
+/// plays whole matches against one HARD bot, and times each call. How long the bot
+/// thought depends on how many moves it weighed; the call must not show it. The test
+/// mirrors every match with the engine (the seed is the test's) to count the bot's
+/// legal moves at each of its decisions, and asks whether the calls' durations rise
+/// with that count (Spearman's rank correlation, as a z score). With the floor counted
+/// from the call's start, before the wait for a slot, the wait ate into the floor and
+/// the search's own time showed past it (z 4.7 and 5.5 in two runs here, medians 10.3
+/// against 11.7 ms); counted from when the search starts, nothing shows (z −1.2 and
+/// 0.4, medians 14.0 against 14.0 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_load_a_bots_call_lasts_the_same_whatever_its_tiles() {
+    use allfives::engine::Seat;
+    use allfives::proto::v1::event::Kind;
+    use allfives::service::convert::{end_in, tile_in};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let _serial = SERIAL.lock().await;
+    let server = TestServer::start(ring(1, 1)).await;
+    let loading = Arc::new(AtomicBool::new(true));
+    let mut load = Vec::new();
+    for _ in 0..2 {
+        let mut c = connect(&server).await;
+        let (state, creds, seat) = lead(&mut c).await;
+        for _ in 0..LOAD_IN_FLIGHT {
+            let mut c = c.clone();
+            let mut req = hard(&state, &creds, seat);
+            req.worlds = LOAD_WORLDS;
+            let loading = Arc::clone(&loading);
+            load.push(tokio::spawn(async move {
+                let mut served = 0u32;
+                while loading.load(Ordering::Relaxed) {
+                    served += u32::from(c.suggest(req.clone()).await.is_ok());
+                }
+                served
+            }));
+        }
+    }
+    let mut client = connect(&server).await;
+    let rules = pb::Rules {
+        players: 2,
+        ..Default::default()
+    };
+    let bot_seat: u32 = 1;
+    // (the bot's legal moves at its one decision, the call's time)
+    let mut timed: Vec<(usize, Duration)> = Vec::new();
+    let mut seed = 1_000;
+    while timed.len() < TIMED_CALLS {
+        seed += 1;
+        let new = client
+            .new_game(pb::NewGameRequest {
+                rules: Some(rules),
+                seed: Some(seed),
+                viewer: Some(0),
+                seats: vec![common::CLAIMED, bot(pb::BotLevel::Hard)],
+            })
+            .await
+            .expect("NewGame")
+            .into_inner();
+        let creds = Creds::from_new_game(&new);
+        let mut mirror = Game::new(Rules::for_players(2), seed).expect("game");
+        let mut state = new.state;
+        let mut view = new.view.expect("view");
+        while view.winner_side.is_none() {
+            let started = Instant::now();
+            let (next, events) = if view.turn != Some(0) {
+                let a = client
+                    .deal(pb::DealRequest {
+                        state: state.into(),
+                        viewer: Some(0),
+                        credential: creds.of(0),
+                    })
+                    .await
+                    .expect("Deal")
+                    .into_inner();
+                (a.state, (a.view.expect("view"), a.events))
+            } else if let Some(m) = view.legal_moves.first() {
+                let a = client
+                    .play(pb::PlayRequest {
+                        state: state.into(),
+                        seat: 0,
+                        tile: m.tile,
+                        end: m.end,
+                        credential: creds.of(0),
+                        viewer: Some(0),
+                    })
+                    .await
+                    .expect("Play")
+                    .into_inner();
+                (a.state, (a.view.expect("view"), a.events))
+            } else {
+                let a = client
+                    .draw(pb::DrawRequest {
+                        state: state.into(),
+                        seat: 0,
+                        credential: creds.of(0),
+                        viewer: Some(0),
+                    })
+                    .await
+                    .expect("Draw")
+                    .into_inner();
+                (a.state, (a.view.expect("view"), a.events))
+            };
+            let took = started.elapsed();
+            state = next;
+            view = events.0;
+            // The bot's decisions in this call, replayed on the mirror: the legal moves
+            // it weighed before each.
+            let mut decisions = Vec::new();
+            for event in events.1 {
+                match event.kind.expect("event") {
+                    Kind::Dealt(_) => {
+                        mirror.deal().expect("mirror deal");
+                    }
+                    Kind::TilePlayed(p) => {
+                        let seat = p.seat as Seat;
+                        if p.seat == bot_seat {
+                            decisions.push(mirror.legal_moves().len());
+                        }
+                        let tile = tile_in(p.tile.as_ref()).expect("tile");
+                        let end = end_in(p.end).expect("end");
+                        mirror.play(seat, tile, end).expect("mirror play");
+                    }
+                    Kind::TileDrawn(d) => {
+                        if d.seat == bot_seat {
+                            decisions.push(0);
+                        }
+                        mirror.draw(d.seat as Seat).expect("mirror draw");
+                    }
+                    _ => {}
+                }
+            }
+            if let [moves] = decisions[..]
+                && moves > 0
+            {
+                timed.push((moves, took));
+            }
+        }
+    }
+    loading.store(false, Ordering::Relaxed);
+    let mut served = 0;
+    for l in load {
+        served += l.await.expect("load");
+    }
+    assert!(served > 0, "the load was never served");
+    let z = spearman_z(&timed);
+    let median = |keep: &dyn Fn(usize) -> bool| {
+        let mut t: Vec<Duration> = timed
+            .iter()
+            .filter(|(m, _)| keep(*m))
+            .map(|&(_, t)| t)
+            .collect();
+        t.sort();
+        (t.len(), t.get(t.len() / 2).copied().unwrap_or_default())
+    };
+    eprintln!(
+        "{} calls with one bot decision under load: with 1-2 legal moves {:?}, with 5 or \
+         more {:?} (count, median); Spearman z {z:.2}",
+        timed.len(),
+        median(&|m| m <= 2),
+        median(&|m| m >= 5),
+    );
+    assert!(
+        z < 3.0,
+        "the calls' time rises with the bot's legal moves (z = {z:.2}): it shows its tiles"
+    );
+}
+
+/// Spearman's rank correlation of the pairs, as a z score (r·√(n−1)): about normal
+/// when the two do not depend on each other.
+fn spearman_z(pairs: &[(usize, Duration)]) -> f64 {
+    fn ranks<T: PartialOrd + Copy>(values: &[T]) -> Vec<f64> {
+        let mut order: Vec<usize> = (0..values.len()).collect();
+        order.sort_by(|&a, &b| values[a].partial_cmp(&values[b]).expect("ordered"));
+        let mut ranks = vec![0.0; values.len()];
+        let mut i = 0;
+        while i < order.len() {
+            let mut j = i;
+            while j + 1 < order.len() && values[order[j + 1]] == values[order[i]] {
+                j += 1;
+            }
+            // Ties share their mean rank.
+            let rank = (i + j) as f64 / 2.0;
+            for &k in &order[i..=j] {
+                ranks[k] = rank;
+            }
+            i = j + 1;
+        }
+        ranks
+    }
+    let x = ranks(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+    let y = ranks(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+    let n = x.len() as f64;
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / n;
+    let (mx, my) = (mean(&x), mean(&y));
+    let cov: f64 = x.iter().zip(&y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let var = |v: &[f64], m: f64| v.iter().map(|a| (a - m).powi(2)).sum::<f64>();
+    let r = cov / (var(&x, mx) * var(&y, my)).sqrt();
+    r * (n - 1.0).sqrt()
+}

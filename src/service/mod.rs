@@ -234,9 +234,9 @@ impl Api {
     /// answered as `response`. A call whose search is refused or stopped does nothing:
     /// nothing is sealed, so the client's token is still the match's and a retry with
     /// it answers what this call would have. A call in which HARD bots moved lasts at
-    /// least their floor (`bot_move_floor` per full search), waited out asynchronously
-    /// after the search's slot is given back, so its time says nothing about the bots'
-    /// tiles.
+    /// least their floor (`bot_move_floor` per full search) from when its search got a
+    /// slot, waited out asynchronously after the slot is given back, so its time says
+    /// nothing about the bots' tiles, however long it waited for the slot.
     async fn changing<R: Send + 'static>(
         &self,
         call: CallContext,
@@ -251,28 +251,31 @@ impl Api {
         };
         let searches = step.searches();
         let match_id = step.match_id();
-        let started = Instant::now();
+        // The floor counts from when the bots start thinking, in their search slot: a
+        // call that waited for a slot behind other searches (load anyone can make with
+        // HARD Suggests) then still lasts the floor past its wait, so the wait does not
+        // eat into the floor and leave the search's own time showing.
         let end = move |api: &Api, stop: &dyn Fn() -> bool| {
+            let started = Instant::now();
             let answer =
                 handlers::finish_until(&api.tokens, &api.policy, step, stop).transpose()?;
             let floor = answer
                 .as_ref()
                 .map_or(Duration::ZERO, |answer| api.bot_floor(answer.bot_worlds));
-            Some((answer, floor))
+            Some((answer, started.checked_add(floor).unwrap_or(started)))
         };
-        let (answer, floor) = if searches {
+        let (answer, until) = if searches {
             self.searching(call, match_id, method, seat, end).await?
         } else {
             // No HARD bot: nothing asks the stop.
             end(self, &|| false).ok_or_else(expired)?
         };
-        if !floor.is_zero() {
+        if until > Instant::now() {
             // A deadline that passes during the floor ends the call as it would have
             // ended a search still running: the same answer at the same time, so
             // whether the bots' search had finished does not show either. The store is
             // told only after the floor, so the time its head moves does not show it
             // either, and an expired call stores nothing.
-            let until = started.checked_add(floor).unwrap_or(started);
             if until > call.deadline {
                 tokio::time::sleep_until(tokio::time::Instant::from_std(call.deadline)).await;
                 return Err(expired());
