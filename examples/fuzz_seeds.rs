@@ -267,6 +267,7 @@ fn requests(record: &Record, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
             pb::ClaimSeatRequest {
                 state: state.clone(),
                 seat: open as u32,
+                ..Default::default()
             }
             .encode_to_vec(),
         ));

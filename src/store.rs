@@ -9,8 +9,9 @@
 //! the state it made, in one step (NewGame writes nothing: a match's first head is its
 //! first move's). A call made again from the same token makes
 //! the same state (state ids are deterministic, `state::lineage`) and is answered
-//! again, not refused: a retry is not a fork. A ClaimSeat draws a new credential, so
-//! its retry is a new branch and is refused once the first claim is stored.
+//! again, not refused: a retry is not a fork. A ClaimSeat without a claim key draws a
+//! new credential, so its retry is a new branch and is refused once the first claim
+//! is stored; with its key it makes the same state again (`state::claim`).
 //!
 //! Two kinds: [`MemoryStore`], this process's memory, which serves one replica (a
 //! second replica keeps its own heads and would take a fork sent to it); and

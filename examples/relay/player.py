@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import pathlib
 import sys
 
@@ -168,7 +169,8 @@ class Seat:
         public = self.client.call("Score", pb.ScoreRequest(state=token)).view
         if public.seats[self.seat].kind != pb.SEAT_KIND_OPEN:
             raise afc.Inconsistency(f"seat {self.seat} is not open for this player to claim")
-        claimed = self.client.call("ClaimSeat", pb.ClaimSeatRequest(state=token, seat=self.seat))
+        request = pb.ClaimSeatRequest(state=token, seat=self.seat, claim_key=os.urandom(16))
+        claimed = self.client.call("ClaimSeat", request)
         check(
             claimed.credential.seat == self.seat and len(claimed.credential.credential) == 16,
             "the claim",

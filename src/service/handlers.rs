@@ -333,12 +333,18 @@ pub fn claim_seat(
     if opened.seats.0[seat] != Player::Open {
         return Err(ApiError::SeatTaken(seat));
     }
-    let credential = secret_bytes::<CREDENTIAL_LEN>()?;
-    let previous = opened.state_id();
     // A claim in another branch (an older token) must not deal the hands of this one,
-    // so each claim draws the seed anew: nothing has been dealt yet.
+    // so each claim makes the seed anew (nothing has been dealt yet): drawn, or with a
+    // claim key derived from it (the same claim again makes the same state).
+    let (credential, seed) = if req.claim_key.is_empty() {
+        (secret_bytes::<CREDENTIAL_LEN>()?, random_seed())
+    } else {
+        let claimed = state::claim::derive(&opened.secret, seat, claim_key_in(&req.claim_key)?);
+        (claimed.credential, claimed.seed)
+    };
+    let previous = opened.state_id();
     if !policy.allow_client_seeds {
-        opened.game = Game::new(rules, random_seed())?;
+        opened.game = Game::new(rules, seed)?;
     }
     opened.seats.0[seat] = Player::Human(credential);
     opened.previous = Some(previous);
@@ -348,6 +354,25 @@ pub fn claim_seat(
         credential: credential.to_vec(),
     };
     Ok((answer, credential))
+}
+
+/// A claim key as the request gives it: 16 to 64 bytes, not one byte repeated (a
+/// buffer the client forgot to fill).
+fn claim_key_in(key: &[u8]) -> Result<&[u8], ApiError> {
+    use state::claim::{MAX_KEY_LEN, MIN_KEY_LEN};
+    if !(MIN_KEY_LEN..=MAX_KEY_LEN).contains(&key.len()) {
+        return Err(ApiError::field(
+            "claim_key",
+            "a claim key is 16 to 64 random bytes",
+        ));
+    }
+    if key.iter().all(|&b| b == key[0]) {
+        return Err(ApiError::field(
+            "claim_key",
+            "a claim key is random bytes, not one byte repeated",
+        ));
+    }
+    Ok(key)
 }
 
 pub fn deal(tokens: &Tokens, req: &pb::DealRequest) -> Result<Step, ApiError> {
@@ -705,6 +730,7 @@ mod tests {
                 &pb::ClaimSeatRequest {
                     state: state.to_vec(),
                     seat,
+                    ..Default::default()
                 },
             )
             .map(|(answer, credential)| pb::ClaimSeatResponse {

@@ -7,8 +7,9 @@
 //! the whole history, and two states share one only if they have the same history.
 //! The same request on the same token makes the same plaintext (every step is
 //! deterministic: the engine, the seeded bots, prost's encoding), so a retried call
-//! gets the same id; a claim draws a new credential and a new seed, so each claim is a
-//! branch of its own.
+//! gets the same id; a claim draws a new credential and a new seed (or derives them
+//! from its claim key: `state::claim`), so each claim is a branch of its own, and the
+//! same claim with the same key the same state.
 //!
 //! Keyed with a secret no player knows, an id tells nothing about what the plaintext
 //! holds (without the key nobody can test a guess of the seed or a hand against it),

@@ -9,10 +9,12 @@
 //!   cache of the games this process sealed lately, kept by their token.
 //! - [`seats`]: who plays each seat, and the seats' credentials.
 //! - [`lineage`]: state ids, which tell a match's branches apart.
+//! - [`claim`]: the credential and seed of a claim made with a claim key (repeatable).
 //! - [`random`]: the random bytes of nonces, match ids and seeds (`rand`'s `ThreadRng`),
 //!   and of secrets and credentials (the operating system's).
 
 pub mod cache;
+pub mod claim;
 pub mod keyring;
 pub mod lineage;
 pub mod plaintext;

@@ -1140,6 +1140,7 @@ async fn views_report_open_claimed_and_bot_seats_with_their_levels() {
         .claim_seat(pb::ClaimSeatRequest {
             state: new.state.clone(),
             seat: 1,
+            ..Default::default()
         })
         .await
         .expect("ClaimSeat")
@@ -1222,6 +1223,7 @@ async fn claim_seat_gives_an_open_seat_its_credential_until_the_first_deal() {
     let claim = |state: &[u8], seat: u32| pb::ClaimSeatRequest {
         state: state.to_vec(),
         seat,
+        ..Default::default()
     };
 
     // Nobody has claimed: no deal.

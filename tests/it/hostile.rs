@@ -126,9 +126,16 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
         let (mut state, mut view) = (new.state, new.view);
         tokens.push(state.clone());
         for seat in open {
-            let (claimed, credential) =
-                handlers::claim_seat(ring, &POLICY, &pb::ClaimSeatRequest { state, seat })
-                    .expect("ClaimSeat");
+            let (claimed, credential) = handlers::claim_seat(
+                ring,
+                &POLICY,
+                &pb::ClaimSeatRequest {
+                    state,
+                    seat,
+                    ..Default::default()
+                },
+            )
+            .expect("ClaimSeat");
             creds[seat as usize] = credential.credential;
             (state, view) = (claimed.state, claimed.view);
             tokens.push(state.clone());

@@ -2,8 +2,9 @@
 //! (standalone and a three-master cluster, `common::redis`) shared by two replicas. A
 //! move from an older token is refused ABORTED STATE_STALE with the latest state's id
 //! (on the other replica too), the same move made again from the same token is
-//! answered again (also when HARD bots moved inside the call), a second claim of one
-//! seat from one token is refused, and a store that went away answers UNAVAILABLE
+//! answered again (also when HARD bots moved inside the call), a claim made again
+//! with its claim key is answered again and any other claim of the seat from that
+//! token refused, and a store that went away answers UNAVAILABLE
 //! STORE_UNAVAILABLE; without a store the same fork is taken (what the store adds).
 //! docs/security.md, "The match store".
 
@@ -105,8 +106,19 @@ async fn refuses_forks(a: &mut Client, b: &mut Client) {
     }
 }
 
-/// Two claims of one seat from one token, through `a` then `b`: the second refused.
-async fn refuses_a_second_claim(a: &mut Client, b: &mut Client) {
+/// A claim key (random enough for a test: a counter's bytes).
+fn claim_key(n: u8) -> Vec<u8> {
+    (0..16)
+        .map(|i| n.wrapping_mul(31).wrapping_add(i))
+        .collect()
+}
+
+/// Claims of seat 1 from one token, through `a` then `b`: a claim made again with its
+/// key is answered again (the same credential and state: a retry after a lost answer);
+/// any other claim from that token (another key, or none) is refused STATE_STALE. So
+/// the claimer gets one deal, not a deal a claim it can try until it likes one (the
+/// claim re-roll of issue 25; `without_a_store_a_claim_made_again_deals_again`).
+async fn claims_once(a: &mut Client, b: &mut Client) {
     let new = a
         .new_game(pb::NewGameRequest {
             rules: Some(pb::Rules {
@@ -118,14 +130,31 @@ async fn refuses_a_second_claim(a: &mut Client, b: &mut Client) {
         .await
         .expect("NewGame")
         .into_inner();
-    let claim = || pb::ClaimSeatRequest {
+    let claim = |key: Vec<u8>| pb::ClaimSeatRequest {
         state: new.state.clone(),
         seat: 1,
+        claim_key: key,
     };
-    a.claim_seat(claim()).await.expect("the first claim");
-    let second = b.claim_seat(claim()).await.expect_err("a second claim");
-    assert_eq!(second.code(), Code::Aborted, "{second:?}");
-    assert_eq!(reason(&second), "STATE_STALE");
+    let first = a
+        .claim_seat(claim(claim_key(1)))
+        .await
+        .expect("the first claim")
+        .into_inner();
+    let again = b
+        .claim_seat(claim(claim_key(1)))
+        .await
+        .expect("the same claim again")
+        .into_inner();
+    assert_eq!(again.credential, first.credential);
+    assert_eq!(
+        again.view.expect("view").state_id,
+        first.view.expect("view").state_id
+    );
+    for other in [claim_key(2), claim_key(3), Vec::new()] {
+        let second = b.claim_seat(claim(other)).await.expect_err("another claim");
+        assert_eq!(second.code(), Code::Aborted, "{second:?}");
+        assert_eq!(reason(&second), "STATE_STALE");
+    }
 }
 
 #[tokio::test]
@@ -133,7 +162,7 @@ async fn the_memory_store_refuses_forks_and_answers_retries() {
     let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
     let (mut a, mut b) = (server.client().await, server.client().await);
     refuses_forks(&mut a, &mut b).await;
-    refuses_a_second_claim(&mut a, &mut b).await;
+    claims_once(&mut a, &mut b).await;
 }
 
 /// Two replicas on one Redis-protocol store (`kind`: redis or redis-cluster).
@@ -151,7 +180,7 @@ async fn replicas_sharing_a_redis_store_refuse_a_fork_made_on_the_other() {
     let (one, two) = replicas("redis", &redis.urls()).await;
     let (mut a, mut b) = (one.client().await, two.client().await);
     refuses_forks(&mut a, &mut b).await;
-    refuses_a_second_claim(&mut a, &mut b).await;
+    claims_once(&mut a, &mut b).await;
     // One key per match, hash-tagged, with a time to live.
     let keys = redis.cli(redis.port(), &["keys", "allfives:*"]);
     let key = keys.lines().next().expect("a match's key");
@@ -176,7 +205,7 @@ async fn replicas_sharing_a_redis_cluster_refuse_a_fork_made_on_the_other() {
         // Several matches, so that their keys fall on more than one master.
         refuses_forks(&mut a, &mut b).await;
     }
-    refuses_a_second_claim(&mut a, &mut b).await;
+    claims_once(&mut a, &mut b).await;
 }
 
 #[tokio::test]
@@ -217,6 +246,46 @@ async fn without_a_store_the_fork_is_taken() {
         .expect("stateless: another branch")
         .into_inner();
     assert!(fork.view.is_some());
+}
+
+/// What the store adds to claims: without one, the claimer can claim again and again
+/// from the token before its claim (a new key each time, or none), deal each claim on
+/// the side and keep the deal it likes; the same key deals the same again.
+#[tokio::test]
+async fn without_a_store_a_claim_made_again_deals_again() {
+    let server = TestServer::start_default(ring(1, 1)).await;
+    let mut client = server.client().await;
+    let new = common::new_game_with(&mut client, vec![common::CLAIMED, common::OPEN]).await;
+    let mut hand_of = async |key: Vec<u8>| {
+        let claimed = client
+            .claim_seat(pb::ClaimSeatRequest {
+                state: new.state.clone(),
+                seat: 1,
+                claim_key: key,
+            })
+            .await
+            .expect("stateless: every claim is taken")
+            .into_inner();
+        let mut creds = Creds(vec![Vec::new(); 4]);
+        creds.0[1] = claimed.credential.expect("credential").credential;
+        let (dealt, _) = common::deal(&mut client, claimed.state).await;
+        common::view_for(&mut client, &dealt, 1, &creds).await.hand
+    };
+    let first = hand_of(claim_key(1)).await;
+    assert_eq!(
+        hand_of(claim_key(1)).await,
+        first,
+        "the same key deals the same"
+    );
+    let mut others = Vec::new();
+    for n in 2..6 {
+        others.push(hand_of(claim_key(n)).await);
+    }
+    others.push(hand_of(Vec::new()).await);
+    assert!(
+        others.iter().any(|hand| *hand != first),
+        "five other claims all dealt the first claim's hand"
+    );
 }
 
 #[tokio::test]

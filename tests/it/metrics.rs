@@ -157,6 +157,7 @@ async fn metrics_count_what_the_calls_did() {
         .claim_seat(pb::ClaimSeatRequest {
             state: new.state,
             seat: 1,
+            ..Default::default()
         })
         .await
         .expect("ClaimSeat")

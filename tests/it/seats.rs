@@ -252,6 +252,7 @@ async fn nobody_acts_or_looks_for_a_bot() {
         .claim_seat(pb::ClaimSeatRequest {
             state: state.clone(),
             seat: 1,
+            ..Default::default()
         })
         .await
         .expect_err("ClaimSeat of a bot after the deal");
@@ -621,7 +622,11 @@ async fn a_claim_forked_by_the_creator_deals_other_hands() {
             let state = new.state.clone();
             async move {
                 client
-                    .claim_seat(pb::ClaimSeatRequest { state, seat: 1 })
+                    .claim_seat(pb::ClaimSeatRequest {
+                        state,
+                        seat: 1,
+                        ..Default::default()
+                    })
                     .await
                     .expect("ClaimSeat")
                     .into_inner()
@@ -712,4 +717,34 @@ async fn credentials_survive_key_rotation() {
         .await
         .expect_err("the other seat's credential");
     assert_eq!(reason(&refused), "CREDENTIAL_INVALID");
+}
+
+#[tokio::test]
+async fn a_claim_key_that_is_not_random_bytes_is_refused() {
+    let server = TestServer::start_default(ring(1, 7)).await;
+    let mut client = server.client().await;
+    let new = common::new_game_with(&mut client, vec![CLAIMED, OPEN]).await;
+    let short: Vec<u8> = (0..15).collect();
+    let long: Vec<u8> = (0..65).collect();
+    for key in [short, long, vec![0; 16], vec![9; 32]] {
+        let status = client
+            .claim_seat(pb::ClaimSeatRequest {
+                state: new.state.clone(),
+                seat: 1,
+                claim_key: key.clone(),
+            })
+            .await
+            .expect_err("not a claim key");
+        assert_eq!(status.code(), Code::InvalidArgument, "{key:?}: {status:?}");
+        assert_eq!(common::bad_fields(&status), vec!["claim_key".to_string()]);
+    }
+    let fine: Vec<u8> = (0..64).collect();
+    client
+        .claim_seat(pb::ClaimSeatRequest {
+            state: new.state,
+            seat: 1,
+            claim_key: fine,
+        })
+        .await
+        .expect("16 to 64 bytes");
 }

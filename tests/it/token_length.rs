@@ -366,9 +366,16 @@ fn play_match(
         let sheet = look(tokens, &state, None).0;
         seen.check(&state, &view, &sheet, &public);
         let seat = open.swap_remove(rng.next_u32() as usize % open.len());
-        let (claimed, credential) =
-            handlers::claim_seat(tokens, &POLICY, &pb::ClaimSeatRequest { state, seat })
-                .expect("ClaimSeat");
+        let (claimed, credential) = handlers::claim_seat(
+            tokens,
+            &POLICY,
+            &pb::ClaimSeatRequest {
+                state,
+                seat,
+                ..Default::default()
+            },
+        )
+        .expect("ClaimSeat");
         assert_eq!(credential.seat, seat);
         creds[seat as usize] = credential.credential;
         state = claimed.state;

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import sys
 import time
@@ -545,8 +546,10 @@ class Match:
 
     def claim(self, seat: int) -> None:
         """ClaimSeat, as a player on their own device does: only the caller learns the
-        credential."""
-        response = self.client.call("ClaimSeat", pb.ClaimSeatRequest(state=self.token, seat=seat))
+        credential. The claim key (random, drawn for this claim) makes the call's retry
+        the same claim, not a new one."""
+        request = pb.ClaimSeatRequest(state=self.token, seat=seat, claim_key=os.urandom(16))
+        response = self.client.call("ClaimSeat", request)
         old, v, cred = self.view, response.view, response.credential
         check(cred.seat == seat, f"ClaimSeat({seat}) answered seat {cred.seat}'s credential")
         check(len(cred.credential) == CREDENTIAL_BYTES, "a credential not of 16 bytes")

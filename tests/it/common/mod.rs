@@ -331,6 +331,18 @@ pub async fn dealt_token(client: &mut Client) -> (Vec<u8>, Creds) {
     (deal(client, new.state).await.0, creds)
 }
 
+/// A new two-player match (the server's seeds) with these seats.
+pub async fn new_game_with(client: &mut Client, seats: Vec<pb::SeatSetup>) -> pb::NewGameResponse {
+    client
+        .new_game(pb::NewGameRequest {
+            seats,
+            ..Default::default()
+        })
+        .await
+        .expect("NewGame")
+        .into_inner()
+}
+
 /// A new hot-seat match's token, view and every seat's credential (the server must
 /// take client seeds: [`TestServer::start`]).
 pub async fn new_match(

@@ -25,6 +25,7 @@
 //   node dist/main.js --players 3 --bots human,medium,hard
 //   node dist/main.js --players 4 --partnership --check-errors --transport grpc-web
 
+import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
 import { clone, create, equals, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
@@ -508,9 +509,11 @@ class Match {
   }
 
   /** ClaimSeat, as a player on their own device does: only the caller learns the
-   * credential. */
+   * credential. The claim key (random, drawn for this claim) makes the call's retry
+   * the same claim, not a new one. */
   async claim(seat: number): Promise<void> {
-    const response = await this.api.call("claimSeat", { state: this.token, seat });
+    const claimKey = randomBytes(16);
+    const response = await this.api.call("claimSeat", { state: this.token, seat, claimKey });
     const old = this.view;
     const v = response.view;
     const cred = response.credential;
