@@ -68,6 +68,7 @@ fn hot_seat(game: Game) -> Record {
         seats,
         secret: [0x3C; 16],
         previous: Some([0x77; 16]),
+        stored: false,
     }
 }
 

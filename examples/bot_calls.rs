@@ -73,6 +73,7 @@ fn main() {
     let policy = Policy {
         allow_client_seeds: true,
         bot_search: Search::worlds(Some(worlds)),
+        match_store: false,
     };
     let mut seats = vec![pb::SeatSetup {
         bot: level as i32,

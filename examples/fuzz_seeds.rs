@@ -75,6 +75,7 @@ fn chained(table: usize, states: &[Game]) -> Vec<Option<Record>> {
                 seats,
                 secret: SECRET,
                 previous,
+                stored: false,
             };
             previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
             Some(record)

@@ -33,6 +33,7 @@ fn largest_record(game: &Game) -> Record {
         seats,
         secret: [0x5E; 16],
         previous: Some([0x9B; 16]),
+        stored: true,
     }
 }
 

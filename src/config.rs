@@ -267,7 +267,7 @@ pub struct Config {
     pub match_store: StoreKind,
 
     /// How long the match store keeps a match after its last move, in seconds; a match
-    /// it no longer has takes the next move that comes for it as its latest state.
+    /// it no longer has is refused (MATCH_FORGOTTEN) from then on.
     #[arg(
         long,
         env = "ALLFIVES_MATCH_STORE_TTL_SECS",
@@ -287,12 +287,12 @@ pub struct Config {
     )]
     pub match_store_url: Vec<String>,
 
-    /// The most matches the memory store keeps (about 100 bytes each); past it the one
-    /// moved longest ago is forgotten.
+    /// The most matches the memory store keeps (each with its latest token: about 600
+    /// bytes); past it the one moved longest ago is forgotten.
     #[arg(
         long,
         env = "ALLFIVES_MATCH_STORE_CAPACITY",
-        default_value_t = 1_000_000,
+        default_value_t = 100_000,
         value_parser = clap::value_parser!(u64).range(1..=100_000_000)
     )]
     pub match_store_capacity: u64,
@@ -304,6 +304,7 @@ impl Config {
         crate::service::handlers::Policy {
             allow_client_seeds: self.allow_client_seeds,
             bot_search: crate::engine::suggest::Search::worlds(Some(self.bot_worlds)),
+            match_store: self.match_store != StoreKind::None,
         }
     }
 

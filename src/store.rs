@@ -1,30 +1,29 @@
 //! The match store: the latest state of each match, so that a move from any other
 //! state (an older token: a take-back, or a second device behind) is refused
-//! (`ABORTED` `STATE_STALE`) instead of starting a branch (issue 25, first part).
+//! (`ABORTED` `STATE_STALE`) instead of starting a branch.
 //!
 //! Optional (`--match-store`): without it the service is stateless and every token
-//! opens, as docs/security.md says. With it, every call that moves a match (ClaimSeat,
-//! Deal, Play, Draw, with the bots' moves inside them) is answered only after
-//! [`MatchStore::advance`] moved the match's head from the state the call came with to
-//! the state it made, in one step (NewGame writes nothing: a match's first head is its
-//! first move's). A call made again from the same token makes
-//! the same state (state ids are deterministic, `state::lineage`) and is answered
-//! again, not refused: a retry is not a fork. A ClaimSeat without a claim key draws a
-//! new credential, so its retry is a new branch and is refused once the first claim
-//! is stored; with its key it makes the same state again (`state::claim`).
+//! opens, as docs/security.md says. With it, NewGame writes the new match's head, and
+//! every call that moves a match (ClaimSeat, Deal, Play, Draw, with the bots' moves
+//! inside them) is answered only after [`MatchStore::advance`] moved the match's head
+//! from the state the call came with to the state it made, in one step. A call made
+//! again from the same token makes the same state (state ids are deterministic,
+//! `state::lineage`) and is answered again, not refused: a retry is not a fork. A
+//! ClaimSeat without a claim key draws a new credential, so its retry is a new branch
+//! and is refused once the first claim is stored; with its key it makes the same
+//! state again (`state::claim`). The tokens of a match made with a store say so
+//! ([`Move::stored`]): a store that does not hold such a match refuses it as
+//! forgotten; a match made without one (before the store was turned on) is taken as
+//! it comes.
 //!
-//! Two kinds: [`MemoryStore`], this process's memory, which serves one replica (a
-//! second replica keeps its own heads and would take a fork sent to it); and
+//! Two kinds: [`MemoryStore`], this process's memory, which serves one replica; and
 //! [`RedisStore`], any Redis-protocol server (Redis 7.0 or later, Valkey), standalone or
 //! a Redis Cluster, shared by every replica: one key per match,
 //! `allfives:{<match id in hex>}:head` (the hash tag keeps a match's keys in one
-//! cluster slot), holding the head's 16 bytes with a time to live renewed by every
-//! move, checked and written by one Lua script ([`ADVANCE`]) run through the `redis`
-//! crate's script helper (which loads it again on a server that lost it). A match the
-//! store does not know (never seen, or forgotten: its time to live passed, the memory
-//! store was full or restarted) takes the first move that comes for it as its head. A
-//! token that says it was made with a store (so that a forgotten match is refused, not
-//! taken anew) and the `Watch` stream are the parts still to come.
+//! cluster slot), holding the head's state id (16 bytes) and its token, with a time to
+//! live renewed by every move, checked and written by one Lua script ([`ADVANCE`]) run
+//! through the `redis` crate's script helper (which loads it again on a server that
+//! lost it).
 
 use std::num::NonZeroUsize;
 use std::sync::{Mutex, PoisonError};
@@ -37,12 +36,14 @@ use crate::state::lineage::StateId;
 pub use crate::state::MatchId;
 
 /// What a call that changed a match made: the match, the state it came from (none for
-/// a new match) and the state it made.
+/// a new match) and the state it made, and whether the match was made with a store
+/// (its tokens say so): then a store that does not hold it refuses the move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Move {
     pub match_id: MatchId,
     pub from: Option<StateId>,
     pub to: StateId,
+    pub stored: bool,
 }
 
 /// The call's state is not the match's latest: `latest` is.
@@ -61,6 +62,10 @@ pub enum Refused {
     /// stored; the call may be made again.
     #[error("the match store is unavailable: {0}")]
     Unavailable(String),
+    /// The match was made with a store (its tokens say so) and the store does not hold
+    /// it: its time to live passed, or the store lost it.
+    #[error("the match store no longer holds the match")]
+    Forgotten,
 }
 
 /// Where the latest state of each match is kept.
@@ -73,30 +78,64 @@ pub enum MatchStore {
 }
 
 impl MatchStore {
-    /// Moves the match's head from `m.from` to `m.to`, if it is at `m.from` (or
-    /// already at `m.to`: a retry, answered again; or not known: taken as it comes);
-    /// else refuses with the head.
-    pub async fn advance(&self, m: &Move) -> Result<(), Refused> {
+    /// Moves the match's head from `m.from` to `m.to` (whose token is `token`), if it
+    /// is at `m.from` (or already at `m.to`: a retry, answered again; or not known: a
+    /// new match, or one made without a store, taken as it comes); else refuses with the
+    /// head, or as forgotten (a match made with a store that the store does not hold).
+    pub async fn advance(&self, m: &Move, token: &[u8]) -> Result<(), Refused> {
         match self {
-            MatchStore::Memory(store) => store.advance(m, Instant::now()).map_err(Refused::Stale),
-            MatchStore::Redis(store) => store.advance(m).await,
+            MatchStore::Memory(store) => store.advance(m, token, Instant::now()),
+            MatchStore::Redis(store) => store.advance(m, token).await,
+        }
+    }
+
+    /// The match's head, if the store holds it: its state id and token.
+    pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Latest>, Refused> {
+        match self {
+            MatchStore::Memory(store) => Ok(store.latest(match_id, Instant::now())),
+            MatchStore::Redis(store) => store.latest(match_id).await,
         }
     }
 }
 
-/// The compare-and-set, one step in the store: KEYS[1] the match's head key, ARGV the
-/// state the call came from (empty for a new match), the state it made, and the time
-/// to live in milliseconds. Answers `{"ok"}`, or `{"stale", head}`.
+/// A match's head as the store holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Latest {
+    pub state: StateId,
+    pub token: Vec<u8>,
+}
+
+impl Latest {
+    /// A head as a Redis key holds it: the state id, then the token.
+    fn from_bytes(bytes: &[u8]) -> Option<Latest> {
+        let (id, token) = bytes.split_first_chunk::<16>()?;
+        Some(Latest {
+            state: *id,
+            token: token.to_vec(),
+        })
+    }
+}
+
+/// The compare-and-set, one step in the store: KEYS[1] the match's head key, holding
+/// the head's state id (16 bytes) and then its token; ARGV the state the call came
+/// from (empty for a new match), the state it made, the time to live in milliseconds,
+/// "1" if the match was made with a store (so it must be held), and the new token.
+/// Answers `{"ok"}`, `{"stale", head's id}` or `{"forgotten"}`.
 pub const ADVANCE: &str = r#"
 local head = redis.call('GET', KEYS[1])
-if head == ARGV[2] then
+local id = head and string.sub(head, 1, 16)
+if id == ARGV[2] then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return {'ok'}
 end
-if head and head ~= ARGV[1] then
-  return {'stale', head}
+if head then
+  if id ~= ARGV[1] then
+    return {'stale', id}
+  end
+elseif ARGV[4] == '1' and ARGV[1] ~= '' then
+  return {'forgotten'}
 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('SET', KEYS[1], ARGV[2] .. ARGV[5], 'PX', ARGV[3])
 return {'ok'}
 "#;
 
@@ -175,13 +214,30 @@ impl RedisStore {
         format!("allfives:{{{hex}}}:head")
     }
 
-    async fn advance(&self, m: &Move) -> Result<(), Refused> {
+    async fn latest(&self, match_id: &MatchId) -> Result<Option<Latest>, Refused> {
+        let mut get = redis::cmd("GET");
+        get.arg(RedisStore::head_key(match_id));
+        let head: redis::RedisResult<Option<Vec<u8>>> = match self.connection.clone() {
+            Connection::Single(mut c) => get.query_async(&mut c).await,
+            Connection::Cluster(mut c) => get.query_async(&mut c).await,
+        };
+        match head.map_err(|e| Refused::Unavailable(e.to_string()))? {
+            None => Ok(None),
+            Some(bytes) => Latest::from_bytes(&bytes).map(Some).ok_or_else(|| {
+                Refused::Unavailable("the store holds a head that is not one".into())
+            }),
+        }
+    }
+
+    async fn advance(&self, m: &Move, token: &[u8]) -> Result<(), Refused> {
         let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let mut invocation = self.script.key(RedisStore::head_key(&m.match_id));
         invocation
             .arg(m.from.as_ref().map_or(&[][..], |from| &from[..]))
             .arg(&m.to[..])
-            .arg(ttl_ms);
+            .arg(ttl_ms)
+            .arg(if m.stored { "1" } else { "0" })
+            .arg(token);
         let answer: redis::RedisResult<Vec<Vec<u8>>> = match self.connection.clone() {
             Connection::Single(mut c) => invocation.invoke_async(&mut c).await,
             Connection::Cluster(mut c) => invocation.invoke_async(&mut c).await,
@@ -189,6 +245,7 @@ impl RedisStore {
         let answer = answer.map_err(|e| Refused::Unavailable(e.to_string()))?;
         match answer.as_slice() {
             [ok] if ok == b"ok" => Ok(()),
+            [forgotten] if forgotten == b"forgotten" => Err(Refused::Forgotten),
             [stale, head] if stale == b"stale" => match <StateId>::try_from(head.as_slice()) {
                 Ok(latest) => Err(Refused::Stale(Stale { latest })),
                 Err(_) => Err(Refused::Unavailable(
@@ -211,9 +268,11 @@ pub struct MemoryStore {
     ttl: Duration,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Head {
     state: StateId,
+    /// Its token (for `Watch`).
+    token: Box<[u8]>,
     moved: Instant,
 }
 
@@ -225,28 +284,45 @@ impl MemoryStore {
         }
     }
 
-    fn advance(&self, m: &Move, now: Instant) -> Result<(), Stale> {
+    fn advance(&self, m: &Move, token: &[u8], now: Instant) -> Result<(), Refused> {
         let mut heads = self.heads.lock().unwrap_or_else(PoisonError::into_inner);
         let live = heads
-            .get(&m.match_id)
-            .filter(|head| now.saturating_duration_since(head.moved) < self.ttl)
-            .map(|head| head.state);
+            .get_mut(&m.match_id)
+            .filter(|head| now.saturating_duration_since(head.moved) < self.ttl);
         match live {
-            Some(head) if head != m.to && Some(head) != m.from => {
-                return Err(Stale { latest: head });
+            Some(head) if head.state == m.to => {
+                // A retry: its time to live renewed, as the script does.
+                head.moved = now;
+                return Ok(());
             }
+            Some(head) if Some(head.state) != m.from => {
+                return Err(Refused::Stale(Stale { latest: head.state }));
+            }
+            None if m.stored && m.from.is_some() => return Err(Refused::Forgotten),
+            // At `from` (a move), or not known (a new match, or one made without a
+            // store: taken as it comes).
             _ => {}
         }
-        // At `from` (a move), at `to` already (a retry: its time to live renewed, as
-        // the script does), or not known (taken as it comes).
         heads.put(
             m.match_id,
             Head {
                 state: m.to,
+                token: token.into(),
                 moved: now,
             },
         );
         Ok(())
+    }
+
+    fn latest(&self, match_id: &MatchId, now: Instant) -> Option<Latest> {
+        let mut heads = self.heads.lock().unwrap_or_else(PoisonError::into_inner);
+        heads
+            .get(match_id)
+            .filter(|head| now.saturating_duration_since(head.moved) < self.ttl)
+            .map(|head| Latest {
+                state: head.state,
+                token: head.token.to_vec(),
+            })
     }
 
     /// Matches held now (forgotten ones included until they are pushed out).
@@ -273,11 +349,24 @@ mod tests {
         MemoryStore::new(NonZeroUsize::new(capacity).expect("capacity"), HOUR)
     }
 
+    /// A move of match `match_id` from state `from` to `to`, of a match made with a
+    /// store.
     fn step(match_id: u8, from: Option<u8>, to: u8) -> Move {
         Move {
             match_id: [match_id; MATCH_ID_LEN],
             from: from.map(|f| [f; 16]),
             to: [to; 16],
+            stored: true,
+        }
+    }
+
+    fn stale(head: u8) -> Result<(), Refused> {
+        Err(Refused::Stale(Stale { latest: [head; 16] }))
+    }
+
+    impl MemoryStore {
+        fn at(&self, m: &Move, now: Instant) -> Result<(), Refused> {
+            self.advance(m, &m.to, now)
         }
     }
 
@@ -285,57 +374,78 @@ mod tests {
     fn a_match_moves_from_its_head_only() {
         let s = store(8);
         let now = Instant::now();
-        assert_eq!(s.advance(&step(1, None, 1), now), Ok(()));
-        assert_eq!(s.advance(&step(1, Some(1), 2), now), Ok(()));
-        assert_eq!(s.advance(&step(1, Some(2), 3), now), Ok(()));
+        assert_eq!(s.at(&step(1, None, 1), now), Ok(()));
+        assert_eq!(s.at(&step(1, Some(1), 2), now), Ok(()));
+        assert_eq!(s.at(&step(1, Some(2), 3), now), Ok(()));
         // From an older state: a fork, refused with the head.
-        assert_eq!(
-            s.advance(&step(1, Some(1), 9), now),
-            Err(Stale { latest: [3; 16] })
-        );
+        assert_eq!(s.at(&step(1, Some(1), 9), now), stale(3));
         // NewGame's id again for a match already moved: refused too.
-        assert_eq!(
-            s.advance(&step(1, None, 1), now),
-            Err(Stale { latest: [3; 16] })
-        );
+        assert_eq!(s.at(&step(1, None, 1), now), stale(3));
         // Another match is its own.
-        assert_eq!(s.advance(&step(2, Some(7), 8), now), Ok(()));
+        assert_eq!(s.at(&step(2, None, 7), now), Ok(()));
+        assert_eq!(s.at(&step(2, Some(7), 8), now), Ok(()));
+    }
+
+    #[test]
+    fn the_head_is_the_latest_move_with_its_token() {
+        let s = store(8);
+        let now = Instant::now();
+        let id = [1; MATCH_ID_LEN];
+        assert_eq!(s.latest(&id, now), None);
+        s.advance(&step(1, None, 1), b"first", now).expect("new");
+        s.advance(&step(1, Some(1), 2), b"second", now)
+            .expect("move");
+        // A retry keeps the token stored first.
+        s.advance(&step(1, Some(1), 2), b"again", now)
+            .expect("retry");
+        let latest = Latest {
+            state: [2; 16],
+            token: b"second".to_vec(),
+        };
+        assert_eq!(s.latest(&id, now), Some(latest));
+        assert_eq!(s.latest(&id, now + HOUR), None);
     }
 
     #[test]
     fn a_retry_that_made_the_head_is_answered_again() {
         let s = store(8);
         let now = Instant::now();
-        s.advance(&step(1, None, 1), now).expect("new");
-        s.advance(&step(1, Some(1), 2), now).expect("move");
-        assert_eq!(s.advance(&step(1, Some(1), 2), now), Ok(()));
+        s.at(&step(1, None, 1), now).expect("new");
+        s.at(&step(1, Some(1), 2), now).expect("move");
+        assert_eq!(s.at(&step(1, Some(1), 2), now), Ok(()));
         // Once the match moved on, the old call is stale.
-        s.advance(&step(1, Some(2), 3), now).expect("next");
-        assert_eq!(
-            s.advance(&step(1, Some(1), 2), now),
-            Err(Stale { latest: [3; 16] })
-        );
+        s.at(&step(1, Some(2), 3), now).expect("next");
+        assert_eq!(s.at(&step(1, Some(1), 2), now), stale(3));
     }
 
     #[test]
-    fn a_forgotten_match_takes_the_move_that_comes() {
+    fn a_forgotten_match_made_with_a_store_is_refused() {
         // Its time to live passed.
         let s = store(8);
         let then = Instant::now();
-        s.advance(&step(1, None, 1), then).expect("new");
-        s.advance(&step(1, Some(1), 2), then).expect("move");
+        s.at(&step(1, None, 1), then).expect("new");
+        s.at(&step(1, Some(1), 2), then).expect("move");
         let later = then + HOUR;
-        assert_eq!(s.advance(&step(1, Some(1), 5), later), Ok(()));
-        assert_eq!(
-            s.advance(&step(1, Some(2), 6), later),
-            Err(Stale { latest: [5; 16] })
-        );
+        assert_eq!(s.at(&step(1, Some(2), 5), later), Err(Refused::Forgotten));
         // Pushed out by newer matches in a full store.
         let s = store(2);
-        s.advance(&step(1, None, 1), then).expect("1");
-        s.advance(&step(2, None, 1), then).expect("2");
-        s.advance(&step(3, None, 1), then).expect("3");
+        s.at(&step(1, None, 1), then).expect("1");
+        s.at(&step(2, None, 1), then).expect("2");
+        s.at(&step(3, None, 1), then).expect("3");
         assert_eq!(s.len(), 2);
-        assert_eq!(s.advance(&step(1, Some(9), 4), then), Ok(()));
+        assert_eq!(s.at(&step(1, Some(1), 4), then), Err(Refused::Forgotten));
+    }
+
+    #[test]
+    fn a_match_made_without_a_store_is_taken_as_it_comes() {
+        let s = store(8);
+        let now = Instant::now();
+        let unflagged = |from, to| Move {
+            stored: false,
+            ..step(1, Some(from), to)
+        };
+        assert_eq!(s.at(&unflagged(4, 5), now), Ok(()));
+        assert_eq!(s.at(&unflagged(4, 6), now), stale(5));
+        assert_eq!(s.at(&unflagged(5, 6), now), Ok(()));
     }
 }

@@ -166,6 +166,8 @@ fuzz_target!(|data: &[u8]| {
     let handler = (head & 0x7f) % 7;
     let policy = Policy {
         allow_client_seeds: head & 0x80 != 0,
+        // Flagged tokens, as a server with a store makes (the handlers never call it).
+        match_store: handler % 2 == 0,
         // A small search: this target looks for crashes, not strength.
         bot_search: Search {
             worlds: 2,
@@ -423,6 +425,8 @@ fuzz_target!(|data: &[u8]| {
             ApiError::BodyTimeout => Code::Cancelled,
             ApiError::StateStale(_) => Code::Aborted,
             ApiError::StoreUnavailable(_) => Code::Unavailable,
+            ApiError::MatchForgotten => Code::NotFound,
+            ApiError::StoreRequired => Code::FailedPrecondition,
         };
         assert_eq!(status.code(), expected, "{error:?}");
     }

@@ -98,6 +98,7 @@ pub fn chained(table: usize, match_id: [u8; 16], games: Vec<Game>) -> Vec<Option
                 game,
                 secret: SECRET,
                 previous,
+                stored: false,
             };
             previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
             Some(record)
@@ -485,6 +486,7 @@ fn record_of(game: &Game) -> Record {
         seats,
         secret: [moves.to_le_bytes()[0]; 16],
         previous: (dealt || game.seed() % 2 == 1).then_some([moves.to_le_bytes()[1]; 16]),
+        stored: game.seed() % 3 == 0,
     }
 }
 

@@ -28,6 +28,9 @@ pub struct Policy {
     pub allow_client_seeds: bool,
     /// The search of the server-played HARD bots.
     pub bot_search: Search,
+    /// The server keeps a match store (`--match-store`): NewGame's tokens say so, and
+    /// their matches move only through the store (`crate::store`).
+    pub match_store: bool,
 }
 
 impl Default for Policy {
@@ -35,6 +38,7 @@ impl Default for Policy {
         Policy {
             allow_client_seeds: false,
             bot_search: Search::worlds(None),
+            match_store: false,
         }
     }
 }
@@ -124,6 +128,7 @@ fn answer(
             match_id: opened.match_id,
             from: opened.previous,
             to: opened.state_id(),
+            stored: opened.stored,
         },
         view: render(&opened, viewer)?,
         events: events
@@ -310,6 +315,7 @@ pub fn new_game(
         seats,
         secret: secret_bytes()?,
         previous: None,
+        stored: policy.match_store,
     });
     let mut answer = answer(tokens, opened, viewer, &[])?;
     answer.credentials = credentials;
@@ -547,6 +553,7 @@ mod tests {
             worlds: 16,
             horizon: None,
         },
+        match_store: false,
     };
 
     /// A hot-seat match of `players` (every seat claimed in NewGame), seeded.

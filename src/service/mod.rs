@@ -93,7 +93,15 @@ impl Api {
     /// The same service, keeping each match's latest state in `store` (none: nothing
     /// is kept between calls).
     pub fn with_match_store(self, store: Option<Arc<MatchStore>>) -> Api {
-        Api { store, ..self }
+        let policy = Policy {
+            match_store: store.is_some(),
+            ..self.policy
+        };
+        Api {
+            store,
+            policy,
+            ..self
+        }
     }
 
     /// A changing call's answer, once the store (if any) moved its match to the state
@@ -102,12 +110,18 @@ impl Api {
     /// (its head may have moved all the same: the same call again is answered).
     async fn stored(&self, answer: Answer, deadline: Instant) -> Result<Answer, ApiError> {
         let Some(store) = &self.store else {
-            return Ok(answer);
+            // A match made with a store moves only through it.
+            return match answer.moved.stored {
+                true => Err(ApiError::StoreRequired),
+                false => Ok(answer),
+            };
         };
         let deadline = tokio::time::Instant::from_std(deadline);
-        match tokio::time::timeout_at(deadline, store.advance(&answer.moved)).await {
+        let advanced = store.advance(&answer.moved, &answer.state);
+        match tokio::time::timeout_at(deadline, advanced).await {
             Ok(Ok(())) => Ok(answer),
             Ok(Err(Refused::Stale(stale))) => Err(ApiError::StateStale(stale.latest)),
+            Ok(Err(Refused::Forgotten)) => Err(ApiError::MatchForgotten),
             Ok(Err(Refused::Unavailable(why))) => Err(ApiError::StoreUnavailable(why)),
             Err(_) => Err(ApiError::StoreUnavailable(
                 "no answer before the call's deadline".into(),
@@ -345,11 +359,15 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::NewGameRequest>,
     ) -> Result<Response<pb::NewGameResponse>, Status> {
-        // Not stored: a match the store does not know takes its first move as it
-        // comes, so a new match needs no record until then (and a flood of NewGames,
-        // which need no credential, cannot fill the store).
+        // With a store, the new match's record is written before it is answered: its
+        // tokens say it was made with one, so a store that does not hold it refuses it.
+        let deadline = self.call(&req).deadline;
+        let answer = match handlers::new_game(&self.tokens, &self.policy, req.get_ref()) {
+            Ok(answer) => self.stored(answer, deadline).await,
+            Err(error) => Err(error),
+        };
         traced(&self.metrics, "NewGame", None, || {
-            let answer = handlers::new_game(&self.tokens, &self.policy, req.get_ref())?;
+            let answer = answer?;
             self.metrics.game_created();
             Ok(pb::NewGameResponse {
                 state: answer.state,

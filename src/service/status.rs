@@ -47,6 +47,10 @@ pub enum ApiError {
     StateStale(StateId),
     /// The match store did not answer (for operators: why); nothing was stored.
     StoreUnavailable(String),
+    /// The match was made with a store, which no longer holds it.
+    MatchForgotten,
+    /// The match was made with a store, and this server has none.
+    StoreRequired,
 }
 
 impl ApiError {
@@ -97,6 +101,8 @@ impl ApiError {
             ApiError::BodyTimeout => R::RequestBodyTimeout,
             ApiError::StateStale(_) => R::StateStale,
             ApiError::StoreUnavailable(_) => R::StoreUnavailable,
+            ApiError::MatchForgotten => R::MatchForgotten,
+            ApiError::StoreRequired => R::StoreRequired,
         }
     }
 }
@@ -199,6 +205,18 @@ impl From<ApiError> for Status {
             ApiError::BodyTimeout => Status::with_error_details(
                 Code::Cancelled,
                 "the request's body did not arrive in time",
+                info(HashMap::new()),
+            ),
+            ApiError::MatchForgotten => Status::with_error_details(
+                Code::NotFound,
+                "the match store no longer holds this match (its time to live passed, or \
+                 the store lost it): it cannot go on; start another",
+                info(HashMap::new()),
+            ),
+            ApiError::StoreRequired => Status::with_error_details(
+                Code::FailedPrecondition,
+                "this match was made with a match store and this server has none: \
+                 nothing was done",
                 info(HashMap::new()),
             ),
             ApiError::StoreUnavailable(_) => Status::with_error_details(

@@ -42,6 +42,9 @@ pub struct Record {
     pub secret: [u8; ID_LEN],
     /// The id of the state this one was made from; `None` for NewGame's.
     pub previous: Option<StateId>,
+    /// Made on a server with a match store: moved only through its check
+    /// (`crate::store`).
+    pub stored: bool,
 }
 
 impl Record {
@@ -59,6 +62,7 @@ impl Record {
             seats,
             secret: [0; ID_LEN],
             previous: Some([0; ID_LEN]),
+            stored: false,
         }
     }
 }
@@ -124,6 +128,7 @@ pub fn encode_into(record: &Record, buf: &mut Vec<u8>) {
             .collect(),
         secret: record.secret.to_vec(),
         previous: record.previous.map_or_else(Vec::new, |id| id.to_vec()),
+        stored: record.stored,
     };
     // A Vec grows as needed: encoding into it cannot fail.
     let _ = state.encode(buf);
@@ -285,6 +290,7 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
         seats,
         secret,
         previous,
+        stored: state.stored,
     })
 }
 
@@ -380,6 +386,7 @@ mod tests {
             kinds in any::<[u8; 4]>(),
             secret in any::<[u8; ID_LEN]>(),
             previous in any::<Option<[u8; ID_LEN]>>(),
+            stored in any::<bool>(),
         ) {
             let ring = KeyRing::new(vec![(3, [0x33; 32])], None).unwrap();
             let strategy = if greedy { Strategy::Greedy } else { Strategy::Random };
@@ -401,6 +408,7 @@ mod tests {
                 seats,
                 secret,
                 previous,
+                stored,
             };
             // Seats past the table's players are not written.
             for slot in &mut record.seats.0[record.game.rules().players..] {
@@ -511,6 +519,7 @@ mod tests {
             credentials: vec![0; CREDENTIAL_LEN * players as usize],
             secret: vec![0; ID_LEN],
             previous: Vec::new(),
+            stored: false,
         };
         let decoded = |s: pb::State| decode(&s.encode_to_vec());
         assert!(matches!(

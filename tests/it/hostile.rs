@@ -71,6 +71,7 @@ const POLICY: handlers::Policy = handlers::Policy {
         worlds: 8,
         horizon: None,
     },
+    match_store: false,
 };
 
 /// Who plays each seat of the matches at [`tables`]: every way a seat is played, so
@@ -523,6 +524,7 @@ fn record_of(game: &Game, seats: Seats) -> Record {
         seats,
         secret: SECRET,
         previous: (game.hand_number() > 0).then_some(PREVIOUS),
+        stored: false,
     }
 }
 

@@ -350,3 +350,94 @@ async fn moves_with_hard_bots_inside_are_recorded_and_forks_refused() {
     }
     panic!("no seed in 50 gave seat 0 a choice after the deal");
 }
+
+/// A match made on a server with a store says so in its tokens: a replica without a
+/// store refuses to move it (STORE_REQUIRED) instead of taking a fork unchecked, and
+/// still answers what changes nothing (Score).
+#[tokio::test]
+async fn a_match_made_with_a_store_is_not_moved_by_a_server_without_one() {
+    let stored = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+    let stateless = TestServer::start_with(ring(1, 1), &[]).await;
+    let mut a = stored.client().await;
+    let mut b = stateless.client().await;
+    let (token, view, creds) = with_a_choice(&mut a).await;
+    let refused = b
+        .play(play(&token, &view, &creds, 0))
+        .await
+        .expect_err("no store here");
+    assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    assert_eq!(reason(&refused), "STORE_REQUIRED");
+    common::view_for(&mut b, &token, 0, &creds).await;
+    // On its own server the move is taken.
+    a.play(play(&token, &view, &creds, 0))
+        .await
+        .expect("the store's server moves it");
+}
+
+/// A store that no longer holds a match made with it (a memory store restarted: here
+/// another replica's; a Redis key gone) refuses to move it, from its latest token or
+/// an older one alike, instead of taking whichever comes first.
+#[tokio::test]
+async fn a_match_its_store_forgot_is_refused() {
+    let one = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+    let restarted = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+    let mut a = one.client().await;
+    let mut b = restarted.client().await;
+    let (token, view, creds) = with_a_choice(&mut a).await;
+    let refused = b
+        .play(play(&token, &view, &creds, 0))
+        .await
+        .expect_err("forgotten");
+    assert_eq!(refused.code(), Code::NotFound, "{refused:?}");
+    assert_eq!(reason(&refused), "MATCH_FORGOTTEN");
+
+    let redis = common::redis::Redis::standalone();
+    let (one, two) = replicas("redis", &redis.urls()).await;
+    let (mut a, mut b) = (one.client().await, two.client().await);
+    let (token, view, creds) = with_a_choice(&mut a).await;
+    let next = a
+        .play(play(&token, &view, &creds, 0))
+        .await
+        .expect("a move")
+        .into_inner();
+    // NewGame wrote the match's record, and each move since: the latest's id and
+    // token.
+    let keys = redis.cli(redis.port(), &["keys", "allfives:*"]);
+    assert_eq!(keys.lines().count(), 1, "{keys}");
+    let store = allfives::store::RedisStore::connect(
+        &[redis.urls()],
+        false,
+        std::time::Duration::from_secs(60),
+    )
+    .await
+    .expect("connect");
+    let next_view = next.view.clone().expect("view");
+    let match_id: Vec<u8> = (0..next_view.match_id.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&next_view.match_id[i..i + 2], 16).expect("hex"))
+        .collect();
+    let latest = allfives::store::MatchStore::Redis(store)
+        .latest(&match_id.try_into().expect("16 bytes"))
+        .await
+        .expect("the store answers")
+        .expect("the match is held");
+    assert_eq!(latest.state.to_vec(), next_view.state_id);
+    assert_eq!(latest.token, next.state);
+    redis.cli(redis.port(), &["flushall"]);
+    for (token, view, n) in [(&token, &view, 1), (&token, &view, 0)] {
+        let refused = b
+            .play(play(token, view, &creds, n))
+            .await
+            .expect_err("forgotten");
+        assert_eq!(reason(&refused), "MATCH_FORGOTTEN", "{refused:?}");
+    }
+    let turn = first_turn(&mut a, &next.state, &creds).await;
+    let next_view = common::view_for(&mut a, &next.state, turn, &creds).await;
+    if !next_view.must_draw {
+        let refused = b
+            .play(play(&next.state, &next_view, &creds, 0))
+            .await
+            .expect_err("forgotten");
+        assert_eq!(reason(&refused), "MATCH_FORGOTTEN", "{refused:?}");
+    }
+}

@@ -59,6 +59,9 @@ const POLICY: Policy = Policy {
         worlds: 4,
         horizon: None,
     },
+    // Tokens of a server with a match store, which carry its flag (2 bytes in every
+    // token of every match: the same for all, as the deployment is).
+    match_store: true,
 };
 
 /// Rule options for match `i` at a table: every hand-size and settlement rule in turn,
@@ -225,6 +228,7 @@ fn expected_length(view: &pb::GameView, sheet: &pb::ScoreSheet, public: &Public)
         seats: view.seats.iter().map(seat_byte).collect(),
         credentials: vec![0; CREDENTIAL_LEN * claimed],
         secret: vec![0; ID_LEN],
+        stored: POLICY.match_store,
         previous: match view.previous_state_id.is_empty() {
             true => Vec::new(),
             false => vec![0; ID_LEN],

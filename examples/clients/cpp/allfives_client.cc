@@ -111,6 +111,10 @@ const std::map<pb::ErrorReason, ReasonText> kReasons = {
     {pb::REQUEST_BODY_TIMEOUT, {grpc::CANCELLED, "The connection is too slow; try again."}},
     {pb::STATE_STALE, {grpc::ABORTED, "The match has moved on; continue from the latest move."}},
     {pb::STORE_UNAVAILABLE, {grpc::UNAVAILABLE, "The server cannot reach its records; try again."}},
+    {pb::MATCH_FORGOTTEN,
+     {grpc::NOT_FOUND, "The server no longer keeps this match; start another."}},
+    {pb::STORE_REQUIRED,
+     {grpc::FAILED_PRECONDITION, "This server cannot continue this match; try again later."}},
 };
 
 const char* CodeName(grpc::StatusCode code) {

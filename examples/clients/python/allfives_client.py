@@ -184,6 +184,14 @@ REASONS: dict[int, tuple[grpc.StatusCode, str]] = {
         grpc.StatusCode.UNAVAILABLE,
         "the server's match store did not answer: retry with backoff (nothing was done)",
     ),
+    pb.MATCH_FORGOTTEN: (
+        grpc.StatusCode.NOT_FOUND,
+        "the server's match store no longer holds this match: start another",
+    ),
+    pb.STORE_REQUIRED: (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "this match was made with a match store and this server has none: a deployment fault",
+    ),
 }
 # Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 RETRYABLE_CODES = {
@@ -194,8 +202,9 @@ RETRYABLE_CODES = {
 }
 # Reasons a client cannot cause on purpose against a healthy server (or not with a
 # well-formed client: MALFORMED_REQUEST and REQUEST_BODY_TIMEOUT need broken bytes or a
-# stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE and
-# STORE_UNAVAILABLE a server with a match store; tests/ provoke them).
+# stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE,
+# STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store;
+# tests/ provoke them).
 UNPROVOKABLE = {
     pb.BONEYARD_EMPTY,
     pb.RANDOM_UNAVAILABLE,
@@ -205,6 +214,8 @@ UNPROVOKABLE = {
     pb.REQUEST_BODY_TIMEOUT,
     pb.STATE_STALE,
     pb.STORE_UNAVAILABLE,
+    pb.MATCH_FORGOTTEN,
+    pb.STORE_REQUIRED,
 }
 
 

@@ -42,11 +42,14 @@ impl Redis {
             .status()
             .expect("redis-cli (Debian's redis-tools)");
         assert!(status.success(), "redis-cli --cluster create: {status}");
+        // Every node must know the whole cluster (one that does not yet answers a
+        // command for a slot it has not heard of CLUSTERDOWN): each says
+        // cluster_state:ok with three nodes known.
         let started = Instant::now();
-        while !redis
-            .cli(redis.ports[0], &["cluster", "info"])
-            .contains("cluster_state:ok")
-        {
+        while !redis.ports.iter().all(|&port| {
+            let info = redis.cli(port, &["cluster", "info"]);
+            info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3")
+        }) {
             assert!(
                 started.elapsed() < Duration::from_secs(20),
                 "the cluster never became ok"

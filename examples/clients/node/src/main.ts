@@ -162,13 +162,19 @@ const REASONS = new Map<ErrorReason, [Code, string]>([
     ErrorReason.STORE_UNAVAILABLE,
     [Code.Unavailable, "the server's match store did not answer: retry with backoff (nothing was done)"],
   ],
+  [ErrorReason.MATCH_FORGOTTEN, [Code.NotFound, "the server's match store no longer holds this match: start another"]],
+  [
+    ErrorReason.STORE_REQUIRED,
+    [Code.FailedPrecondition, "this match was made with a match store and this server has none: a deployment fault"],
+  ],
 ]);
 // Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled]);
 // Reasons a client cannot cause on purpose against a healthy server (or not with a
 // well-formed client: MALFORMED_REQUEST and REQUEST_BODY_TIMEOUT need broken bytes or a
-// stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE and
-// STORE_UNAVAILABLE a server with a match store; tests/ provoke them).
+// stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE,
+// STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store;
+// tests/ provoke them).
 const UNPROVOKABLE = new Set([
   ErrorReason.BONEYARD_EMPTY,
   ErrorReason.RANDOM_UNAVAILABLE,
@@ -178,6 +184,8 @@ const UNPROVOKABLE = new Set([
   ErrorReason.REQUEST_BODY_TIMEOUT,
   ErrorReason.STATE_STALE,
   ErrorReason.STORE_UNAVAILABLE,
+  ErrorReason.MATCH_FORGOTTEN,
+  ErrorReason.STORE_REQUIRED,
 ]);
 const reasonName = (r: ErrorReason) => ErrorReason[r] ?? String(r);
 
