@@ -84,6 +84,29 @@ pub fn forwarded_address(value: &[u8]) -> Option<IpAddr> {
     Some(ip.to_canonical())
 }
 
+/// Whether the call's connection has begun to close (at its age, or the server
+/// draining), as a request extension: a long-lived call (`Watch`) ends itself then,
+/// cleanly, so that its client makes it again on another connection.
+#[derive(Clone, Debug)]
+pub struct Closing(pub tokio::sync::watch::Receiver<bool>);
+
+impl Closing {
+    /// A call made outside a connection (in process): never closing.
+    pub fn never() -> Closing {
+        let (sender, receiver) = tokio::sync::watch::channel(false);
+        // The sender dropped: `closed` waits for ever.
+        drop(sender);
+        Closing(receiver)
+    }
+
+    /// Completes once the connection begins to close (never if it cannot any more).
+    pub async fn closed(&mut self) {
+        if self.0.wait_for(|closing| *closing).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// What the transport knows of a call, as a request extension.
 #[derive(Clone, Copy, Debug)]
 pub struct CallContext {

@@ -296,6 +296,36 @@ pub struct Config {
         value_parser = clap::value_parser!(u64).range(1..=100_000_000)
     )]
     pub match_store_capacity: u64,
+
+    /// The most Watch streams open at once; past it a Watch is refused
+    /// RESOURCE_EXHAUSTED TOO_MANY_WATCHES (docs/operations.md sizes it to the pod's
+    /// memory).
+    #[arg(
+        long,
+        env = "ALLFIVES_MAX_WATCH_STREAMS",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..=10_000_000)
+    )]
+    pub max_watch_streams: u64,
+
+    /// The most Watch streams open on one connection.
+    #[arg(
+        long,
+        env = "ALLFIVES_MAX_WATCH_STREAMS_PER_CONNECTION",
+        default_value_t = 8,
+        value_parser = clap::value_parser!(u64).range(1..=1_000)
+    )]
+    pub max_watch_streams_per_connection: u64,
+
+    /// Seconds a Watch stream stays silent before a heartbeat: under the idle timeout
+    /// of every proxy between the server and its clients.
+    #[arg(
+        long,
+        env = "ALLFIVES_WATCH_HEARTBEAT_SECS",
+        default_value_t = 15,
+        value_parser = clap::value_parser!(u64).range(1..=3_600)
+    )]
+    pub watch_heartbeat_secs: u64,
 }
 
 impl Config {
@@ -310,7 +340,7 @@ impl Config {
 
     /// The match store `--match-store` names, if any, connected.
     pub async fn match_store(&self) -> Result<Option<crate::store::MatchStore>, redis::RedisError> {
-        use crate::store::{MatchStore, MemoryStore, RedisStore};
+        use crate::store::MatchStore;
         let capacity = usize::try_from(self.match_store_capacity)
             .ok()
             .and_then(std::num::NonZeroUsize::new)
@@ -318,11 +348,10 @@ impl Config {
         let ttl = std::time::Duration::from_secs(self.match_store_ttl_secs);
         Ok(match self.match_store {
             StoreKind::None => None,
-            StoreKind::Memory => Some(MatchStore::Memory(MemoryStore::new(capacity, ttl))),
+            StoreKind::Memory => Some(MatchStore::memory(capacity, ttl)),
             StoreKind::Redis | StoreKind::RedisCluster => {
                 let cluster = self.match_store == StoreKind::RedisCluster;
-                let store = RedisStore::connect(&self.match_store_url, cluster, ttl).await?;
-                Some(MatchStore::Redis(store))
+                Some(MatchStore::redis(&self.match_store_url, cluster, ttl).await?)
             }
         })
     }
@@ -717,10 +746,8 @@ mod tests {
             .expect("runtime");
         assert!(runtime.block_on(c.match_store()).expect("none").is_none());
         let c = parse(&["--match-store", "memory", "--match-store-capacity", "8"]).expect("parse");
-        assert!(matches!(
-            runtime.block_on(c.match_store()),
-            Ok(Some(crate::store::MatchStore::Memory(_)))
-        ));
+        let store = runtime.block_on(c.match_store()).expect("memory");
+        assert!(format!("{store:?}").contains("Memory"), "{store:?}");
         let c = parse(&[
             "--match-store",
             "redis-cluster",

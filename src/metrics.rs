@@ -46,6 +46,7 @@ pub enum Route {
     Score,
     Suggest,
     ClaimSeat,
+    Watch,
     HealthCheck,
     HealthWatch,
     ReflectionV1,
@@ -54,7 +55,7 @@ pub enum Route {
     Other,
 }
 
-const ROUTES: usize = 12;
+const ROUTES: usize = 13;
 const API: &str = "allfives.v1.AllFivesService";
 const HEALTH: &str = "grpc.health.v1.Health";
 const REFLECTION_V1: &str = "grpc.reflection.v1.ServerReflection";
@@ -69,6 +70,7 @@ impl Route {
         Route::Score,
         Route::Suggest,
         Route::ClaimSeat,
+        Route::Watch,
         Route::HealthCheck,
         Route::HealthWatch,
         Route::ReflectionV1,
@@ -89,6 +91,7 @@ impl Route {
             (API, "Score") => Route::Score,
             (API, "Suggest") => Route::Suggest,
             (API, "ClaimSeat") => Route::ClaimSeat,
+            (API, "Watch") => Route::Watch,
             (HEALTH, "Check") => Route::HealthCheck,
             (HEALTH, "Watch") => Route::HealthWatch,
             (REFLECTION_V1, "ServerReflectionInfo") => Route::ReflectionV1,
@@ -107,6 +110,7 @@ impl Route {
             Route::Score => (API, "Score"),
             Route::Suggest => (API, "Suggest"),
             Route::ClaimSeat => (API, "ClaimSeat"),
+            Route::Watch => (API, "Watch"),
             Route::HealthCheck => (HEALTH, "Check"),
             Route::HealthWatch => (HEALTH, "Watch"),
             Route::ReflectionV1 => (REFLECTION_V1, "ServerReflectionInfo"),
@@ -119,7 +123,11 @@ impl Route {
     fn is_unary(self) -> bool {
         !matches!(
             self,
-            Route::HealthWatch | Route::ReflectionV1 | Route::ReflectionV1alpha | Route::Other
+            Route::Watch
+                | Route::HealthWatch
+                | Route::ReflectionV1
+                | Route::ReflectionV1alpha
+                | Route::Other
         )
     }
 }

@@ -109,7 +109,12 @@ where
         .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
         .with_call_timeout(request_timeout)
         .with_search_wait_budget(Duration::from_millis(config.search_wait_budget_ms))
-        .with_match_store(config.match_store().await?.map(Arc::new));
+        .with_match_store(config.match_store().await?.map(Arc::new))
+        .with_watches(
+            usize::try_from(config.max_watch_streams)?,
+            usize::try_from(config.max_watch_streams_per_connection)?,
+            Duration::from_secs(config.watch_heartbeat_secs),
+        );
     metrics.watch_searches(api.searches());
     let api = AllFivesServiceServer::new(api)
         .max_decoding_message_size(max_request)

@@ -427,6 +427,7 @@ fuzz_target!(|data: &[u8]| {
             ApiError::StoreUnavailable(_) => Code::Unavailable,
             ApiError::MatchForgotten => Code::NotFound,
             ApiError::StoreRequired => Code::FailedPrecondition,
+            ApiError::TooManyWatches => Code::ResourceExhausted,
         };
         assert_eq!(status.code(), expected, "{error:?}");
     }

@@ -31,7 +31,7 @@ use tonic::codegen::http::{HeaderName, Request, Response};
 use tonic::codegen::{Bytes, Service, StdError};
 use tonic::transport::server::TcpConnectInfo;
 
-use crate::call::{CallContext, ClientId, ConnectionId};
+use crate::call::{CallContext, ClientId, Closing, ConnectionId};
 
 /// Every connection open, by a number of its own.
 #[derive(Default)]
@@ -61,6 +61,7 @@ impl Registry {
             evicted: AtomicBool::new(false),
             evict: Notify::new(),
             changed: Notify::new(),
+            closing: tokio::sync::watch::Sender::new(false),
             permit: Mutex::new(Some(permit)),
             epoch: self.epoch.0,
         });
@@ -152,6 +153,8 @@ pub struct Tracker {
     evict: Notify,
     /// A call opened while none was open, or the last one closed.
     changed: Notify,
+    /// The connection has begun to close: its long-lived calls end (`Closing`).
+    closing: tokio::sync::watch::Sender<bool>,
     permit: Mutex<Option<OwnedSemaphorePermit>>,
     epoch: Instant,
 }
@@ -169,6 +172,11 @@ impl Tracker {
             self.changed.notify_one();
         }
         OpenCall(Arc::clone(self))
+    }
+
+    /// Tells the connection's calls that it has begun to close.
+    pub fn closing(&self) {
+        self.closing.send_replace(true);
     }
 
     /// Completes when the registry tells this connection to close.
@@ -290,6 +298,9 @@ where
             forwarded,
         ));
         request.extensions_mut().insert(context);
+        request
+            .extensions_mut()
+            .insert(Closing(self.tracker.closing.subscribe()));
         request.extensions_mut().insert(self.info.clone());
         let response = self.inner.call(request);
         Box::pin(async move {

@@ -124,6 +124,7 @@ async fn serve_one(
             _ = stopping.changed(), if !closing => ("shutdown", Duration::MAX / 4),
         };
         tracing::debug!(why = why.0, "closing a connection gracefully");
+        tracker.closing();
         served.as_mut().graceful_shutdown();
         grace.as_mut().reset(tokio::time::Instant::now() + why.1);
         closing = true;

@@ -81,6 +81,7 @@ fn is_request<U: 'static>() -> bool {
         TypeId::of::<pb::DrawRequest>(),
         TypeId::of::<pb::ScoreRequest>(),
         TypeId::of::<pb::SuggestRequest>(),
+        TypeId::of::<pb::WatchRequest>(),
     ];
     #[cfg(feature = "bench-echo")]
     if u == TypeId::of::<crate::proto::bench::EchoRequest>() {
@@ -97,6 +98,7 @@ mod tests {
     fn requests_are_told_from_answers() {
         assert!(is_request::<pb::PlayRequest>() && is_request::<pb::NewGameRequest>());
         assert!(is_request::<pb::ClaimSeatRequest>() && is_request::<pb::SuggestRequest>());
+        assert!(is_request::<pb::WatchRequest>() && !is_request::<pb::WatchResponse>());
         assert!(!is_request::<pb::PlayResponse>() && !is_request::<pb::GameView>());
     }
 }

@@ -11,7 +11,7 @@ use crate::engine::suggest::{self, Level, Search};
 use crate::engine::{Action, Event, Game, Knowledge, Phase, Seat};
 use crate::proto::v1 as pb;
 use crate::state::seats::CREDENTIAL_LEN;
-use crate::state::{self, MATCH_ID_LEN, Opened, Player, Record, Seats, Tokens};
+use crate::state::{self, MATCH_ID_LEN, Opened, Player, Record, Seats, StateId, Tokens};
 
 use super::convert::{
     Table, end_in, event_out, level_in, rules_in, seat_in, sheet_out, suggestion_out, tile_in,
@@ -451,6 +451,110 @@ pub fn score(tokens: &Tokens, req: &pb::ScoreRequest) -> Result<pb::ScoreRespons
     };
     tokens.keep(opened);
     Ok(response)
+}
+
+/// A Watch request, read: the match, the seat and its credential, the last state the
+/// device saw, and whether its changes carry tokens (not to a spectator who named the
+/// match by its id only: it holds no token of the match).
+#[derive(Clone, Debug)]
+pub struct Watch {
+    pub match_id: [u8; MATCH_ID_LEN],
+    viewer: Option<u32>,
+    credential: Vec<u8>,
+    pub last_seen: Option<StateId>,
+    with_tokens: bool,
+}
+
+/// Reads a Watch request: a token of the match (opened: it must be one of ours) or its
+/// id; the viewer and credential are checked against the match's latest state
+/// ([`watched`]).
+pub fn watch_in(tokens: &Tokens, req: &pb::WatchRequest) -> Result<Watch, ApiError> {
+    let match_id = match (req.state.is_empty(), req.match_id.is_empty()) {
+        (false, _) => tokens.open(&req.state)?.match_id,
+        (true, false) => match_id_in(&req.match_id)?,
+        (true, true) => {
+            return Err(ApiError::field(
+                "match_id",
+                "name the match: a token of it in `state`, or its id",
+            ));
+        }
+    };
+    let last_seen = match req.last_state_id.len() {
+        0 => None,
+        _ => Some(
+            StateId::try_from(req.last_state_id.as_slice()).map_err(|_| {
+                ApiError::field(
+                    "last_state_id",
+                    "a state id is 16 bytes (GameView.state_id)",
+                )
+            })?,
+        ),
+    };
+    Ok(Watch {
+        match_id,
+        viewer: req.viewer,
+        credential: req.credential.clone(),
+        last_seen,
+        with_tokens: !req.state.is_empty() || req.viewer.is_some(),
+    })
+}
+
+/// A match id as `GameView.match_id` shows it: 32 lower-case hex digits.
+fn match_id_in(hex: &str) -> Result<[u8; MATCH_ID_LEN], ApiError> {
+    let bad = || {
+        ApiError::field(
+            "match_id",
+            "a match id is 32 hex digits (GameView.match_id)",
+        )
+    };
+    let bytes = hex.as_bytes();
+    if bytes.len() != 2 * MATCH_ID_LEN {
+        return Err(bad());
+    }
+    let mut id = [0u8; MATCH_ID_LEN];
+    for (byte, pair) in id.iter_mut().zip(bytes.chunks_exact(2)) {
+        let digits = std::str::from_utf8(pair).map_err(|_| bad())?;
+        *byte = u8::from_str_radix(digits, 16).map_err(|_| bad())?;
+    }
+    Ok(id)
+}
+
+/// The change a watcher is told of: the head's token (`token`) as `watch`'s viewer
+/// sees it, with the last `events` events of the current hand (the move that made
+/// it), or with `catch_up` every event of the hand so far. Refused as the other calls
+/// refuse a viewer whose credential does not hold.
+pub fn watched(
+    tokens: &Tokens,
+    watch: &Watch,
+    token: &[u8],
+    events: u32,
+    catch_up: bool,
+) -> Result<pb::WatchChange, ApiError> {
+    let (opened, viewer) = open(tokens, token, watch.viewer, &watch.credential)?;
+    if opened.match_id != watch.match_id {
+        return Err(ApiError::Token(state::TokenError::Corrupt));
+    }
+    let game = &opened.game;
+    let rules = game.rules();
+    let hand = game.hand_events();
+    let since = match catch_up {
+        true => 0,
+        false => hand.len().saturating_sub(events as usize),
+    };
+    let change = pb::WatchChange {
+        state: match watch.with_tokens {
+            true => token.to_vec(),
+            false => Vec::new(),
+        },
+        view: Some(render(&opened, viewer)?),
+        events: hand[since..]
+            .iter()
+            .map(|&e| event_out(rules, e, viewer))
+            .collect(),
+        catch_up,
+    };
+    tokens.keep(opened);
+    Ok(change)
 }
 
 /// The most worlds a HARD Suggest samples, whatever it asks for (up to 1024 may be

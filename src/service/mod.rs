@@ -20,6 +20,7 @@ pub mod convert;
 pub mod handlers;
 pub mod searches;
 pub mod status;
+pub mod watch;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,6 +65,10 @@ pub struct Api {
     /// Where each match's latest state is kept, if anywhere (`--match-store`): a call
     /// that changes a match is answered only once the store moved it (`crate::store`).
     store: Option<Arc<MatchStore>>,
+    /// The bounds on open Watch streams (`watch`).
+    watches: Arc<watch::Limits>,
+    /// How long a Watch stream stays silent before a heartbeat.
+    watch_heartbeat: Duration,
 }
 
 /// Sets the flag when dropped: the search of a call whose future was dropped (its
@@ -87,7 +92,28 @@ impl Api {
             searches: Searches::new(Limits::for_slots(cores, searches::DEFAULT_WAIT_BUDGET)),
             call_timeout: DEFAULT_CALL_TIMEOUT,
             store: None,
+            watches: watch::Limits::new(
+                watch::DEFAULT_MAX_STREAMS,
+                watch::DEFAULT_MAX_PER_CONNECTION,
+            ),
+            watch_heartbeat: watch::DEFAULT_HEARTBEAT,
         }
+    }
+
+    /// The same service, with at most `total` Watch streams open, `per_connection` on
+    /// one connection (`--max-watch-streams`, `--max-watch-streams-per-connection`),
+    /// and a heartbeat after `heartbeat` of silence (`--watch-heartbeat-secs`).
+    pub fn with_watches(self, total: usize, per_connection: usize, heartbeat: Duration) -> Api {
+        Api {
+            watches: watch::Limits::new(total, per_connection),
+            watch_heartbeat: heartbeat,
+            ..self
+        }
+    }
+
+    /// The bounds on Watch streams, with the count open (for the metrics' gauges).
+    pub fn watches(&self) -> Arc<watch::Limits> {
+        Arc::clone(&self.watches)
     }
 
     /// The same service, keeping each match's latest state in `store` (none: nothing
@@ -117,7 +143,8 @@ impl Api {
             };
         };
         let deadline = tokio::time::Instant::from_std(deadline);
-        let advanced = store.advance(&answer.moved, &answer.state);
+        let events = u32::try_from(answer.events.len()).unwrap_or(u32::MAX);
+        let advanced = store.advance(&answer.moved, events, &answer.state);
         match tokio::time::timeout_at(deadline, advanced).await {
             Ok(Ok(())) => Ok(answer),
             Ok(Err(Refused::Stale(stale))) => Err(ApiError::StateStale(stale.latest)),
@@ -355,6 +382,15 @@ macro_rules! respond {
 
 #[tonic::async_trait]
 impl AllFivesService for Api {
+    type WatchStream = watch::WatchStream;
+
+    async fn watch(
+        &self,
+        req: Request<pb::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        self.watch_call(req).await
+    }
+
     async fn new_game(
         &self,
         req: Request<pb::NewGameRequest>,

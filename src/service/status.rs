@@ -49,8 +49,12 @@ pub enum ApiError {
     StoreUnavailable(String),
     /// The match was made with a store, which no longer holds it.
     MatchForgotten,
-    /// The match was made with a store, and this server has none.
+    /// The match was made with a store, and this server has none (or Watch without
+    /// one).
     StoreRequired,
+    /// As many Watch streams are open as the server takes (on the connection, or in
+    /// all).
+    TooManyWatches,
 }
 
 impl ApiError {
@@ -103,6 +107,7 @@ impl ApiError {
             ApiError::StoreUnavailable(_) => R::StoreUnavailable,
             ApiError::MatchForgotten => R::MatchForgotten,
             ApiError::StoreRequired => R::StoreRequired,
+            ApiError::TooManyWatches => R::TooManyWatches,
         }
     }
 }
@@ -211,6 +216,12 @@ impl From<ApiError> for Status {
                 Code::NotFound,
                 "the match store no longer holds this match (its time to live passed, or \
                  the store lost it): it cannot go on; start another",
+                info(HashMap::new()),
+            ),
+            ApiError::TooManyWatches => Status::with_error_details(
+                Code::ResourceExhausted,
+                "as many Watch streams are open as the server takes: close one, or retry \
+                 with backoff",
                 info(HashMap::new()),
             ),
             ApiError::StoreRequired => Status::with_error_details(

@@ -29,3 +29,4 @@ mod seats;
 mod server;
 mod suggest;
 mod token_length;
+mod watch;

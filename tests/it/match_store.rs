@@ -404,7 +404,7 @@ async fn a_match_its_store_forgot_is_refused() {
     // token.
     let keys = redis.cli(redis.port(), &["keys", "allfives:*"]);
     assert_eq!(keys.lines().count(), 1, "{keys}");
-    let store = allfives::store::RedisStore::connect(
+    let store = allfives::store::MatchStore::redis(
         &[redis.urls()],
         false,
         std::time::Duration::from_secs(60),
@@ -416,7 +416,7 @@ async fn a_match_its_store_forgot_is_refused() {
         .step_by(2)
         .map(|i| u8::from_str_radix(&next_view.match_id[i..i + 2], 16).expect("hex"))
         .collect();
-    let latest = allfives::store::MatchStore::Redis(store)
+    let latest = store
         .latest(&match_id.try_into().expect("16 bytes"))
         .await
         .expect("the store answers")

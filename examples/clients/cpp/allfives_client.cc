@@ -115,6 +115,8 @@ const std::map<pb::ErrorReason, ReasonText> kReasons = {
      {grpc::NOT_FOUND, "The server no longer keeps this match; start another."}},
     {pb::STORE_REQUIRED,
      {grpc::FAILED_PRECONDITION, "This server cannot continue this match; try again later."}},
+    {pb::TOO_MANY_WATCHES,
+     {grpc::RESOURCE_EXHAUSTED, "Too many matches are being followed; try again in a moment."}},
 };
 
 const char* CodeName(grpc::StatusCode code) {

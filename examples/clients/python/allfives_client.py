@@ -192,6 +192,10 @@ REASONS: dict[int, tuple[grpc.StatusCode, str]] = {
         grpc.StatusCode.FAILED_PRECONDITION,
         "this match was made with a match store and this server has none: a deployment fault",
     ),
+    pb.TOO_MANY_WATCHES: (
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "as many Watch streams are open as the server takes: close one, or retry with backoff",
+    ),
 }
 # Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 RETRYABLE_CODES = {
@@ -203,8 +207,8 @@ RETRYABLE_CODES = {
 # Reasons a client cannot cause on purpose against a healthy server (or not with a
 # well-formed client: MALFORMED_REQUEST and REQUEST_BODY_TIMEOUT need broken bytes or a
 # stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE,
-# STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store;
-# tests/ provoke them).
+# STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store,
+# TOO_MANY_WATCHES many Watch streams; tests/ provoke them).
 UNPROVOKABLE = {
     pb.BONEYARD_EMPTY,
     pb.RANDOM_UNAVAILABLE,
@@ -216,6 +220,7 @@ UNPROVOKABLE = {
     pb.STORE_UNAVAILABLE,
     pb.MATCH_FORGOTTEN,
     pb.STORE_REQUIRED,
+    pb.TOO_MANY_WATCHES,
 }
 
 

@@ -78,6 +78,7 @@ const SENTENCES: Record<ErrorReason, string> = {
   [ErrorReason.STORE_UNAVAILABLE]: "The server cannot reach its match records right now. Try again in a moment.",
   [ErrorReason.MATCH_FORGOTTEN]: "The server no longer keeps this match. Start a new one.",
   [ErrorReason.STORE_REQUIRED]: "This server cannot continue this match. Try again later.",
+  [ErrorReason.TOO_MANY_WATCHES]: "Too many matches are being followed from here. Close one and try again.",
 };
 
 const FIELDS: Record<string, string> = {

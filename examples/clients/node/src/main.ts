@@ -167,14 +167,18 @@ const REASONS = new Map<ErrorReason, [Code, string]>([
     ErrorReason.STORE_REQUIRED,
     [Code.FailedPrecondition, "this match was made with a match store and this server has none: a deployment fault"],
   ],
+  [
+    ErrorReason.TOO_MANY_WATCHES,
+    [Code.ResourceExhausted, "as many Watch streams are open as the server takes: close one, or retry with backoff"],
+  ],
 ]);
 // Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled]);
 // Reasons a client cannot cause on purpose against a healthy server (or not with a
 // well-formed client: MALFORMED_REQUEST and REQUEST_BODY_TIMEOUT need broken bytes or a
 // stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE,
-// STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store;
-// tests/ provoke them).
+// STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store,
+// TOO_MANY_WATCHES many Watch streams; tests/ provoke them).
 const UNPROVOKABLE = new Set([
   ErrorReason.BONEYARD_EMPTY,
   ErrorReason.RANDOM_UNAVAILABLE,
@@ -186,6 +190,7 @@ const UNPROVOKABLE = new Set([
   ErrorReason.STORE_UNAVAILABLE,
   ErrorReason.MATCH_FORGOTTEN,
   ErrorReason.STORE_REQUIRED,
+  ErrorReason.TOO_MANY_WATCHES,
 ]);
 const reasonName = (r: ErrorReason) => ErrorReason[r] ?? String(r);
 

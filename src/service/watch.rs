@@ -1,0 +1,322 @@
+//! `Watch`: a match's changes streamed to a device, from the match store (`crate::store`).
+//!
+//! A stream subscribes to its match's changes in this process first, then reads the
+//! store's head, so no move falls between the two; it answers the head at once if the
+//! device has not seen it (else a heartbeat), then each move as it is told of it. A
+//! move whose previous state is not the last one sent, a watcher that fell behind, or
+//! a reconnection to the store, makes it read the head again and send it as a catch-up
+//! (the view, and the hand's events from its deal): the state id is the cursor, so
+//! nothing is missed, only summed up. A heartbeat goes out after `heartbeat` without a
+//! message (proxies close idle streams). The stream ends with OK when its connection
+//! begins to close (its age, or the server draining): the client watches again with the
+//! last state id it saw.
+//!
+//! Streams are bounded ([`Limits`]): per connection and in all, past which a Watch is
+//! refused `RESOURCE_EXHAUSTED` `TOO_MANY_WATCHES`. A stream is a task, a two-message
+//! channel and a place among its match's watchers: its memory is measured in
+//! docs/PERFORMANCE.md. It holds no call slot (the calls-in-flight budget lets it go
+//! once its response has begun) and no deadline (the request timeout ends unary calls
+//! only).
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Response, Status};
+
+use super::handlers::{self, Watch};
+use super::status::ApiError;
+use super::{Api, traced};
+use crate::call::{Closing, ConnectionId};
+use crate::proto::v1 as pb;
+use crate::store::{Head, MatchStore, Notice, Refused, Watching};
+
+/// The answer of a Watch call.
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchResponse, Status>> + Send>>;
+
+/// How long a stream stays silent before a heartbeat, unless the server says otherwise
+/// (`--watch-heartbeat-secs`): well under the idle timeouts of common proxies (nginx's
+/// 60 s).
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
+
+/// The most Watch streams open unless the server says otherwise
+/// (`--max-watch-streams`).
+pub const DEFAULT_MAX_STREAMS: usize = 10_000;
+
+/// The most Watch streams open on one connection unless the server says otherwise
+/// (`--max-watch-streams-per-connection`): a device watches one match, a spectator's
+/// page a few.
+pub const DEFAULT_MAX_PER_CONNECTION: usize = 8;
+
+/// Messages a stream holds for a slow reader before it waits for it.
+const BUFFER: usize = 2;
+
+/// The bounds on open Watch streams.
+#[derive(Debug)]
+pub struct Limits {
+    total: usize,
+    per_connection: usize,
+    open: Mutex<Open>,
+}
+
+#[derive(Debug, Default)]
+struct Open {
+    total: usize,
+    by_connection: HashMap<ConnectionId, usize>,
+}
+
+/// One stream's place under the [`Limits`], given back when dropped.
+#[derive(Debug)]
+pub struct Permit {
+    limits: Arc<Limits>,
+    connection: ConnectionId,
+}
+
+impl Limits {
+    pub fn new(total: usize, per_connection: usize) -> Arc<Limits> {
+        Arc::new(Limits {
+            total,
+            per_connection,
+            open: Mutex::default(),
+        })
+    }
+
+    /// A place for a stream on `connection`, if there is one.
+    pub fn admit(self: &Arc<Self>, connection: ConnectionId) -> Option<Permit> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let on_connection = open.by_connection.get(&connection).copied().unwrap_or(0);
+        if open.total >= self.total || on_connection >= self.per_connection {
+            return None;
+        }
+        open.total += 1;
+        *open.by_connection.entry(connection).or_default() += 1;
+        Some(Permit {
+            limits: Arc::clone(self),
+            connection,
+        })
+    }
+
+    /// Streams open now.
+    pub fn open(&self) -> usize {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .total
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut open = self
+            .limits
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        open.total = open.total.saturating_sub(1);
+        if let Some(n) = open.by_connection.get_mut(&self.connection) {
+            *n -= 1;
+            if *n == 0 {
+                open.by_connection.remove(&self.connection);
+            }
+        }
+    }
+}
+
+/// A stream's match, followed: what its task needs besides its connection's closing
+/// and the channel its messages go out on.
+struct Followed {
+    store: Arc<MatchStore>,
+    watch: Watch,
+    watching: Watching,
+    /// The state id of the last state sent.
+    last: [u8; 16],
+    _permit: Permit,
+}
+
+/// A stream's task.
+struct Follower {
+    api: Api,
+    followed: Followed,
+    closing: Closing,
+    sender: mpsc::Sender<Result<pb::WatchResponse, Status>>,
+}
+
+impl Api {
+    /// A Watch call: see the module's documentation.
+    pub(super) async fn watch_call(
+        &self,
+        req: tonic::Request<pb::WatchRequest>,
+    ) -> Result<Response<WatchStream>, Status> {
+        let call = self.call(&req);
+        let closing = req
+            .extensions()
+            .get::<Closing>()
+            .cloned()
+            .unwrap_or_else(Closing::never);
+        let seat = req.get_ref().viewer;
+        let opened = self.open_watch(call.connection, req.get_ref()).await;
+        let (first, followed) = match opened {
+            Ok(opened) => opened,
+            Err(error) => return traced(&self.metrics, "Watch", seat, || Err(error)),
+        };
+        let (sender, receiver) = mpsc::channel(BUFFER);
+        // The first message fits the empty channel: this cannot fail.
+        let _ = sender.try_send(Ok(first));
+        let follower = Follower {
+            api: self.clone(),
+            followed,
+            closing,
+            sender,
+        };
+        tokio::spawn(follower.run());
+        traced(&self.metrics, "Watch", seat, || {
+            Ok(Box::pin(ReceiverStream::new(receiver)) as WatchStream)
+        })
+    }
+
+    /// A stream ready to run, and its first message: the head if the device has not
+    /// seen it, else a heartbeat. Refused before any message for a request that does
+    /// not hold (a bad credential, a match the store does not hold, no store).
+    async fn open_watch(
+        &self,
+        connection: ConnectionId,
+        req: &pb::WatchRequest,
+    ) -> Result<(pb::WatchResponse, Followed), ApiError> {
+        let Some(store) = self.store.clone() else {
+            return Err(ApiError::StoreRequired);
+        };
+        let watch = handlers::watch_in(&self.tokens, req)?;
+        let permit = self
+            .watches
+            .admit(connection)
+            .ok_or(ApiError::TooManyWatches)?;
+        let watching = store.watch(watch.match_id).await.map_err(refused)?;
+        let head = latest(&store, &watch).await?;
+        let first = match watch.last_seen {
+            Some(seen) if seen == head.state => {
+                // Seen already: the credential is checked all the same.
+                handlers::watched(&self.tokens, &watch, &head.token, 0, false)?;
+                heartbeat()
+            }
+            seen => {
+                let catch_up = seen.is_none() || head.previous != seen;
+                change(handlers::watched(
+                    &self.tokens,
+                    &watch,
+                    &head.token,
+                    head.events,
+                    catch_up,
+                )?)
+            }
+        };
+        let followed = Followed {
+            store,
+            last: head.state,
+            watch,
+            watching,
+            _permit: permit,
+        };
+        Ok((first, followed))
+    }
+}
+
+/// The match's head, or why there is none to watch.
+async fn latest(store: &MatchStore, watch: &Watch) -> Result<Head, ApiError> {
+    match tokio::time::timeout(
+        crate::store::redis::RESPONSE_TIMEOUT,
+        store.latest(&watch.match_id),
+    )
+    .await
+    {
+        Ok(Ok(Some(head))) => Ok(head),
+        Ok(Ok(None)) => Err(ApiError::MatchForgotten),
+        Ok(Err(why)) => Err(refused(why)),
+        Err(_) => Err(ApiError::StoreUnavailable("no answer in time".into())),
+    }
+}
+
+fn refused(why: Refused) -> ApiError {
+    match why {
+        Refused::Stale(stale) => ApiError::StateStale(stale.latest),
+        Refused::Unavailable(why) => ApiError::StoreUnavailable(why),
+        Refused::Forgotten => ApiError::MatchForgotten,
+    }
+}
+
+fn heartbeat() -> pb::WatchResponse {
+    pb::WatchResponse {
+        kind: Some(pb::watch_response::Kind::Heartbeat(pb::Heartbeat {})),
+    }
+}
+
+fn change(change: pb::WatchChange) -> pb::WatchResponse {
+    pb::WatchResponse {
+        kind: Some(pb::watch_response::Kind::Change(change)),
+    }
+}
+
+impl Follower {
+    /// Sends the match's changes until the client goes, the connection closes, or the
+    /// match cannot be shown any more (forgotten: the stream ends with its status).
+    async fn run(mut self) {
+        let period = self.api.watch_heartbeat;
+        let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let message = tokio::select! {
+                () = self.closing.closed() => return,
+                () = self.sender.closed() => return,
+                _ = beat.tick() => Some(Ok(heartbeat())),
+                notice = self.followed.watching.notices.recv() => match notice {
+                    Ok(Notice::Moved(head)) if head.state == self.followed.last => None,
+                    Ok(Notice::Moved(head)) if head.previous == Some(self.followed.last) => {
+                        self.next(&head, false)
+                    }
+                    Ok(Notice::Moved(_) | Notice::Resync) | Err(RecvError::Lagged(_)) => {
+                        self.resync().await
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+            };
+            let Some(message) = message else { continue };
+            let failed = message.is_err();
+            if self.sender.send(message).await.is_err() || failed {
+                return;
+            }
+            beat.reset();
+        }
+    }
+
+    /// The change to `head`, which becomes the last sent.
+    fn next(&mut self, head: &Head, catch_up: bool) -> Option<Result<pb::WatchResponse, Status>> {
+        let watched = handlers::watched(
+            &self.api.tokens,
+            &self.followed.watch,
+            &head.token,
+            head.events,
+            catch_up,
+        );
+        self.followed.last = head.state;
+        Some(watched.map(change).map_err(Status::from))
+    }
+
+    /// The head read again (moves may have been missed): sent as a catch-up unless it
+    /// follows the last sent. A store that does not answer leaves it for the next
+    /// notice (the subscription's own reconnection sends one).
+    async fn resync(&mut self) -> Option<Result<pb::WatchResponse, Status>> {
+        match latest(&self.followed.store, &self.followed.watch).await {
+            Ok(head) if head.state == self.followed.last => None,
+            Ok(head) => {
+                let catch_up = head.previous != Some(self.followed.last);
+                self.next(&head, catch_up)
+            }
+            Err(ApiError::MatchForgotten) => Some(Err(ApiError::MatchForgotten.into())),
+            Err(_) => None,
+        }
+    }
+}

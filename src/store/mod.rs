@@ -1,0 +1,190 @@
+//! The match store: the latest state of each match, so that a move from any other
+//! state (an older token: a take-back, or a second device behind) is refused
+//! (`ABORTED` `STATE_STALE`) instead of starting a branch.
+//!
+//! Optional (`--match-store`): without it the service is stateless and every token
+//! opens, as docs/security.md says. With it, NewGame writes the new match's head, and
+//! every call that moves a match (ClaimSeat, Deal, Play, Draw, with the bots' moves
+//! inside them) is answered only after [`MatchStore::advance`] moved the match's head
+//! from the state the call came with to the state it made, in one step. A call made
+//! again from the same token makes the same state (state ids are deterministic,
+//! `state::lineage`) and is answered again, not refused: a retry is not a fork. A
+//! ClaimSeat without a claim key draws a new credential, so its retry is a new branch
+//! and is refused once the first claim is stored; with its key it makes the same
+//! state again (`state::claim`). The tokens of a match made with a store say so
+//! ([`Move::stored`]): a store that does not hold such a match refuses it as
+//! forgotten; a match made without one (before the store was turned on) is taken as
+//! it comes.
+//!
+//! Two kinds: [`memory`], this process's memory, which serves one replica; and
+//! [`redis`], any Redis-protocol server (Redis 7.0 or later, Valkey), standalone or a
+//! Redis Cluster, shared by every replica (one key per match holding its [`Head`],
+//! checked and written by one Lua script). Each store tells [`changes`] of every move
+//! it takes (the Redis one through pub/sub, from any replica), and the `Watch` streams
+//! of this process follow their matches there.
+
+pub mod changes;
+pub mod memory;
+pub mod redis;
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::state::lineage::{ID_LEN, StateId};
+
+pub use crate::state::MatchId;
+pub use changes::{Changes, Notice, Watching};
+
+/// What a call that changed a match made: the match, the state it came from (none for
+/// a new match) and the state it made, and whether the match was made with a store
+/// (its tokens say so): then a store that does not hold it refuses the move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Move {
+    pub match_id: MatchId,
+    pub from: Option<StateId>,
+    pub to: StateId,
+    pub stored: bool,
+}
+
+/// The call's state is not the match's latest: `latest` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stale {
+    pub latest: StateId,
+}
+
+/// Why a match could not be moved (or watched).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The call's state is not the match's latest: `latest` is.
+    #[error("the match is at another state")]
+    Stale(Stale),
+    /// The store did not answer (down, failing over, or an error): nothing was
+    /// stored; the call may be made again.
+    #[error("the match store is unavailable: {0}")]
+    Unavailable(String),
+    /// The match was made with a store (its tokens say so) and the store does not hold
+    /// it: its time to live passed, or the store lost it.
+    #[error("the match store no longer holds the match")]
+    Forgotten,
+}
+
+/// A match's latest state as the store holds it: its id, the id of the state it was
+/// made from (none for NewGame's), how many events the call that made it caused, and
+/// its token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Head {
+    pub state: StateId,
+    pub previous: Option<StateId>,
+    pub events: u32,
+    pub token: Vec<u8>,
+}
+
+impl Head {
+    /// Bytes before the token: the state id, the previous id (zeros for none), the
+    /// event count (little-endian).
+    const PREFIX: usize = 2 * ID_LEN + 4;
+
+    /// The head as the Redis store keeps and publishes it.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(Head::PREFIX + self.token.len());
+        bytes.extend_from_slice(&self.state);
+        bytes.extend_from_slice(&self.previous.unwrap_or([0; ID_LEN]));
+        bytes.extend_from_slice(&self.events.to_le_bytes());
+        bytes.extend_from_slice(&self.token);
+        bytes
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Option<Head> {
+        let (state, rest) = bytes.split_first_chunk::<ID_LEN>()?;
+        let (previous, rest) = rest.split_first_chunk::<ID_LEN>()?;
+        let (events, token) = rest.split_first_chunk::<4>()?;
+        Some(Head {
+            state: *state,
+            previous: (*previous != [0; ID_LEN]).then_some(*previous),
+            events: u32::from_le_bytes(*events),
+            token: token.to_vec(),
+        })
+    }
+}
+
+/// Where the latest state of each match is kept, and the changes of those this
+/// process's `Watch` streams follow.
+#[derive(Debug)]
+pub struct MatchStore {
+    kind: Kind,
+    changes: Arc<Changes>,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// This process's memory: one replica.
+    Memory(memory::MemoryStore),
+    /// A Redis-protocol server or cluster: every replica.
+    Redis(redis::RedisStore),
+}
+
+impl MatchStore {
+    /// A store in this process's memory holding at most `capacity` matches, each
+    /// forgotten `ttl` after its last move.
+    pub fn memory(capacity: NonZeroUsize, ttl: Duration) -> MatchStore {
+        MatchStore {
+            kind: Kind::Memory(memory::MemoryStore::new(capacity, ttl)),
+            changes: Changes::new(None),
+        }
+    }
+
+    /// The Redis-protocol server at `urls` (one), or the cluster whose nodes include
+    /// them (`cluster`), connected, with its subscription for this process's watchers.
+    pub async fn redis(
+        urls: &[String],
+        cluster: bool,
+        ttl: Duration,
+    ) -> Result<MatchStore, ::redis::RedisError> {
+        let (store, changes) = redis::RedisStore::connect(urls, cluster, ttl).await?;
+        Ok(MatchStore {
+            kind: Kind::Redis(store),
+            changes,
+        })
+    }
+
+    /// Moves the match's head from `m.from` to `m.to`, made by a call that caused
+    /// `events` events, with its `token`: if it is at `m.from` (or already at `m.to`: a
+    /// retry, answered again; or not known: a new match, or one made without a store,
+    /// taken as it comes); else refuses with the head, or as forgotten (a match made
+    /// with a store that the store does not hold). A move taken is told to every
+    /// process's watchers of the match.
+    pub async fn advance(&self, m: &Move, events: u32, token: &[u8]) -> Result<(), Refused> {
+        let head = || Head {
+            state: m.to,
+            previous: m.from,
+            events,
+            token: token.to_vec(),
+        };
+        match &self.kind {
+            Kind::Memory(store) => {
+                if let Some(moved) = store.advance(m, head, Instant::now())? {
+                    self.changes
+                        .publish(&m.match_id, Notice::Moved(Arc::new(moved)));
+                }
+                Ok(())
+            }
+            Kind::Redis(store) => store.advance(m, &head()).await,
+        }
+    }
+
+    /// The match's head, if the store holds it.
+    pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, Refused> {
+        match &self.kind {
+            Kind::Memory(store) => Ok(store.latest(match_id, Instant::now())),
+            Kind::Redis(store) => store.latest(match_id).await,
+        }
+    }
+
+    /// Follows the match's changes from now on: once this answers, every move the
+    /// store takes for it (from any replica) reaches the returned watcher, so a read
+    /// of [`MatchStore::latest`] made after it misses nothing.
+    pub async fn watch(&self, match_id: MatchId) -> Result<Watching, Refused> {
+        self.changes.watch(match_id).await
+    }
+}

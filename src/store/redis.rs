@@ -1,0 +1,354 @@
+//! The Redis store: any Redis-protocol server (Redis 7.0 or later, Valkey), standalone
+//! or a Redis Cluster, shared by every replica, through the `redis` crate.
+//!
+//! One key per match, `allfives:{<match id in hex>}:head` (the hash tag keeps a
+//! match's keys and channel in one cluster slot), holding its [`Head`] with a time to
+//! live renewed by every move, checked and written by one Lua script ([`ADVANCE`]) run
+//! through the crate's script helper (which loads it again on a server that lost it);
+//! the same script publishes the new head on the match's channel,
+//! `allfives:{<match id in hex>}:changes` (`PUBLISH`; `SPUBLISH`, sharded, on a
+//! cluster), so the check, the write and the notice are one step.
+//!
+//! Each process keeps one connection for the calls (multiplexed, reconnecting by
+//! itself) and one for its subscriptions ([`subscriber`]): RESP3, whose pushes carry
+//! the messages; the crate resubscribes after a reconnection, and every reconnection
+//! or subscription confirmed is told to the watchers as a [`Notice::Resync`] (they
+//! read the head again: what was published meanwhile is not lost, only read late).
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{ProtocolVersion, PushInfo, PushKind, Value};
+use tokio::sync::mpsc;
+
+use super::changes::{Changes, Notice, Ready, Subscription};
+use super::{Head, MatchId, Move, Refused, Stale};
+
+/// The compare-and-set, one step in the store: KEYS[1] the match's head key, holding
+/// its [`Head`] (the state id first); ARGV the state the call came from (empty for a
+/// new match), the state it made, the time to live in milliseconds, "1" if the match
+/// was made with a store (so it must be held), the new head, the command that
+/// publishes (`PUBLISH` or `SPUBLISH`) and the match's channel. Answers `{"ok"}`,
+/// `{"stale", head's id}` or `{"forgotten"}`; a move taken (not a retry) is published.
+pub const ADVANCE: &str = r#"
+local head = redis.call('GET', KEYS[1])
+local id = head and string.sub(head, 1, 16)
+if id == ARGV[2] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return {'ok'}
+end
+if head then
+  if id ~= ARGV[1] then
+    return {'stale', id}
+  end
+elseif ARGV[4] == '1' and ARGV[1] ~= '' then
+  return {'forgotten'}
+end
+redis.call('SET', KEYS[1], ARGV[5], 'PX', ARGV[3])
+redis.call(ARGV[6], ARGV[7], ARGV[5])
+return {'ok'}
+"#;
+
+/// The longest the store may take to answer one command (or to connect) before the
+/// call is refused `STORE_UNAVAILABLE` (the call's own deadline may end it sooner).
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A connection to a Redis-protocol server, or to a cluster: both multiplexed, shared
+/// by every call, and reconnecting by themselves.
+#[derive(Clone)]
+enum Connection {
+    Single(ConnectionManager),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+/// The heads in a Redis-protocol server or cluster ([`ADVANCE`]).
+pub struct RedisStore {
+    connection: Connection,
+    script: redis::Script,
+    ttl: Duration,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("cluster", &self.cluster())
+            .field("ttl", &self.ttl)
+            .finish()
+    }
+}
+
+impl RedisStore {
+    /// Connects to the server at `urls` (one), or with `cluster` to the cluster whose
+    /// nodes include them, for the calls and for the subscriptions; fails if it
+    /// cannot. The changes the subscriptions bring are published in the returned
+    /// [`Changes`].
+    pub async fn connect(
+        urls: &[String],
+        cluster: bool,
+        ttl: Duration,
+    ) -> Result<(RedisStore, Arc<Changes>), redis::RedisError> {
+        let (commands, subscriptions) = mpsc::unbounded_channel();
+        let changes = Changes::new(Some(commands));
+        let (pushes_tx, pushes) = mpsc::unbounded_channel();
+        let (connection, subscribing) = if cluster {
+            let builder = || {
+                redis::cluster::ClusterClient::builder(urls.iter().map(String::as_str))
+                    .response_timeout(RESPONSE_TIMEOUT)
+                    .connection_timeout(RESPONSE_TIMEOUT)
+            };
+            let calls = builder().build()?.get_async_connection().await?;
+            let subscribing = builder()
+                .use_protocol(ProtocolVersion::RESP3)
+                .push_sender(pushes_tx)
+                .build()?
+                .get_async_connection()
+                .await?;
+            (Connection::Cluster(calls), Connection::Cluster(subscribing))
+        } else {
+            let [url] = urls else {
+                return Err(redis::RedisError::from((
+                    redis::ErrorKind::InvalidClientConfig,
+                    "--match-store redis takes one URL (several are a cluster's nodes: \
+                     --match-store redis-cluster)",
+                )));
+            };
+            let client = redis::Client::open(url.as_str())?;
+            let config = ConnectionManagerConfig::new()
+                .set_response_timeout(Some(RESPONSE_TIMEOUT))
+                .set_connection_timeout(Some(RESPONSE_TIMEOUT));
+            let calls = ConnectionManager::new_with_config(client, config).await?;
+            // The subscriptions' own connection: RESP3 (its pushes carry the messages),
+            // resubscribing after a reconnection, and trying to reconnect for ever (its
+            // commands wait meanwhile; each is bounded by RESPONSE_TIMEOUT here).
+            let info = redis::IntoConnectionInfo::into_connection_info(url.as_str())?;
+            let redis_settings = info
+                .redis_settings()
+                .clone()
+                .set_protocol(ProtocolVersion::RESP3);
+            let client = redis::Client::open(info.set_redis_settings(redis_settings))?;
+            let config = ConnectionManagerConfig::new()
+                .set_push_sender(pushes_tx)
+                .set_automatic_resubscription()
+                .set_number_of_retries(usize::MAX)
+                .set_max_delay(Duration::from_secs(2))
+                .set_connection_timeout(Some(RESPONSE_TIMEOUT));
+            let subscribing = ConnectionManager::new_with_config(client, config).await?;
+            (Connection::Single(calls), Connection::Single(subscribing))
+        };
+        tokio::spawn(subscriber(
+            subscribing,
+            subscriptions,
+            pushes,
+            Arc::downgrade(&changes),
+        ));
+        let store = RedisStore {
+            connection,
+            script: redis::Script::new(ADVANCE),
+            ttl,
+        };
+        Ok((store, changes))
+    }
+
+    fn cluster(&self) -> bool {
+        matches!(self.connection, Connection::Cluster(_))
+    }
+
+    /// The key of a match's head.
+    pub fn head_key(match_id: &MatchId) -> String {
+        format!("allfives:{{{}}}:head", hex(match_id))
+    }
+
+    /// The channel of a match's changes.
+    pub fn channel(match_id: &MatchId) -> String {
+        format!("allfives:{{{}}}:changes", hex(match_id))
+    }
+
+    pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, Refused> {
+        let mut get = redis::cmd("GET");
+        get.arg(RedisStore::head_key(match_id));
+        let head: redis::RedisResult<Option<Vec<u8>>> = match self.connection.clone() {
+            Connection::Single(mut c) => get.query_async(&mut c).await,
+            Connection::Cluster(mut c) => get.query_async(&mut c).await,
+        };
+        match head.map_err(|e| Refused::Unavailable(e.to_string()))? {
+            None => Ok(None),
+            Some(bytes) => Head::from_bytes(&bytes).map(Some).ok_or_else(|| {
+                Refused::Unavailable("the store holds a head that is not one".into())
+            }),
+        }
+    }
+
+    pub async fn advance(&self, m: &Move, head: &Head) -> Result<(), Refused> {
+        let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        let mut invocation = self.script.key(RedisStore::head_key(&m.match_id));
+        invocation
+            .arg(m.from.as_ref().map_or(&[][..], |from| &from[..]))
+            .arg(&m.to[..])
+            .arg(ttl_ms)
+            .arg(if m.stored { "1" } else { "0" })
+            .arg(head.to_bytes())
+            .arg(if self.cluster() {
+                "SPUBLISH"
+            } else {
+                "PUBLISH"
+            })
+            .arg(RedisStore::channel(&m.match_id));
+        let answer: redis::RedisResult<Vec<Vec<u8>>> = match self.connection.clone() {
+            Connection::Single(mut c) => invocation.invoke_async(&mut c).await,
+            Connection::Cluster(mut c) => invocation.invoke_async(&mut c).await,
+        };
+        let answer = answer.map_err(|e| Refused::Unavailable(e.to_string()))?;
+        match answer.as_slice() {
+            [ok] if ok == b"ok" => Ok(()),
+            [forgotten] if forgotten == b"forgotten" => Err(Refused::Forgotten),
+            [stale, head] if stale == b"stale" => match <[u8; 16]>::try_from(head.as_slice()) {
+                Ok(latest) => Err(Refused::Stale(Stale { latest })),
+                Err(_) => Err(Refused::Unavailable(
+                    "the store holds a head that is not a state id".into(),
+                )),
+            },
+            _ => Err(Refused::Unavailable(
+                "the store answered the script with something else".into(),
+            )),
+        }
+    }
+}
+
+fn hex(match_id: &MatchId) -> String {
+    match_id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The match a channel's name names.
+fn match_of(channel: &[u8]) -> Option<MatchId> {
+    let hex = channel
+        .strip_prefix(b"allfives:{")?
+        .strip_suffix(b"}:changes")?;
+    let mut id = [0u8; 16];
+    if hex.len() != 2 * id.len() {
+        return None;
+    }
+    for (byte, pair) in id.iter_mut().zip(hex.chunks_exact(2)) {
+        let text = std::str::from_utf8(pair).ok()?;
+        *byte = u8::from_str_radix(text, 16).ok()?;
+    }
+    Some(id)
+}
+
+/// This process's subscriptions: carries out the [`Subscription`] commands in order
+/// (so a match's unsubscribe and a later subscribe cannot cross), and publishes what
+/// the pushes bring in `changes`. Ends when `changes` is gone.
+async fn subscriber(
+    mut connection: Connection,
+    mut commands: mpsc::UnboundedReceiver<Subscription>,
+    mut pushes: mpsc::UnboundedReceiver<PushInfo>,
+    changes: Weak<Changes>,
+) {
+    loop {
+        tokio::select! {
+            command = commands.recv() => match command {
+                Some(Subscription::Subscribe(match_id, ready)) => {
+                    let done = subscribe(&mut connection, &match_id, true).await;
+                    let _ = ready.send(match done {
+                        Ok(()) => Ready::Yes,
+                        Err(why) => Ready::Failed(why),
+                    });
+                }
+                Some(Subscription::Unsubscribe(match_id)) => {
+                    let _ = subscribe(&mut connection, &match_id, false).await;
+                }
+                None => return,
+            },
+            push = pushes.recv() => {
+                let Some(push) = push else { return };
+                let Some(changes) = changes.upgrade() else { return };
+                heard(&mut connection, &changes, push).await;
+            }
+        }
+    }
+}
+
+/// Subscribes to (or unsubscribes from) a match's channel, within
+/// [`RESPONSE_TIMEOUT`].
+async fn subscribe(
+    connection: &mut Connection,
+    match_id: &MatchId,
+    on: bool,
+) -> Result<(), String> {
+    let channel = RedisStore::channel(match_id);
+    let done = tokio::time::timeout(RESPONSE_TIMEOUT, async {
+        match (connection, on) {
+            (Connection::Single(c), true) => c.subscribe(channel).await,
+            (Connection::Single(c), false) => c.unsubscribe(channel).await,
+            (Connection::Cluster(c), true) => c.ssubscribe(channel).await,
+            (Connection::Cluster(c), false) => c.sunsubscribe(channel).await,
+        }
+    })
+    .await;
+    match done {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("the store did not confirm the subscription in time".into()),
+    }
+}
+
+/// What one push from the server means for the watchers here.
+async fn heard(connection: &mut Connection, changes: &Changes, push: PushInfo) {
+    let mut data = push.data.into_iter();
+    let mut bytes = || match data.next() {
+        Some(Value::BulkString(b)) => Some(b),
+        _ => None,
+    };
+    match push.kind {
+        PushKind::Message | PushKind::SMessage => {
+            let (Some(channel), Some(payload)) = (bytes(), bytes()) else {
+                return;
+            };
+            if let (Some(match_id), Some(head)) = (match_of(&channel), Head::from_bytes(&payload)) {
+                changes.publish(&match_id, Notice::Moved(Arc::new(head)));
+            }
+        }
+        // A subscription confirmed (ours, or the crate's after a reconnection): what
+        // was published before it may have been missed.
+        PushKind::Subscribe | PushKind::SSubscribe => {
+            if let Some(match_id) = bytes().as_deref().and_then(match_of) {
+                changes.publish(&match_id, Notice::Resync);
+            }
+        }
+        // A cluster drops a sharded subscription when its slot moves or its master
+        // steps down, and does not take it up again itself: subscribe again if the
+        // match is still watched here.
+        PushKind::SUnsubscribe => {
+            if let Some(match_id) = bytes().as_deref().and_then(match_of)
+                && changes.watched(&match_id)
+            {
+                let _ = subscribe(connection, &match_id, true).await;
+                changes.publish(&match_id, Notice::Resync);
+            }
+        }
+        // A connection was lost: messages may have been. On a cluster, the crate does
+        // not move sharded subscriptions to a promoted replica: subscribe again.
+        PushKind::Disconnection => {
+            if matches!(connection, Connection::Cluster(_)) {
+                for match_id in changes.matches() {
+                    let _ = subscribe(connection, &match_id, true).await;
+                }
+            }
+            changes.resync_all();
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_channel_names_its_match() {
+        let id = [0xab; 16];
+        assert_eq!(match_of(RedisStore::channel(&id).as_bytes()), Some(id));
+        assert_eq!(match_of(b"allfives:{zz}:changes"), None);
+        assert_eq!(match_of(RedisStore::head_key(&id).as_bytes()), None);
+    }
+}

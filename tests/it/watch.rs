@@ -1,0 +1,508 @@
+//! `Watch` against the real server: two devices play a whole match, each learning the
+//! other's moves only from its stream (no token passed between them after the
+//! invite), with the memory store on one server and with a Redis store shared by two
+//! replicas (each device on its own); every change arrives once and in order (the
+//! state ids one unbroken chain), no device sees the other's tiles, a device that
+//! watches again with an older state id is brought up to date, the streams end at the
+//! connection's age and the devices watch again missing nothing, and the bounds and
+//! refusals hold.
+
+use std::time::Duration;
+
+use crate::common;
+
+use allfives::proto::v1 as pb;
+use allfives::proto::v1::watch_response::Kind;
+use common::{Client, TestServer, reason, ring};
+use tonic::Code;
+use tonic::codec::Streaming;
+
+/// The longest a test waits for a stream's next message.
+const WAIT: Duration = Duration::from_secs(5);
+
+/// The next message of a stream.
+async fn next(stream: &mut Streaming<pb::WatchResponse>) -> Kind {
+    let message = tokio::time::timeout(WAIT, stream.message())
+        .await
+        .expect("a message in time")
+        .expect("the stream holds")
+        .expect("the stream goes on");
+    message.kind.expect("a kind")
+}
+
+/// The next change of a stream (heartbeats skipped).
+async fn next_change(stream: &mut Streaming<pb::WatchResponse>) -> pb::WatchChange {
+    loop {
+        match next(stream).await {
+            Kind::Change(change) => return change,
+            Kind::Heartbeat(_) => continue,
+        }
+    }
+}
+
+fn watch_as(state: &[u8], seat: Option<u32>, credential: &[u8], last: &[u8]) -> pb::WatchRequest {
+    pb::WatchRequest {
+        state: state.to_vec(),
+        match_id: String::new(),
+        viewer: seat,
+        credential: credential.to_vec(),
+        last_state_id: last.to_vec(),
+    }
+}
+
+/// A player on its own device: its seat and credential, its client (on its replica)
+/// and its stream, and the latest token and view its stream brought.
+struct Device {
+    seat: u32,
+    credential: Vec<u8>,
+    client: Client,
+    stream: Streaming<pb::WatchResponse>,
+    token: Vec<u8>,
+    view: pb::GameView,
+    /// Every change its stream brought, in order.
+    seen: Vec<pb::WatchChange>,
+}
+
+impl Device {
+    /// Takes the next change from its stream, which must be `state_id`'s.
+    async fn hears(&mut self, state_id: &[u8]) {
+        let change = next_change(&mut self.stream).await;
+        let view = change.view.clone().expect("view");
+        assert_eq!(
+            view.state_id, state_id,
+            "seat {}: the change in order",
+            self.seat
+        );
+        assert_eq!(
+            view.previous_state_id, self.view.state_id,
+            "seat {}: one unbroken chain",
+            self.seat
+        );
+        assert!(!change.catch_up, "nothing missed");
+        assert_eq!(view.viewer, Some(self.seat));
+        for (seat, size) in view.hand_sizes.iter().enumerate() {
+            if seat as u32 == self.seat {
+                assert_eq!(view.hand.len() as u32, *size);
+            }
+        }
+        // Another seat's drawn tile is never shown.
+        for event in &change.events {
+            if let Some(pb::event::Kind::TileDrawn(d)) = &event.kind {
+                assert_eq!(d.tile.is_some(), d.seat == self.seat, "{event:?}");
+            }
+        }
+        self.token = change.state.clone();
+        self.view = view;
+        self.seen.push(change);
+    }
+
+    /// Its move, if it is on turn: the first legal one, or a draw.
+    async fn moves(&mut self) -> Option<pb::GameView> {
+        if self.view.turn != Some(self.seat) {
+            return None;
+        }
+        let (seat, credential) = (self.seat, self.credential.clone());
+        if let Some(m) = self.view.legal_moves.first() {
+            let req = pb::PlayRequest {
+                state: self.token.clone().into(),
+                seat,
+                tile: m.tile,
+                end: m.end,
+                viewer: Some(seat),
+                credential,
+            };
+            self.client.play(req).await.expect("Play").into_inner().view
+        } else {
+            let req = pb::DrawRequest {
+                state: self.token.clone().into(),
+                seat,
+                viewer: Some(seat),
+                credential,
+            };
+            self.client.draw(req).await.expect("Draw").into_inner().view
+        }
+    }
+}
+
+/// Two devices, `a` (which makes the match, seat 0) and `b` (which gets the invite: the
+/// new match's token, and claims seat 1), play a whole match through `a_client` and
+/// `b_client`, each learning every move from its own stream only. `b` stops watching
+/// for a while once, and misses nothing.
+async fn play_a_match(mut a_client: Client, mut b_client: Client) {
+    let new = a_client
+        .new_game(pb::NewGameRequest {
+            rules: Some(pb::Rules {
+                players: 2,
+                target: 50,
+                ..Default::default()
+            }),
+            seats: vec![common::CLAIMED, common::OPEN],
+            viewer: Some(0),
+            seed: None,
+        })
+        .await
+        .expect("NewGame")
+        .into_inner();
+    let a_view = new.view.expect("view");
+    let a_credential = new.credentials[0].credential.clone();
+    let a_stream = a_client
+        .watch(watch_as(
+            &new.state,
+            Some(0),
+            &a_credential,
+            &a_view.state_id,
+        ))
+        .await
+        .expect("Watch")
+        .into_inner();
+    let mut a = Device {
+        seat: 0,
+        credential: a_credential,
+        client: a_client,
+        stream: a_stream,
+        token: new.state.clone(),
+        view: a_view,
+        seen: Vec::new(),
+    };
+    assert!(matches!(next(&mut a.stream).await, Kind::Heartbeat(_)));
+
+    // The invite is the new match's token: `b` watches it as a spectator holding a
+    // token (so its changes carry tokens), and claims from the latest.
+    let mut spectating = b_client
+        .watch(watch_as(&new.state, None, &[], &[]))
+        .await
+        .expect("Watch")
+        .into_inner();
+    let first = next_change(&mut spectating).await;
+    assert!(first.catch_up, "a device that saw nothing catches up");
+    assert!(!first.state.is_empty(), "a token for who holds one");
+    drop(spectating);
+    let claimed = b_client
+        .claim_seat(pb::ClaimSeatRequest {
+            state: first.state,
+            seat: 1,
+            claim_key: (1..=16).collect(),
+        })
+        .await
+        .expect("ClaimSeat")
+        .into_inner();
+    let b_view = claimed.view.expect("view");
+    a.hears(&b_view.state_id).await;
+    let b_credential = claimed.credential.expect("credential").credential;
+    let b_stream = b_client
+        .watch(watch_as(
+            &claimed.state,
+            Some(1),
+            &b_credential,
+            &b_view.state_id,
+        ))
+        .await
+        .expect("Watch")
+        .into_inner();
+    let mut b = Device {
+        seat: 1,
+        credential: b_credential,
+        client: b_client,
+        stream: b_stream,
+        token: claimed.state,
+        view: b_view,
+        seen: Vec::new(),
+    };
+    assert!(matches!(next(&mut b.stream).await, Kind::Heartbeat(_)));
+
+    let mut moves = 0;
+    while a.view.winner_side.is_none() {
+        let made = if a.view.phase == pb::Phase::Dealing as i32 {
+            let req = pb::DealRequest {
+                state: a.token.clone().into(),
+                viewer: Some(0),
+                credential: a.credential.clone(),
+            };
+            a.client.deal(req).await.expect("Deal").into_inner().view
+        } else if let Some(view) = a.moves().await {
+            Some(view)
+        } else {
+            b.moves().await
+        };
+        let id = made.expect("a view").state_id;
+        moves += 1;
+        a.hears(&id).await;
+        b.hears(&id).await;
+        assert!(moves < 2_000, "a match of 50 points ends");
+    }
+    assert!(a.seen.len() > 20, "{} changes", a.seen.len());
+    assert_eq!(a.view.state_id, b.view.state_id);
+    assert_eq!(
+        a.seen.len(),
+        b.seen.len() + 1,
+        "b heard all but its own claim"
+    );
+}
+
+#[tokio::test]
+async fn two_devices_play_a_match_through_the_memory_store() {
+    let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+    play_a_match(server.client().await, server.client().await).await;
+}
+
+#[tokio::test]
+async fn two_devices_on_two_replicas_play_a_match_through_redis() {
+    let redis = common::redis::Redis::standalone();
+    let args = ["--match-store", "redis", "--match-store-url", &redis.urls()];
+    let one = TestServer::start_with(ring(1, 1), &args).await;
+    let two = TestServer::start_with(ring(1, 1), &args).await;
+    play_a_match(one.client().await, two.client().await).await;
+}
+
+/// A hot-seat match on `client` (both credentials held), dealt: its token, the view
+/// of seat 0 and the credentials.
+async fn hot_seat_match(client: &mut Client) -> (Vec<u8>, pb::GameView, common::Creds) {
+    let new = client
+        .new_game(common::hot_seat(pb::Rules::default(), None))
+        .await
+        .expect("NewGame")
+        .into_inner();
+    let creds = common::Creds::from_new_game(&new);
+    let dealt = client
+        .deal(pb::DealRequest {
+            state: new.state.into(),
+            viewer: Some(0),
+            credential: creds.of(0),
+        })
+        .await
+        .expect("Deal")
+        .into_inner();
+    (dealt.state, dealt.view.expect("view"), creds)
+}
+
+/// The seat on turn's first move from `token`: the new token and its state id.
+async fn a_move(client: &mut Client, token: &[u8], creds: &common::Creds) -> (Vec<u8>, Vec<u8>) {
+    let view = common::view_for(client, token, 0, creds).await;
+    let seat = view.turn.expect("a seat on turn");
+    let view = common::view_for(client, token, seat, creds).await;
+    let answer = match view.legal_moves.first() {
+        Some(m) => {
+            let req = pb::PlayRequest {
+                state: token.to_vec().into(),
+                seat,
+                tile: m.tile,
+                end: m.end,
+                viewer: Some(seat),
+                credential: creds.of(seat),
+            };
+            let a = client.play(req).await.expect("Play").into_inner();
+            (a.state, a.view)
+        }
+        None => {
+            let req = pb::DrawRequest {
+                state: token.to_vec().into(),
+                seat,
+                viewer: Some(seat),
+                credential: creds.of(seat),
+            };
+            let a = client.draw(req).await.expect("Draw").into_inner();
+            (a.state, a.view)
+        }
+    };
+    (answer.0, answer.1.expect("view").state_id)
+}
+
+#[tokio::test]
+async fn a_device_that_watches_again_is_brought_up_to_date() {
+    let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+    let mut client = server.client().await;
+    let (dealt, view, creds) = hot_seat_match(&mut client).await;
+    let mut ids = vec![view.state_id.clone()];
+    let mut token = dealt.clone();
+    for _ in 0..4 {
+        let (next, id) = a_move(&mut client, &token, &creds).await;
+        token = next;
+        ids.push(id);
+    }
+    let watch = |last: &[u8]| watch_as(&dealt, Some(1), &creds.of(1), last);
+    // Seen the latest: a heartbeat says the stream is up.
+    let mut stream = client
+        .watch(watch(&ids[4]))
+        .await
+        .expect("Watch")
+        .into_inner();
+    assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
+    // Seen the one before: exactly the last move, with its events.
+    let mut stream = client
+        .watch(watch(&ids[3]))
+        .await
+        .expect("Watch")
+        .into_inner();
+    let change = next_change(&mut stream).await;
+    assert!(!change.catch_up);
+    assert_eq!(change.view.as_ref().expect("view").state_id, ids[4]);
+    assert_eq!(change.events.len(), 1, "{:?}", change.events);
+    // Seen an older one: caught up, the hand's events from its deal.
+    let mut stream = client
+        .watch(watch(&ids[1]))
+        .await
+        .expect("Watch")
+        .into_inner();
+    let change = next_change(&mut stream).await;
+    assert!(change.catch_up);
+    assert_eq!(change.view.as_ref().expect("view").state_id, ids[4]);
+    assert!(matches!(
+        change.events.first().and_then(|e| e.kind.as_ref()),
+        Some(pb::event::Kind::Dealt(_))
+    ));
+    assert_eq!(change.events.len(), 5, "the deal and four moves");
+    // And it goes on: the next move arrives as a change.
+    let (_, id) = a_move(&mut client, &token, &creds).await;
+    let change = next_change(&mut stream).await;
+    assert!(!change.catch_up);
+    assert_eq!(change.view.expect("view").state_id, id);
+}
+
+#[tokio::test]
+async fn a_spectator_by_match_id_sees_no_hand_and_gets_no_token() {
+    let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+    let mut client = server.client().await;
+    let (dealt, view, creds) = hot_seat_match(&mut client).await;
+    let req = pb::WatchRequest {
+        match_id: view.match_id.clone(),
+        ..Default::default()
+    };
+    let mut stream = client.watch(req).await.expect("Watch").into_inner();
+    let change = next_change(&mut stream).await;
+    assert!(
+        change.state.is_empty(),
+        "no token for who named the match by id"
+    );
+    let seen = change.view.expect("view");
+    assert!(seen.hand.is_empty() && seen.viewer.is_none());
+    let (_, id) = a_move(&mut client, &dealt, &creds).await;
+    let change = next_change(&mut stream).await;
+    assert!(change.state.is_empty());
+    let seen = change.view.expect("view");
+    assert_eq!(seen.state_id, id);
+    assert!(seen.hand.is_empty());
+    for event in &change.events {
+        if let Some(pb::event::Kind::TileDrawn(d)) = &event.kind {
+            assert!(d.tile.is_none(), "{event:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_watch_that_does_not_hold_is_refused() {
+    let stateless = TestServer::start_with(ring(1, 1), &[]).await;
+    let mut client = stateless.client().await;
+    let (dealt, _, creds) = hot_seat_match(&mut client).await;
+    let refused = client
+        .watch(watch_as(&dealt, Some(0), &creds.of(0), &[]))
+        .await
+        .expect_err("no store");
+    assert_eq!(reason(&refused), "STORE_REQUIRED");
+
+    let server = TestServer::start_with(
+        ring(1, 1),
+        &[
+            "--match-store",
+            "memory",
+            "--max-watch-streams-per-connection",
+            "2",
+        ],
+    )
+    .await;
+    let mut client = server.client().await;
+    let (dealt, view, creds) = hot_seat_match(&mut client).await;
+    // Another seat's credential: refused as every call refuses it.
+    let refused = client
+        .watch(watch_as(&dealt, Some(1), &creds.of(0), &[]))
+        .await
+        .expect_err("not its credential");
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+    // A match id that is not one, a state id that is not one.
+    let bad = pb::WatchRequest {
+        match_id: "xyz".into(),
+        ..Default::default()
+    };
+    let refused = client.watch(bad).await.expect_err("not a match id");
+    assert_eq!(common::bad_fields(&refused), vec!["match_id".to_string()]);
+    let refused = client
+        .watch(watch_as(&dealt, None, &[], &[1, 2, 3]))
+        .await
+        .expect_err("not a state id");
+    assert_eq!(
+        common::bad_fields(&refused),
+        vec!["last_state_id".to_string()]
+    );
+    // A match the store does not hold.
+    let unknown = pb::WatchRequest {
+        match_id: "00".repeat(16),
+        ..Default::default()
+    };
+    let refused = client.watch(unknown).await.expect_err("not held");
+    assert_eq!(reason(&refused), "MATCH_FORGOTTEN");
+    // Two streams on one connection, then a third refused; another connection is
+    // served.
+    let spectate = || watch_as(&dealt, None, &[], &view.state_id);
+    let _one = client.watch(spectate()).await.expect("one");
+    let _two = client.watch(spectate()).await.expect("two");
+    let refused = client.watch(spectate()).await.expect_err("a third");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert_eq!(reason(&refused), "TOO_MANY_WATCHES");
+    let mut other = server.client().await;
+    other.watch(spectate()).await.expect("another connection");
+}
+
+#[tokio::test]
+async fn a_quiet_stream_beats_and_ends_when_its_connection_ages() {
+    let server = TestServer::start_with(
+        ring(1, 1),
+        &[
+            "--match-store",
+            "memory",
+            "--watch-heartbeat-secs",
+            "1",
+            "--max-connection-age-secs",
+            "3",
+        ],
+    )
+    .await;
+    let mut client = server.client().await;
+    let (dealt, view, creds) = hot_seat_match(&mut client).await;
+    let mut stream = client
+        .watch(watch_as(&dealt, Some(0), &creds.of(0), &view.state_id))
+        .await
+        .expect("Watch")
+        .into_inner();
+    let started = std::time::Instant::now();
+    assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
+    assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    // At the connection's age (3 s ± 10%) the stream ends, with OK.
+    let ended = tokio::time::timeout(Duration::from_secs(6), async {
+        loop {
+            match stream.message().await {
+                Ok(Some(_)) => continue,
+                other => return other,
+            }
+        }
+    })
+    .await
+    .expect("the stream ends at the connection's age");
+    assert!(matches!(ended, Ok(None)), "{ended:?}");
+}
+
+#[tokio::test]
+async fn two_devices_on_two_replicas_play_a_match_through_a_redis_cluster() {
+    let redis = common::redis::Redis::cluster();
+    let args = [
+        "--match-store",
+        "redis-cluster",
+        "--match-store-url",
+        &redis.urls(),
+    ];
+    let one = TestServer::start_with(ring(1, 1), &args).await;
+    let two = TestServer::start_with(ring(1, 1), &args).await;
+    for _ in 0..3 {
+        // Several matches, so that their channels fall on more than one master.
+        play_a_match(one.client().await, two.client().await).await;
+    }
+}
