@@ -404,23 +404,8 @@ async fn a_match_its_store_forgot_is_refused() {
     // token.
     let keys = redis.cli(redis.port(), &["keys", "allfives:*"]);
     assert_eq!(keys.lines().count(), 1, "{keys}");
-    let store = allfives::store::MatchStore::redis(
-        &[redis.urls()],
-        false,
-        std::time::Duration::from_secs(60),
-    )
-    .await
-    .expect("connect");
     let next_view = next.view.clone().expect("view");
-    let match_id: Vec<u8> = (0..next_view.match_id.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&next_view.match_id[i..i + 2], 16).expect("hex"))
-        .collect();
-    let latest = store
-        .latest(&match_id.try_into().expect("16 bytes"))
-        .await
-        .expect("the store answers")
-        .expect("the match is held");
+    let latest = stored_head(&redis, &next_view.match_id, "redis").await;
     assert_eq!(latest.state.to_vec(), next_view.state_id);
     assert_eq!(latest.token, next.state);
     redis.cli(redis.port(), &["flushall"]);
@@ -440,4 +425,279 @@ async fn a_match_its_store_forgot_is_refused() {
             .expect_err("forgotten");
         assert_eq!(reason(&refused), "MATCH_FORGOTTEN", "{refused:?}");
     }
+}
+
+/// Pairs of devices racing: each time a seat has two moves, two devices send a
+/// different one from the same token at the same moment, on two replicas sharing a
+/// Redis store.
+const RACES: usize = 1_000;
+
+/// Races of issue 25: in every pair exactly one move is applied and the other refused
+/// ABORTED STATE_STALE naming the winner's state; the winner's move sent again is
+/// answered again (a retry); and the accepted states form one unbroken chain, whose
+/// end is the store's head.
+#[tokio::test]
+async fn of_two_moves_raced_from_one_token_exactly_one_is_applied() {
+    let _heavy = common::heavy().await;
+    let redis = common::redis::Redis::standalone();
+    let (one, two) = replicas("redis", &redis.urls()).await;
+    let (mut a, mut b) = (one.client().await, two.client().await);
+    let mut raced = 0;
+    // Races won on each replica: both win some.
+    let mut wins = [0; 2];
+    while raced < RACES {
+        let (mut token, mut view, creds) = dealt(&mut a).await;
+        let mut chain = vec![view.state_id.clone()];
+        while view.winner_side.is_none() && view.phase == pb::Phase::Playing as i32 {
+            let accepted = if view.legal_moves.len() >= 2 {
+                let (first, second) = (
+                    play(&token, &view, &creds, 0),
+                    play(&token, &view, &creds, 1),
+                );
+                // Sent together, each on its own connection to its own replica; which
+                // is polled first alternates, so each replica's call is sometimes the
+                // one that reaches the store first.
+                let (x, y) = if raced % 2 == 0 {
+                    tokio::join!(a.play(first.clone()), b.play(second.clone()))
+                } else {
+                    let (y, x) = tokio::join!(b.play(second.clone()), a.play(first.clone()));
+                    (x, y)
+                };
+                raced += 1;
+                let (won, retry, lost) = match (x, y) {
+                    (Ok(won), Err(lost)) => {
+                        wins[0] += 1;
+                        (won.into_inner(), first, lost)
+                    }
+                    (Err(lost), Ok(won)) => {
+                        wins[1] += 1;
+                        (won.into_inner(), second, lost)
+                    }
+                    (x, y) => panic!("race {raced}: not exactly one applied: {x:?} / {y:?}"),
+                };
+                assert_eq!(lost.code(), Code::Aborted, "{lost:?}");
+                assert_eq!(reason(&lost), "STATE_STALE");
+                let won_id = won.view.as_ref().expect("view").state_id.clone();
+                assert_eq!(latest(&lost), hex(&won_id));
+                // The winner's move again, on either replica: a retry, answered.
+                let again = b.play(retry).await.expect("a retry").into_inner();
+                assert_eq!(again.view.expect("view").state_id, won_id);
+                (won.state, won.view.expect("view"))
+            } else if view.must_draw {
+                let seat = view.turn.expect("turn");
+                let drew = a
+                    .draw(pb::DrawRequest {
+                        state: token.clone().into(),
+                        seat,
+                        viewer: Some(seat),
+                        credential: creds.of(seat),
+                    })
+                    .await
+                    .expect("Draw")
+                    .into_inner();
+                (drew.state, drew.view.expect("view"))
+            } else {
+                let only = a.play(play(&token, &view, &creds, 0)).await.expect("Play");
+                let only = only.into_inner();
+                (only.state, only.view.expect("view"))
+            };
+            assert_eq!(
+                accepted.1.previous_state_id,
+                *chain.last().expect("a state"),
+                "one unbroken chain"
+            );
+            chain.push(accepted.1.state_id.clone());
+            token = accepted.0;
+            // The next seat on turn's view (this one is the mover's).
+            let public = common::view_for(&mut a, &token, 0, &creds).await;
+            view = match public.turn {
+                Some(turn) => common::view_for(&mut a, &token, turn, &creds).await,
+                None => public,
+            };
+        }
+        // The store's head is the chain's end.
+        let head = stored_head(&redis, &view.match_id, "redis").await;
+        assert_eq!(Some(&head.state.to_vec()), chain.last());
+    }
+    eprintln!(
+        "{raced} races: won on the first replica {}, on the second {}",
+        wins[0], wins[1]
+    );
+    assert!(wins[0] > 0 && wins[1] > 0, "{wins:?}");
+}
+
+/// The head a Redis store (`kind`: redis or redis-cluster) holds for the match whose
+/// id (in hex) is `match_id`.
+async fn stored_head(
+    redis: &common::redis::Redis,
+    match_id: &str,
+    kind: &str,
+) -> allfives::store::Head {
+    let urls: Vec<String> = redis.urls().split(',').map(String::from).collect();
+    let cluster = kind == "redis-cluster";
+    let store =
+        allfives::store::MatchStore::redis(&urls, cluster, std::time::Duration::from_secs(60))
+            .await
+            .expect("connect");
+    let id: Vec<u8> = (0..match_id.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&match_id[i..i + 2], 16).expect("hex"))
+        .collect();
+    store
+        .latest(&id.try_into().expect("16 bytes"))
+        .await
+        .expect("the store answers")
+        .expect("the match is held")
+}
+
+/// The next call of a hot-seat match: the seat on turn's first legal move or a draw,
+/// or the next hand's deal.
+enum Turn {
+    Play(pb::PlayRequest),
+    Draw(pb::DrawRequest),
+    Deal(pb::DealRequest),
+}
+
+/// `None` once the match is over.
+async fn turn(client: &mut Client, token: &[u8], creds: &Creds) -> Option<Turn> {
+    let public = common::view_for(client, token, 0, creds).await;
+    if public.winner_side.is_some() {
+        return None;
+    }
+    let Some(seat) = public.turn else {
+        return Some(Turn::Deal(pb::DealRequest {
+            state: token.to_vec().into(),
+            ..Default::default()
+        }));
+    };
+    let view = common::view_for(client, token, seat, creds).await;
+    Some(match view.legal_moves.is_empty() {
+        false => Turn::Play(play(token, &view, creds, 0)),
+        true => Turn::Draw(pb::DrawRequest {
+            state: token.to_vec().into(),
+            seat,
+            viewer: Some(seat),
+            credential: creds.of(seat),
+        }),
+    })
+}
+
+/// Matches played at once while the store is killed.
+const FAULT_MATCHES: usize = 6;
+
+/// Whole matches on two replicas over `redis` (durable: `appendfsync always`), node
+/// `victim` killed with SIGKILL mid-run and started again 1.5 s later: the calls in
+/// the outage answer UNAVAILABLE STORE_UNAVAILABLE within their deadline, the same call
+/// made again after the restart is answered (the service recovers without a restart),
+/// and every move answered OK is in the store afterwards: each match's head is the
+/// last state answered, its history unbroken (0 lost).
+async fn a_killed_store_loses_no_answered_move(
+    mut redis: common::redis::Redis,
+    kind: &str,
+    victim: usize,
+) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+    let (one, two) = replicas(kind, &redis.urls()).await;
+    let restarted = Arc::new(AtomicBool::new(false));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let mut players = Vec::new();
+    for n in 0..FAULT_MATCHES {
+        let mut clients = [one.client().await, two.client().await];
+        let (token, view, creds) = dealt(&mut clients[0]).await;
+        let (restarted, refused) = (Arc::clone(&restarted), Arc::clone(&refused));
+        players.push(tokio::spawn(async move {
+            let mut token = token;
+            let mut last = view.state_id.clone();
+            let mut after_restart = 0;
+            let mut moves = n;
+            while after_restart < 5 {
+                let client = &mut clients[moves % 2];
+                let Some(request) = turn(client, &token, &creds).await else {
+                    break;
+                };
+                let started = Instant::now();
+                let answered = match request {
+                    Turn::Play(req) => client.play(req).await.map(|a| {
+                        let a = a.into_inner();
+                        (a.state, a.view)
+                    }),
+                    Turn::Draw(req) => client.draw(req).await.map(|a| {
+                        let a = a.into_inner();
+                        (a.state, a.view)
+                    }),
+                    Turn::Deal(req) => client.deal(req).await.map(|a| {
+                        let a = a.into_inner();
+                        (a.state, a.view)
+                    }),
+                };
+                match answered {
+                    Ok((next, view)) => {
+                        let view = view.expect("view");
+                        assert_eq!(view.previous_state_id, last, "one unbroken chain");
+                        (token, last) = (next, view.state_id);
+                        moves += 1;
+                        if restarted.load(Ordering::Relaxed) {
+                            after_restart += 1;
+                        }
+                        // A move every few milliseconds: the matches last through the
+                        // outage.
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    Err(status) => {
+                        assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+                        assert_eq!(reason(&status), "STORE_UNAVAILABLE", "{status:?}");
+                        assert!(
+                            started.elapsed() < Duration::from_secs(5),
+                            "within the deadline"
+                        );
+                        refused.fetch_add(1, Ordering::Relaxed);
+                        // The same call again, from the same token, in a while.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+            (view.match_id, last)
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    redis.kill(victim);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    redis.restart(victim);
+    restarted.store(true, Ordering::Relaxed);
+    let mut finished = Vec::new();
+    for player in players {
+        let done = tokio::time::timeout(Duration::from_secs(60), player)
+            .await
+            .expect("every match goes on after the restart");
+        finished.push(done.expect("a player"));
+    }
+    let refused = refused.load(Ordering::Relaxed);
+    eprintln!(
+        "{kind}: node {victim} killed for 1.5 s: {refused} calls refused STORE_UNAVAILABLE, \
+         {FAULT_MATCHES} matches went on after it"
+    );
+    assert!(refused > 0, "no call met the outage");
+    for (match_id, last) in finished {
+        let head = stored_head(&redis, &match_id, kind).await;
+        assert_eq!(
+            head.state.to_vec(),
+            last,
+            "the last move answered is stored"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_store_killed_mid_run_loses_no_answered_move() {
+    let _heavy = common::heavy().await;
+    a_killed_store_loses_no_answered_move(common::redis::Redis::durable(), "redis", 0).await;
+}
+
+#[tokio::test]
+async fn a_cluster_master_killed_mid_run_loses_no_answered_move() {
+    let _heavy = common::heavy().await;
+    let redis = common::redis::Redis::durable_cluster();
+    a_killed_store_loses_no_answered_move(redis, "redis-cluster", 1).await;
 }

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 pub struct Redis {
     children: Vec<Child>,
     ports: Vec<u16>,
+    /// Each node's own arguments, to start it again as it was.
+    args: Vec<Vec<String>>,
     dir: PathBuf,
 }
 
@@ -23,11 +25,33 @@ impl Redis {
         redis
     }
 
+    /// One standalone server that writes every command to its append-only file before
+    /// answering it (`appendfsync always`): what it answered survives a `kill -9`.
+    pub fn durable() -> Redis {
+        let mut redis = Redis::empty("durable");
+        redis.spawn(&DURABLE);
+        redis
+    }
+
     /// Three masters, every slot covered (`redis-cli --cluster create`).
     pub fn cluster() -> Redis {
+        Redis::cluster_with(&[])
+    }
+
+    /// Three durable masters ([`Redis::durable`]'s settings).
+    pub fn durable_cluster() -> Redis {
+        Redis::cluster_with(&DURABLE)
+    }
+
+    fn cluster_with(extra: &[&str]) -> Redis {
         let mut redis = Redis::empty("cluster");
         for _ in 0..3 {
-            redis.spawn(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"]);
+            let args = [
+                &["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"][..],
+                extra,
+            ]
+            .concat();
+            redis.spawn(&args);
         }
         let nodes: Vec<String> = redis
             .ports
@@ -91,6 +115,20 @@ impl Redis {
         }
     }
 
+    /// Kills node `n` with SIGKILL (`kill -9`): no chance to write anything more.
+    pub fn kill(&mut self, n: usize) {
+        let _ = self.children[n].kill();
+        let _ = self.children[n].wait();
+    }
+
+    /// Starts node `n` again, on its port, from its folder (its append-only file, its
+    /// cluster configuration), and waits until it answers.
+    pub fn restart(&mut self, n: usize) {
+        let port = self.ports[n];
+        let args = self.args[n].clone();
+        self.children[n] = self.start(port, &args);
+    }
+
     fn empty(kind: &str) -> Redis {
         let dir = std::env::temp_dir().join(format!(
             "allfives-redis-{kind}-{}-{:?}",
@@ -101,6 +139,7 @@ impl Redis {
         Redis {
             children: Vec::new(),
             ports: Vec::new(),
+            args: Vec::new(),
             dir,
         }
     }
@@ -110,6 +149,14 @@ impl Redis {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
+        let args: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
+        let child = self.start(port, &args);
+        self.children.push(child);
+        self.ports.push(port);
+        self.args.push(args);
+    }
+
+    fn start(&self, port: u16, extra: &[String]) -> Child {
         let dir = self.dir.join(port.to_string());
         std::fs::create_dir_all(&dir).expect("a node's folder");
         let child = Command::new("redis-server")
@@ -127,8 +174,6 @@ impl Redis {
                      it (apt-get install redis-server)"
                 )
             });
-        self.children.push(child);
-        self.ports.push(port);
         let started = Instant::now();
         while self.cli(port, &["ping"]).trim() != "PONG" {
             assert!(
@@ -137,8 +182,12 @@ impl Redis {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        child
     }
 }
+
+/// A node that answers a write only once it is in its append-only file on disk.
+const DURABLE: [&str; 4] = ["--appendonly", "yes", "--appendfsync", "always"];
 
 impl Drop for Redis {
     fn drop(&mut self) {
