@@ -60,7 +60,11 @@ async fn a_move(
         include_hand_events: false,
     };
     let status = |e: tonic::Status| e.to_string();
-    let public = client.score(score(None)).await.map_err(status)?.into_inner();
+    let public = client
+        .score(score(None))
+        .await
+        .map_err(status)?
+        .into_inner();
     let public = public.view.ok_or("no view")?;
     let answer = match public.turn {
         None => {
@@ -108,7 +112,13 @@ async fn probe(args: Args) -> Result<String, String> {
     let mut watcher = connect(&args.addr).await?;
     let new = player
         .new_game(pb::NewGameRequest {
-            seats: vec![pb::SeatSetup { bot: 0, claim: true }; 2],
+            seats: vec![
+                pb::SeatSetup {
+                    bot: 0,
+                    claim: true
+                };
+                2
+            ],
             ..Default::default()
         })
         .await
@@ -166,7 +176,12 @@ async fn probe(args: Args) -> Result<String, String> {
                     }
                 }
             }
-            Ok(Err(e)) => return Err(format!("the stream failed after {:?}: {e}", started.elapsed())),
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "the stream failed after {:?}: {e}",
+                    started.elapsed()
+                ));
+            }
             Ok(Ok(None)) => return Err(format!("the stream ended after {:?}", started.elapsed())),
             Ok(Ok(Some(message))) => match message.kind {
                 Some(Kind::Heartbeat(_)) => heartbeats += 1,

@@ -226,6 +226,8 @@ struct Counts {
     token_cache: OnceLock<Arc<CacheCounts>>,
     /// The HARD search queue, once the server has made it.
     searches: OnceLock<Arc<Searches>>,
+    /// The Watch streams' bounds and count, once the server has made them.
+    watches: OnceLock<Arc<crate::service::watch::Limits>>,
 }
 
 /// The server's metrics: shared (in an `Arc`) by the gRPC server, the API and the
@@ -299,6 +301,10 @@ impl Metrics {
     /// server gives its API's).
     pub fn watch_searches(&self, searches: Arc<Searches>) {
         let _ = self.counts.searches.set(searches);
+    }
+
+    pub fn watch_streams(&self, watches: Arc<crate::service::watch::Limits>) {
+        let _ = self.counts.watches.set(watches);
     }
 
     /// A call was refused with this `ErrorInfo` reason; token refusals are counted.
@@ -458,6 +464,18 @@ impl Collector for Counts {
                 [
                     ([("state", "running")], slots),
                     ([("state", "waiting")], places),
+                ],
+            )?;
+        }
+        if let Some(watches) = self.watches.get() {
+            labelled_gauge(
+                e,
+                "watch_streams",
+                "Watch streams open now, and the most the server takes \
+                 (--max-watch-streams); past it a Watch is refused TOO_MANY_WATCHES.",
+                [
+                    ([("state", "open")], watches.open()),
+                    ([("state", "limit")], watches.limit()),
                 ],
             )?;
         }

@@ -116,6 +116,7 @@ where
             Duration::from_secs(config.watch_heartbeat_secs),
         );
     metrics.watch_searches(api.searches());
+    metrics.watch_streams(api.watches());
     let api = AllFivesServiceServer::new(api)
         .max_decoding_message_size(max_request)
         .max_encoding_message_size(MAX_RESPONSE_BYTES);

@@ -101,6 +101,11 @@ impl Limits {
         })
     }
 
+    /// The most streams open at once.
+    pub fn limit(&self) -> usize {
+        self.total
+    }
+
     /// Streams open now.
     pub fn open(&self) -> usize {
         self.open

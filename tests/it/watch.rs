@@ -448,7 +448,15 @@ async fn a_watch_that_does_not_hold_is_refused() {
     assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
     assert_eq!(reason(&refused), "TOO_MANY_WATCHES");
     let mut other = server.client().await;
-    other.watch(spectate()).await.expect("another connection");
+    let _three = other.watch(spectate()).await.expect("another connection");
+    // The pod's gauge counts them.
+    let (_, _, text) = server.scrape("/metrics").await;
+    for line in [
+        r#"allfives_watch_streams{state="open"} 3"#,
+        r#"allfives_watch_streams{state="limit"} 10000"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+    }
 }
 
 #[tokio::test]
