@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""One player's device in a two-player match against another device, through the
+server's match store and Watch: no relay, no polling, no token passed between the two
+but the invite.
+
+The host makes the match (its seat 0 claimed in NewGame, seat 1 left open) and writes
+the invite, the new match's token, to a file; the guest reads it, watches the match
+with it (as a spectator holding a token: its changes carry tokens), claims seat 1 from
+the latest with a claim key, and watches as seat 1. From then on each device learns
+every move, its own and the other's, only from its Watch stream, and plays on its
+turn (the host also deals). A stream that ends (the connection aged, the server
+drained) is watched again with the last state id seen, and nothing is missed.
+
+What it checks: every change follows the last one seen (one unbroken chain of state
+ids) unless it says it is a catch-up; every view is its own seat's; no event shows a
+tile the other seat drew; both devices end on the same state.
+
+    python3 device.py --addr HOST:PORT --host --invite FILE
+    python3 device.py --addr HOST:PORT --join FILE
+
+(.ci/clients runs the two against a server started with --match-store memory.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import pathlib
+import sys
+import time
+
+import grpc
+
+import allfives_client as afc
+
+pb = afc.pb
+check = afc.check
+
+
+class Device:
+    def __init__(self, client: afc.Client, quiet: bool, pause: float) -> None:
+        self.client = client
+        self.quiet = quiet
+        self.pause = pause
+        self.seat = 0
+        self.credential = b""
+        self.token = b""
+        self.view = None
+        self.changes = 0
+        self.catch_ups = 0
+        self.watches = 0
+
+    def log(self, line: str) -> None:
+        if not self.quiet:
+            print(f"seat {self.seat}: {line}", file=sys.stderr)
+
+    def watch(self, viewer: int | None, token: bytes, last: bytes):
+        """A Watch stream of the match, as `viewer` (None: a spectator)."""
+        self.watches += 1
+        request = pb.WatchRequest(state=token, last_state_id=last)
+        if viewer is not None:
+            request.viewer = viewer
+            request.credential = self.credential
+        return self.client.stub.Watch(request)
+
+    def take(self, change) -> None:
+        """A change from the stream: checked, and kept as the latest."""
+        view = change.view
+        if change.catch_up:
+            self.catch_ups += 1
+        elif self.view is not None:
+            check(
+                view.previous_state_id == self.view.state_id,
+                "a change that does not follow the last one seen, and is no catch-up",
+            )
+        check(view.viewer == self.seat, "a view that is not this seat's")
+        check(len(view.hand) == view.hand_sizes[self.seat], "a hand of the wrong size")
+        for event in change.events:
+            if event.HasField("tile_drawn"):
+                drawn = event.tile_drawn
+                check(
+                    drawn.HasField("tile") == (drawn.seat == self.seat),
+                    "a drawn tile shown to another seat, or hidden from its drawer",
+                )
+        self.token, self.view = change.state, view
+        self.changes += 1
+
+    def act(self) -> None:
+        """Its move, if the match waits for it: the deal (the host), or its turn."""
+        view = self.view
+        seated = all(s.kind != pb.SEAT_KIND_OPEN for s in view.seats)
+        if view.phase == pb.PHASE_DEALING and self.seat == 0 and seated:
+            self.call("Deal", pb.DealRequest(state=self.token, viewer=0, credential=self.credential))
+        elif view.phase == pb.PHASE_PLAYING and view.HasField("turn") and view.turn == self.seat:
+            if view.legal_moves:
+                best = max(view.legal_moves, key=lambda m: m.points)
+                self.log(f"plays {afc.tile_text(best.tile)} for {best.points}")
+                self.call(
+                    "Play",
+                    pb.PlayRequest(
+                        state=self.token, seat=self.seat, tile=best.tile, end=best.end,
+                        viewer=self.seat, credential=self.credential,
+                    ),
+                )
+            else:
+                self.call(
+                    "Draw",
+                    pb.DrawRequest(
+                        state=self.token, seat=self.seat, viewer=self.seat,
+                        credential=self.credential,
+                    ),
+                )
+
+    def call(self, method: str, request) -> None:
+        """A move: its answer comes back on the stream, so only a refusal matters here.
+        STATE_STALE means the match moved on before it (the stream will say how)."""
+        time.sleep(self.pause)
+        try:
+            self.client.call(method, request)
+        except afc.ApiError as err:
+            if err.reason != pb.STATE_STALE:
+                raise
+
+    def play(self) -> None:
+        """Follows the match to its end, playing its turns, watching again whenever a
+        stream ends."""
+        while self.view.phase != pb.PHASE_OVER:
+            stream = self.watch(self.seat, self.token, self.view.state_id)
+            try:
+                for message in stream:
+                    if message.HasField("change"):
+                        self.take(message.change)
+                        if self.view.phase == pb.PHASE_OVER:
+                            break
+                    self.act()
+            except grpc.RpcError as err:
+                # The stream broke (not a clean end): watch again, as after one.
+                self.log(f"the stream broke ({err.code().name}); watching again")
+                time.sleep(0.2)
+            finally:
+                stream.cancel()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--addr", default="127.0.0.1:50051")
+    role = parser.add_mutually_exclusive_group(required=True)
+    role.add_argument("--host", action="store_true", help="make the match")
+    role.add_argument("--join", metavar="FILE", help="join the match this invite names")
+    parser.add_argument("--invite", metavar="FILE", help="where the host writes the invite")
+    parser.add_argument("--target", type=int, default=100)
+    parser.add_argument(
+        "--pause-ms", type=int, default=0, help="think this long before each move"
+    )
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args()
+
+    channel = grpc.insecure_channel(args.addr)
+    device = Device(afc.Client(channel, timeout=10), args.quiet, args.pause_ms / 1000)
+    started = time.monotonic()
+    if args.host:
+        check(args.invite is not None, "--host needs --invite FILE")
+        new = device.client.call(
+            "NewGame",
+            pb.NewGameRequest(
+                rules=pb.Rules(players=2, target=args.target),
+                seats=[pb.SeatSetup(claim=True), pb.SeatSetup()],
+                viewer=0,
+            ),
+        )
+        device.credential = new.credentials[0].credential
+        device.token, device.view = new.state, new.view
+        # The invite: the new match's token, written whole before it appears.
+        partial = pathlib.Path(args.invite + ".part")
+        partial.write_text(base64.b64encode(new.state).decode())
+        os.replace(partial, args.invite)
+        device.log(f"made match {new.view.match_id}; invite in {args.invite}")
+    else:
+        invite = pathlib.Path(args.join)
+        for _ in range(200):
+            if invite.exists():
+                break
+            time.sleep(0.05)
+        token = base64.b64decode(invite.read_text())
+        # As a spectator holding a token: the latest state, with its token.
+        device.seat = None
+        stream = device.watch(None, token, b"")
+        latest = next(message.change for message in stream if message.HasField("change"))
+        stream.cancel()
+        device.seat = 1
+        claimed = device.client.call(
+            "ClaimSeat", pb.ClaimSeatRequest(state=latest.state, seat=1, claim_key=os.urandom(16))
+        )
+        device.credential = claimed.credential.credential
+        device.token, device.view = claimed.state, claimed.view
+        device.log("claimed seat 1")
+    device.play()
+    view = device.view
+    scores = " ".join(str(s.score) for s in view.scores)
+    print(
+        f"device seat {device.seat}: match over, scores {scores}, winner side {view.winner_side}; "
+        f"{device.changes} changes from {device.watches} Watch streams ({device.catch_ups} "
+        f"catch-ups), {device.client.calls} calls, {time.monotonic() - started:.1f} s; "
+        f"last state {view.state_id.hex()}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
