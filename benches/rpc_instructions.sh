@@ -188,7 +188,8 @@ for cache in $caches; do
       --token-cache "$cache_arg" --bot-move-floor-ms 0 \
       --request-timeout-ms 600000 --body-timeout-ms 600000 \
       --idle-timeout-secs 0 --max-connection-age-secs 0 --http2-keepalive-secs 0 \
-      --shutdown-delay-ms 0 --drain-seconds 1 ${seed:+--allow-client-seeds} >"$base.log" 2>&1 &
+      --shutdown-delay-ms 0 --drain-seconds 1 ${seed:+--allow-client-seeds} \
+      ${SERVER_FLAGS:-} >"$base.log" 2>&1 &
     pid=$!
     addr=
     for _ in $(seq 600); do

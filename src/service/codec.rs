@@ -14,6 +14,14 @@ use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 use crate::proto::v1 as pb;
 use crate::service::status::ApiError;
 
+/// The bytes an answer's encoding buffer starts with: most answers (a view with its
+/// events, under 2 KiB) fit, and a larger one grows it. Each open `Watch` stream keeps
+/// its buffer for its whole life, so tonic's default (8 KiB) cost a stream 6 KiB more
+/// (docs/PERFORMANCE.md, "Watch").
+const ENCODE_BUFFER: usize = 2 * 1024;
+/// tonic's default: past this many encoded bytes a stream yields to the runtime.
+const ENCODE_YIELD: usize = 32 * 1024;
+
 /// [`ProstCodec`], with [`RequestDecoder`] for its decoder.
 #[derive(Debug, Clone)]
 pub struct Codec<T, U>(PhantomData<(T, U)>);
@@ -35,7 +43,7 @@ where
     type Decoder = RequestDecoder<U>;
 
     fn encoder(&mut self) -> Self::Encoder {
-        ProstCodec::<T, U>::default().encoder()
+        ProstEncoder::new(BufferSettings::new(ENCODE_BUFFER, ENCODE_YIELD))
     }
 
     fn decoder(&mut self) -> Self::Decoder {

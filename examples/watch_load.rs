@@ -1,0 +1,288 @@
+//! Push latency and memory of `Watch`: opens `--streams` Watch streams on one replica
+//! (`--watch-addr`, `--per-connection` on each connection), spread over `--matches`
+//! matches, then plays `--moves` moves of those matches on another replica
+//! (`--play-addr`) sharing its match store, `--rate` a second, and times each move from
+//! the moment its Play was sent to the moment each stream watching its match received
+//! it. Prints the push latency (p50, p99, max, over every delivery) and, given the
+//! watching replica's pid (`--watch-pid`), its resident memory before and after the
+//! streams opened, per stream. `benches/watch_push.sh` runs it against release
+//! replicas and a redis-server; docs/PERFORMANCE.md quotes it.
+//!
+//! `cargo run --release --example watch_load -- --watch-addr http://127.0.0.1:50052 --play-addr http://127.0.0.1:50051`
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use allfives::proto::v1 as pb;
+use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
+use allfives::proto::v1::watch_response::Kind;
+use clap::Parser;
+use tonic::transport::{Channel, Endpoint};
+
+/// Time Watch's pushes under many open streams.
+#[derive(Parser, Debug)]
+#[command(name = "watch_load")]
+struct Args {
+    /// The replica the streams watch on.
+    #[arg(long)]
+    watch_addr: String,
+    /// The replica the moves are played on (the same one is allowed).
+    #[arg(long)]
+    play_addr: String,
+    /// Streams to open.
+    #[arg(long, default_value_t = 1000)]
+    streams: usize,
+    /// Streams per connection (the server's --max-watch-streams-per-connection at most).
+    #[arg(long, default_value_t = 8)]
+    per_connection: usize,
+    /// Matches the streams watch (each watched by streams / matches of them).
+    #[arg(long, default_value_t = 100)]
+    matches: usize,
+    /// Moves to play and time.
+    #[arg(long, default_value_t = 500)]
+    moves: usize,
+    /// Moves a second.
+    #[arg(long, default_value_t = 100)]
+    rate: u64,
+    /// The watching replica's process id, to read its resident memory.
+    #[arg(long)]
+    watch_pid: Option<u32>,
+}
+
+type Client = AllFivesServiceClient<Channel>;
+
+async fn connect(addr: &str) -> Result<Client, String> {
+    let channel = Endpoint::from_shared(addr.to_string())
+        .map_err(|e| format!("{addr}: {e}"))?
+        .connect()
+        .await
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    Ok(AllFivesServiceClient::new(channel))
+}
+
+/// A process's resident memory, in KiB.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A hot-seat match, dealt: its latest token and both credentials.
+struct Match {
+    token: Vec<u8>,
+    creds: [Vec<u8>; 2],
+}
+
+async fn new_match(client: &mut Client) -> Result<Match, String> {
+    let new = client
+        .new_game(pb::NewGameRequest {
+            seats: vec![pb::SeatSetup { bot: 0, claim: true }; 2],
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| format!("NewGame: {e}"))?
+        .into_inner();
+    let mut creds = [Vec::new(), Vec::new()];
+    for c in &new.credentials {
+        creds[c.seat as usize] = c.credential.clone();
+    }
+    let dealt = client
+        .deal(pb::DealRequest {
+            state: new.state.into(),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| format!("Deal: {e}"))?
+        .into_inner();
+    Ok(Match {
+        token: dealt.state,
+        creds,
+    })
+}
+
+/// The next move of a match (its first legal move or a draw, or the next deal; a new
+/// match once it is over): the state id it made, and when its request was sent.
+async fn next_move(client: &mut Client, m: &mut Match) -> Result<(Vec<u8>, Instant), String> {
+    let status = |e: tonic::Status| e.to_string();
+    let score = |viewer: Option<u32>, token: &[u8], creds: &[Vec<u8>; 2]| pb::ScoreRequest {
+        state: token.to_vec().into(),
+        viewer,
+        credential: viewer.map_or_else(Vec::new, |v| creds[v as usize].clone()),
+        include_hand_events: false,
+    };
+    let public = client.score(score(None, &m.token, &m.creds)).await.map_err(status)?;
+    let public = public.into_inner().view.ok_or("no view")?;
+    if public.winner_side.is_some() {
+        return Err("over".into());
+    }
+    let mut started = Instant::now();
+    let (token, view) = match public.turn {
+        None => {
+            let req = pb::DealRequest {
+                state: m.token.clone().into(),
+                ..Default::default()
+            };
+            let a = client.deal(req).await.map_err(status)?.into_inner();
+            (a.state, a.view)
+        }
+        Some(seat) => {
+            let view = client.score(score(Some(seat), &m.token, &m.creds)).await;
+            let view = view.map_err(status)?.into_inner().view.ok_or("no view")?;
+            let credential = m.creds[seat as usize].clone();
+            started = Instant::now();
+            match view.legal_moves.first() {
+                Some(legal) => {
+                    let req = pb::PlayRequest {
+                        state: m.token.clone().into(),
+                        seat,
+                        tile: legal.tile,
+                        end: legal.end,
+                        viewer: None,
+                        credential,
+                    };
+                    let a = client.play(req).await.map_err(status)?.into_inner();
+                    (a.state, a.view)
+                }
+                None => {
+                    let req = pb::DrawRequest {
+                        state: m.token.clone().into(),
+                        seat,
+                        viewer: None,
+                        credential,
+                    };
+                    let a = client.draw(req).await.map_err(status)?.into_inner();
+                    (a.state, a.view)
+                }
+            }
+        }
+    };
+    m.token = token;
+    Ok((view.ok_or("no view")?.state_id, started))
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+async fn run(args: Args) -> Result<String, String> {
+    let mut player = connect(&args.play_addr).await?;
+    let mut matches = Vec::new();
+    for _ in 0..args.matches {
+        matches.push(new_match(&mut player).await?);
+    }
+    let before = args.watch_pid.and_then(rss_kib);
+    // Arrivals of each state id at the streams: (state id, when).
+    let arrivals: Arc<Mutex<Vec<(Vec<u8>, Instant)>>> = Arc::default();
+    let mut readers = Vec::new();
+    let mut watcher = connect(&args.watch_addr).await?;
+    for i in 0..args.streams {
+        if i % args.per_connection == 0 {
+            watcher = connect(&args.watch_addr).await?;
+        }
+        let m = &matches[i % args.matches];
+        let mut stream = watcher
+            .watch(pb::WatchRequest {
+                state: m.token.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| format!("Watch {i}: {e}"))?
+            .into_inner();
+        // The first message: the latest state (the stream is up).
+        stream
+            .message()
+            .await
+            .map_err(|e| format!("Watch {i}: {e}"))?
+            .ok_or("a stream ended at once")?;
+        let arrivals = Arc::clone(&arrivals);
+        readers.push(tokio::spawn(async move {
+            while let Ok(Some(message)) = stream.message().await {
+                if let Some(Kind::Change(change)) = message.kind {
+                    let id = change.view.map(|v| v.state_id).unwrap_or_default();
+                    let mut arrived = arrivals.lock().unwrap_or_else(|e| e.into_inner());
+                    arrived.push((id, Instant::now()));
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = args.watch_pid.and_then(rss_kib);
+    // The moves, paced; each one's send time by the state id it made.
+    let mut sent: HashMap<Vec<u8>, Instant> = HashMap::new();
+    let period = Duration::from_secs(1) / u32::try_from(args.rate.max(1)).unwrap_or(1);
+    let mut next = Instant::now();
+    let mut k = 0;
+    while sent.len() < args.moves {
+        tokio::time::sleep_until(next.into()).await;
+        next += period;
+        let j = k % args.matches;
+        k += 1;
+        match next_move(&mut player, &mut matches[j]).await {
+            Ok((id, started)) => {
+                sent.insert(id, started);
+            }
+            Err(why) if why == "over" => matches[j] = new_match(&mut player).await?,
+            Err(why) => return Err(why),
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for r in &readers {
+        r.abort();
+    }
+    let arrived = std::mem::take(&mut *arrivals.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut latencies: Vec<Duration> = arrived
+        .iter()
+        .filter_map(|(id, at)| sent.get(id).map(|s| at.saturating_duration_since(*s)))
+        .collect();
+    latencies.sort();
+    let expected = args.moves * args.streams / args.matches;
+    let memory = match (before, after) {
+        (Some(b), Some(a)) => format!(
+            "; the watching replica's memory {} KiB before the streams, {} KiB with them: {:.1} KiB a stream",
+            b,
+            a,
+            a.saturating_sub(b) as f64 / args.streams as f64
+        ),
+        _ => String::new(),
+    };
+    if latencies.len() < expected {
+        return Err(format!(
+            "{} deliveries of {expected} expected: pushes were lost",
+            latencies.len()
+        ));
+    }
+    Ok(format!(
+        "{} streams on {} connections over {} matches; {} moves at {}/s on the other replica, \
+         {} deliveries: push latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (from the move's \
+         Play sent to the stream's message){memory}",
+        args.streams,
+        args.streams.div_ceil(args.per_connection),
+        args.matches,
+        args.moves,
+        args.rate,
+        latencies.len(),
+        percentile(&latencies, 0.5).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+    ))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run(Args::parse()).await {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("watch_load: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
