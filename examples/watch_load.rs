@@ -78,7 +78,13 @@ struct Match {
 async fn new_match(client: &mut Client) -> Result<Match, String> {
     let new = client
         .new_game(pb::NewGameRequest {
-            seats: vec![pb::SeatSetup { bot: 0, claim: true }; 2],
+            seats: vec![
+                pb::SeatSetup {
+                    bot: 0,
+                    claim: true
+                };
+                2
+            ],
             ..Default::default()
         })
         .await
@@ -112,7 +118,10 @@ async fn next_move(client: &mut Client, m: &mut Match) -> Result<(Vec<u8>, Insta
         credential: viewer.map_or_else(Vec::new, |v| creds[v as usize].clone()),
         include_hand_events: false,
     };
-    let public = client.score(score(None, &m.token, &m.creds)).await.map_err(status)?;
+    let public = client
+        .score(score(None, &m.token, &m.creds))
+        .await
+        .map_err(status)?;
     let public = public.into_inner().view.ok_or("no view")?;
     if public.winner_side.is_some() {
         return Err("over".into());

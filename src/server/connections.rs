@@ -33,6 +33,10 @@ use tonic::transport::server::TcpConnectInfo;
 
 use crate::call::{CallContext, ClientId, Closing, ConnectionId};
 
+/// The path of the API's long-lived stream: a connection that holds nothing else may be
+/// evicted at the connection cap ([`Registry::evict_idlest`]).
+const WATCH_PATH: &str = "/allfives.v1.AllFivesService/Watch";
+
 /// Every connection open, by a number of its own.
 #[derive(Default)]
 pub struct Registry {
@@ -57,6 +61,7 @@ impl Registry {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let tracker = Arc::new(Tracker {
             open: AtomicUsize::new(0),
+            streams: AtomicUsize::new(0),
             idle_since_ms: AtomicU64::new(self.now_ms()),
             evicted: AtomicBool::new(false),
             evict: Notify::new(),
@@ -81,15 +86,27 @@ impl Registry {
 
     /// Tells the connection idle the longest (no call open, not told already) to close,
     /// and gives its place under the cap back at once: it closes within its eviction
-    /// grace. `false` if no connection is idle.
+    /// grace. With no idle connection, one whose only open calls are `Watch` streams is
+    /// told instead (its streams end with OK, and their clients watch again, on another
+    /// connection): a stream holds a connection open for as long as it likes, and
+    /// connections holding nothing else must not keep new clients out. `false` if every
+    /// connection has a call in flight.
     pub fn evict_idlest(&self) -> bool {
         let chosen = {
             let live = self.lock();
             live.values()
                 .filter(|t| {
-                    t.open.load(Ordering::Acquire) == 0 && !t.evicted.load(Ordering::Acquire)
+                    let open = t.open.load(Ordering::Acquire);
+                    let streams = t.streams.load(Ordering::Acquire);
+                    open <= streams && !t.evicted.load(Ordering::Acquire)
                 })
-                .min_by_key(|t| t.idle_since_ms.load(Ordering::Acquire))
+                // Idle ones first, then those with streams only; the longest idle first.
+                .min_by_key(|t| {
+                    (
+                        t.open.load(Ordering::Acquire) > 0,
+                        t.idle_since_ms.load(Ordering::Acquire),
+                    )
+                })
                 .cloned()
         };
         let Some(tracker) = chosen else {
@@ -146,6 +163,8 @@ impl Drop for Registered {
 pub struct Tracker {
     /// Calls open: headers received, response body not yet done.
     open: AtomicUsize,
+    /// Of those, `Watch` streams.
+    streams: AtomicUsize,
     /// When the last call closed (or the connection opened), in ms since `epoch`.
     idle_since_ms: AtomicU64,
     /// Told to close by [`Registry::evict_idlest`].
@@ -167,11 +186,17 @@ impl Tracker {
             .take()
     }
 
-    fn opened(self: &Arc<Self>) -> OpenCall {
+    fn opened(self: &Arc<Self>, stream: bool) -> OpenCall {
+        if stream {
+            self.streams.fetch_add(1, Ordering::AcqRel);
+        }
         if self.open.fetch_add(1, Ordering::AcqRel) == 0 {
             self.changed.notify_one();
         }
-        OpenCall(Arc::clone(self))
+        OpenCall {
+            tracker: Arc::clone(self),
+            stream,
+        }
     }
 
     /// Tells the connection's calls that it has begun to close.
@@ -212,12 +237,18 @@ impl Tracker {
 }
 
 /// One call counted open until dropped (with its response body, or with the call's
-/// future if the call never answered).
-struct OpenCall(Arc<Tracker>);
+/// future if the call never answered); `stream`: a `Watch` stream.
+struct OpenCall {
+    tracker: Arc<Tracker>,
+    stream: bool,
+}
 
 impl Drop for OpenCall {
     fn drop(&mut self) {
-        let tracker = &self.0;
+        let tracker = &self.tracker;
+        if self.stream {
+            tracker.streams.fetch_sub(1, Ordering::AcqRel);
+        }
         tracker
             .idle_since_ms
             .store(millis_since(tracker.epoch), Ordering::Release);
@@ -277,7 +308,7 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let open = self.tracker.opened();
+        let open = self.tracker.opened(request.uri().path() == WATCH_PATH);
         let mut request = request.map(Body::new);
         let header = request.headers().get("grpc-timeout").map(|v| v.as_bytes());
         // The last line of the header: the one the nearest proxy wrote.
@@ -355,7 +386,7 @@ mod tests {
         let first = registry.register(permit(&cap));
         tokio::time::sleep(Duration::from_millis(5)).await;
         let busy = registry.register(permit(&cap));
-        let _call = busy.tracker().opened();
+        let _call = busy.tracker().opened(false);
         let second = registry.register(permit(&cap));
         assert_eq!(cap.available_permits(), 0);
 
@@ -382,6 +413,28 @@ mod tests {
         assert_eq!(cap.available_permits(), 2);
         drop(busy);
         assert_eq!(cap.available_permits(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_connection_holding_only_watch_streams_is_evicted_when_none_is_idle() {
+        let cap = Arc::new(Semaphore::new(3));
+        let registry = Arc::new(Registry::default());
+        let watching = registry.register(permit(&cap));
+        let _streams = [
+            watching.tracker().opened(true),
+            watching.tracker().opened(true),
+        ];
+        let busy = registry.register(permit(&cap));
+        let _call = busy.tracker().opened(false);
+        let mixed = registry.register(permit(&cap));
+        let _both = [mixed.tracker().opened(true), mixed.tracker().opened(false)];
+        assert!(registry.evict_idlest());
+        tokio::time::timeout(Duration::from_secs(1), watching.tracker().evicted())
+            .await
+            .expect("the connection of streams only is told");
+        assert_eq!(cap.available_permits(), 1);
+        // A connection with a call in flight stays, streams or not.
+        assert!(!registry.evict_idlest());
     }
 
     /// A service that keeps the context of the call it was given.
@@ -483,7 +536,7 @@ mod tests {
         let registry = Arc::new(Registry::default());
         let conn = registry.register(permit(&cap));
         let tracker = Arc::clone(conn.tracker());
-        let call = tracker.opened();
+        let call = tracker.opened(false);
         let idle = tokio::spawn({
             let tracker = Arc::clone(&tracker);
             async move { tracker.idle_for(Some(Duration::from_secs(10))).await }

@@ -514,3 +514,54 @@ async fn two_devices_on_two_replicas_play_a_match_through_a_redis_cluster() {
         play_a_match(one.client().await, two.client().await).await;
     }
 }
+
+/// The attack of the review: a client holding a Watch stream on every connection the
+/// server takes must not keep a new client out. At the connection cap, a connection
+/// whose only calls are streams is evicted (its streams end with OK, to be watched
+/// again), as an idle one is.
+#[tokio::test]
+async fn streams_on_every_connection_do_not_keep_a_new_client_out() {
+    let server = TestServer::start_with(
+        ring(1, 1),
+        &["--match-store", "memory", "--max-connections", "4"],
+    )
+    .await;
+    let mut first = server.client().await;
+    let (dealt, view, _) = hot_seat_match(&mut first).await;
+    drop(first);
+    let mut streams = Vec::new();
+    for _ in 0..4 {
+        let mut client = server.client().await;
+        let mut stream = client
+            .watch(watch_as(&dealt, None, &[], &view.state_id))
+            .await
+            .expect("Watch")
+            .into_inner();
+        assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
+        streams.push((client, stream));
+    }
+    let started = std::time::Instant::now();
+    let mut newcomer = server.client().await;
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        newcomer.new_game(pb::NewGameRequest::default()),
+    )
+    .await
+    .expect("served in time")
+    .expect("NewGame");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    // One of the streams was ended (OK) to make room.
+    let mut ended = 0;
+    for (_, stream) in &mut streams {
+        if let Ok(Ok(None)) =
+            tokio::time::timeout(Duration::from_millis(500), stream.message()).await
+        {
+            ended += 1;
+        }
+    }
+    assert!(ended >= 1, "no stream was ended to make room");
+}
