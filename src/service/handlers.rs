@@ -331,6 +331,20 @@ pub fn claim_seat(
     let mut opened = tokens.open(&req.state)?;
     let rules = *opened.game.rules();
     let seat = seat_in(req.seat, &rules, "seat")?;
+    if !req.claim_key.is_empty() && matches!(opened.seats.0[seat], Player::Human(_)) {
+        // This very claim, made again after the match moved on (its answer was lost,
+        // and another device went on from it): the key gives the credential the seat
+        // holds, so its claimer gets it back, with the match as it is (nothing moves).
+        let claimed = state::claim::derive(&opened.secret, seat, claim_key_in(&req.claim_key)?);
+        if opened.seats.authorize(seat, &claimed.credential).is_ok() {
+            let answer = answer(tokens, opened, Some(seat), &[])?;
+            let credential = pb::SeatCredential {
+                seat: seat as u32,
+                credential: claimed.credential.to_vec(),
+            };
+            return Ok((answer, credential));
+        }
+    }
     if opened.game.hand_number() != 0 {
         return Err(ApiError::Rules(crate::engine::Error::WrongPhase {
             phase: opened.game.phase(),

@@ -701,3 +701,53 @@ async fn a_cluster_master_killed_mid_run_loses_no_answered_move() {
     let redis = common::redis::Redis::durable_cluster();
     a_killed_store_loses_no_answered_move(redis, "redis-cluster", 1).await;
 }
+
+/// A claim whose answer was lost, after another device went on (it dealt): the same
+/// claim key on the latest token gives the seat's credential back, with the match as it
+/// is; from the token before the claim it is stale; another key gets nothing (no claim
+/// after the deal).
+#[tokio::test]
+async fn a_lost_claim_is_taken_back_with_its_key_after_the_match_moved_on() {
+    let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+    let mut client = server.client().await;
+    let new = common::new_game_with(&mut client, vec![common::CLAIMED, common::OPEN]).await;
+    let claim = |state: &[u8], key: Vec<u8>| pb::ClaimSeatRequest {
+        state: state.to_vec(),
+        seat: 1,
+        claim_key: key,
+    };
+    let lost = client
+        .claim_seat(claim(&new.state, claim_key(7)))
+        .await
+        .expect("the claim")
+        .into_inner();
+    // The host goes on from the claim's token (its stream brought it): it deals.
+    let dealt = client
+        .deal(pb::DealRequest {
+            state: lost.state.clone().into(),
+            ..Default::default()
+        })
+        .await
+        .expect("Deal")
+        .into_inner();
+    let again = client
+        .claim_seat(claim(&dealt.state, claim_key(7)))
+        .await
+        .expect("the claim again, on the latest token")
+        .into_inner();
+    assert_eq!(again.credential, lost.credential);
+    let view = again.view.expect("view");
+    assert_eq!(view.state_id, dealt.view.expect("view").state_id, "nothing moved");
+    assert_eq!(view.viewer, Some(1));
+    assert!(!view.hand.is_empty(), "its hand, dealt meanwhile");
+    let stale = client
+        .claim_seat(claim(&new.state, claim_key(7)))
+        .await
+        .expect_err("from before the claim");
+    assert_eq!(reason(&stale), "STATE_STALE");
+    let other = client
+        .claim_seat(claim(&dealt.state, claim_key(8)))
+        .await
+        .expect_err("another key");
+    assert_eq!(reason(&other), "WRONG_PHASE", "the match was dealt: no claim now");
+}
