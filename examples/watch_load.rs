@@ -53,6 +53,9 @@ struct Args {
 
 type Client = AllFivesServiceClient<Channel>;
 
+/// Each change a stream received: its state id, and when.
+type Arrivals = Vec<(Vec<u8>, Instant)>;
+
 async fn connect(addr: &str) -> Result<Client, String> {
     let channel = Endpoint::from_shared(addr.to_string())
         .map_err(|e| format!("{addr}: {e}"))?
@@ -187,7 +190,7 @@ async fn run(args: Args) -> Result<String, String> {
     }
     let before = args.watch_pid.and_then(rss_kib);
     // Arrivals of each state id at the streams: (state id, when).
-    let arrivals: Arc<Mutex<Vec<(Vec<u8>, Instant)>>> = Arc::default();
+    let arrivals: Arc<Mutex<Arrivals>> = Arc::default();
     let mut readers = Vec::new();
     let mut watcher = connect(&args.watch_addr).await?;
     for i in 0..args.streams {

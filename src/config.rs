@@ -297,13 +297,13 @@ pub struct Config {
     )]
     pub match_store_capacity: u64,
 
-    /// The most Watch streams open at once; past it a Watch is refused
-    /// RESOURCE_EXHAUSTED TOO_MANY_WATCHES (docs/operations.md sizes it to the pod's
-    /// memory).
+    /// The most Watch streams open at once (about 20 KiB each); past it a Watch is
+    /// refused RESOURCE_EXHAUSTED TOO_MANY_WATCHES (docs/RELIABILITY.md, the memory
+    /// budget: the default fits the pod's 128 MiB with every other bound).
     #[arg(
         long,
         env = "ALLFIVES_MAX_WATCH_STREAMS",
-        default_value_t = 10_000,
+        default_value_t = 1_000,
         value_parser = clap::value_parser!(u64).range(1..=10_000_000)
     )]
     pub max_watch_streams: u64,

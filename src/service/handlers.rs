@@ -507,7 +507,11 @@ pub fn watch_in(tokens: &Tokens, req: &pb::WatchRequest) -> Result<Watch, ApiErr
     Ok(Watch {
         match_id,
         viewer: req.viewer,
-        credential: req.credential.clone(),
+        // Kept for the stream's life, and checked only for a viewer.
+        credential: match req.viewer {
+            Some(_) => req.credential.clone(),
+            None => Vec::new(),
+        },
         last_seen,
         with_tokens: !req.state.is_empty() || req.viewer.is_some(),
     })
@@ -522,7 +526,7 @@ fn match_id_in(hex: &str) -> Result<[u8; MATCH_ID_LEN], ApiError> {
         )
     };
     let bytes = hex.as_bytes();
-    if bytes.len() != 2 * MATCH_ID_LEN {
+    if bytes.len() != 2 * MATCH_ID_LEN || !bytes.iter().all(u8::is_ascii_hexdigit) {
         return Err(bad());
     }
     let mut id = [0u8; MATCH_ID_LEN];

@@ -33,7 +33,7 @@ use crate::metrics::Metrics;
 use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
 use crate::state::Tokens;
-use crate::store::{MatchStore, Refused};
+use crate::store::MatchStore;
 use handlers::{Answer, Policy, Step};
 use searches::{Limits, MatchId, Owner, Searches};
 use status::ApiError;
@@ -147,9 +147,7 @@ impl Api {
         let advanced = store.advance(&answer.moved, events, &answer.state);
         match tokio::time::timeout_at(deadline, advanced).await {
             Ok(Ok(())) => Ok(answer),
-            Ok(Err(Refused::Stale(stale))) => Err(ApiError::StateStale(stale.latest)),
-            Ok(Err(Refused::Forgotten)) => Err(ApiError::MatchForgotten),
-            Ok(Err(Refused::Unavailable(why))) => Err(ApiError::StoreUnavailable(why)),
+            Ok(Err(refused)) => Err(refused.into()),
             Err(_) => Err(ApiError::StoreUnavailable(
                 "no answer before the call's deadline".into(),
             )),

@@ -57,6 +57,18 @@ pub enum ApiError {
     TooManyWatches,
 }
 
+impl From<crate::store::Refused> for ApiError {
+    fn from(refused: crate::store::Refused) -> ApiError {
+        use crate::store::Refused;
+        match refused {
+            Refused::Stale(stale) => ApiError::StateStale(stale.latest),
+            Refused::Unavailable(why) => ApiError::StoreUnavailable(why),
+            Refused::Forgotten => ApiError::MatchForgotten,
+            Refused::Crowded => ApiError::TooManyWatches,
+        }
+    }
+}
+
 impl ApiError {
     pub fn field(field: &'static str, description: &'static str) -> ApiError {
         ApiError::Field { field, description }
@@ -232,7 +244,8 @@ impl From<ApiError> for Status {
             ),
             ApiError::StoreUnavailable(_) => Status::with_error_details(
                 Code::Unavailable,
-                "the match store did not answer; nothing was done: retry with backoff",
+                "the match store did not answer (it may have taken the move all the same): \
+                 make the same call again, with backoff",
                 info(HashMap::new()),
             ),
             ApiError::StateStale(latest) => {

@@ -34,7 +34,7 @@ use super::status::ApiError;
 use super::{Api, traced};
 use crate::call::{Closing, ConnectionId};
 use crate::proto::v1 as pb;
-use crate::store::{Head, MatchStore, Notice, Refused, Watching};
+use crate::store::{Head, MatchStore, Notice, Watching};
 
 /// The answer of a Watch call.
 pub type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchResponse, Status>> + Send>>;
@@ -46,12 +46,26 @@ pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// The most Watch streams open unless the server says otherwise
 /// (`--max-watch-streams`).
-pub const DEFAULT_MAX_STREAMS: usize = 10_000;
+pub const DEFAULT_MAX_STREAMS: usize = 1_000;
 
 /// The most Watch streams open on one connection unless the server says otherwise
 /// (`--max-watch-streams-per-connection`): a device watches one match, a spectator's
 /// page a few.
 pub const DEFAULT_MAX_PER_CONNECTION: usize = 8;
+
+/// How long a stream whose store did not answer a resync waits to ask again.
+const RESYNC_RETRY: Duration = Duration::from_secs(1);
+
+/// What a stream sends next: a message (or the error that ends it), or nothing yet:
+/// the store did not answer, ask again later.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one at a time, on the stream task's stack, on its way to be sent"
+)]
+enum Next {
+    Message(Result<pb::WatchResponse, Status>),
+    Later,
+}
 
 /// Messages a stream holds for a slow reader before it waits for it.
 const BUFFER: usize = 2;
@@ -200,7 +214,7 @@ impl Api {
             .watches
             .admit(connection)
             .ok_or(ApiError::TooManyWatches)?;
-        let watching = store.watch(watch.match_id).await.map_err(refused)?;
+        let watching = store.watch(watch.match_id).await.map_err(ApiError::from)?;
         let head = latest(&store, &watch).await?;
         let first = match watch.last_seen {
             Some(seen) if seen == head.state => {
@@ -240,16 +254,8 @@ async fn latest(store: &MatchStore, watch: &Watch) -> Result<Head, ApiError> {
     {
         Ok(Ok(Some(head))) => Ok(head),
         Ok(Ok(None)) => Err(ApiError::MatchForgotten),
-        Ok(Err(why)) => Err(refused(why)),
+        Ok(Err(why)) => Err(why.into()),
         Err(_) => Err(ApiError::StoreUnavailable("no answer in time".into())),
-    }
-}
-
-fn refused(why: Refused) -> ApiError {
-    match why {
-        Refused::Stale(stale) => ApiError::StateStale(stale.latest),
-        Refused::Unavailable(why) => ApiError::StoreUnavailable(why),
-        Refused::Forgotten => ApiError::MatchForgotten,
     }
 }
 
@@ -272,11 +278,19 @@ impl Follower {
         let period = self.api.watch_heartbeat;
         let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // A resync the store could not answer, tried again at this moment.
+        let retry = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(retry);
+        let mut retrying = false;
         loop {
             let message = tokio::select! {
                 () = self.closing.closed() => return,
                 () = self.sender.closed() => return,
-                _ = beat.tick() => Some(Ok(heartbeat())),
+                _ = beat.tick() => Some(Next::Message(Ok(heartbeat()))),
+                () = &mut retry, if retrying => {
+                    retrying = false;
+                    self.resync().await
+                }
                 notice = self.followed.watching.notices.recv() => match notice {
                     Ok(Notice::Moved(head)) if head.state == self.followed.last => None,
                     Ok(Notice::Moved(head)) if head.previous == Some(self.followed.last) => {
@@ -288,9 +302,25 @@ impl Follower {
                     Err(RecvError::Closed) => return,
                 },
             };
-            let Some(message) = message else { continue };
+            let message = match message {
+                Some(Next::Message(message)) => message,
+                Some(Next::Later) => {
+                    retry
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + RESYNC_RETRY);
+                    retrying = true;
+                    continue;
+                }
+                None => continue,
+            };
             let failed = message.is_err();
-            if self.sender.send(message).await.is_err() || failed {
+            // A client that stops reading holds the send: its connection's closing ends
+            // the stream all the same.
+            let sent = tokio::select! {
+                sent = self.sender.send(message) => sent.is_ok(),
+                () = self.closing.closed() => false,
+            };
+            if !sent || failed {
                 return;
             }
             beat.reset();
@@ -298,7 +328,7 @@ impl Follower {
     }
 
     /// The change to `head`, which becomes the last sent.
-    fn next(&mut self, head: &Head, catch_up: bool) -> Option<Result<pb::WatchResponse, Status>> {
+    fn next(&mut self, head: &Head, catch_up: bool) -> Option<Next> {
         let watched = handlers::watched(
             &self.api.tokens,
             &self.followed.watch,
@@ -307,21 +337,23 @@ impl Follower {
             catch_up,
         );
         self.followed.last = head.state;
-        Some(watched.map(change).map_err(Status::from))
+        Some(Next::Message(watched.map(change).map_err(Status::from)))
     }
 
     /// The head read again (moves may have been missed): sent as a catch-up unless it
-    /// follows the last sent. A store that does not answer leaves it for the next
-    /// notice (the subscription's own reconnection sends one).
-    async fn resync(&mut self) -> Option<Result<pb::WatchResponse, Status>> {
+    /// follows the last sent. A store that does not answer is asked again
+    /// [`RESYNC_RETRY`] later (and on the next notice).
+    async fn resync(&mut self) -> Option<Next> {
         match latest(&self.followed.store, &self.followed.watch).await {
             Ok(head) if head.state == self.followed.last => None,
             Ok(head) => {
                 let catch_up = head.previous != Some(self.followed.last);
                 self.next(&head, catch_up)
             }
-            Err(ApiError::MatchForgotten) => Some(Err(ApiError::MatchForgotten.into())),
-            Err(_) => None,
+            Err(ApiError::MatchForgotten) => {
+                Some(Next::Message(Err(ApiError::MatchForgotten.into())))
+            }
+            Err(_) => Some(Next::Later),
         }
     }
 }

@@ -20,6 +20,11 @@ use super::{Head, MatchId, Refused};
 /// is told it lagged, and reads the head again.
 const BACKLOG: usize = 16;
 
+/// The most streams that watch one match on one replica: its seats' devices (a few
+/// each) and some spectators. Every move is rendered for each watcher, so a match must
+/// not take a replica's whole budget of streams.
+pub const MAX_WATCHERS_PER_MATCH: usize = 32;
+
 /// What a watcher of a match is told.
 #[derive(Clone, Debug)]
 pub enum Notice {
@@ -122,6 +127,9 @@ impl Changes {
                     ready,
                 }
             });
+            if topic.watchers >= MAX_WATCHERS_PER_MATCH {
+                return Err(Refused::Crowded);
+            }
             topic.watchers += 1;
             (topic.sender.subscribe(), topic.ready.clone())
         };

@@ -67,6 +67,10 @@ pub enum Refused {
     /// it: its time to live passed, or the store lost it.
     #[error("the match store no longer holds the match")]
     Forgotten,
+    /// As many streams watch the match here as a match may have
+    /// ([`changes::MAX_WATCHERS_PER_MATCH`]).
+    #[error("the match has as many watchers here as it may")]
+    Crowded,
 }
 
 /// A match's latest state as the store holds it: its id, the id of the state it was

@@ -293,7 +293,7 @@ async fn subscribe(
 }
 
 /// What one push from the server means for the watchers here.
-async fn heard(connection: &mut Connection, changes: &Changes, push: PushInfo) {
+async fn heard(connection: &mut Connection, changes: &Arc<Changes>, push: PushInfo) {
     let mut data = push.data.into_iter();
     let mut bytes = || match data.next() {
         Some(Value::BulkString(b)) => Some(b),
@@ -327,14 +327,27 @@ async fn heard(connection: &mut Connection, changes: &Changes, push: PushInfo) {
             }
         }
         // A connection was lost: messages may have been. On a cluster, the crate does
-        // not move sharded subscriptions to a promoted replica: subscribe again.
+        // not move sharded subscriptions to a promoted replica: subscribe again, off
+        // this loop (thousands of matches, each up to RESPONSE_TIMEOUT, must not hold
+        // up the pushes and the new subscriptions), the watchers told to read their
+        // heads once it is done.
         PushKind::Disconnection => {
-            if matches!(connection, Connection::Cluster(_)) {
-                for match_id in changes.matches() {
-                    let _ = subscribe(connection, &match_id, true).await;
-                }
-            }
             changes.resync_all();
+            if let Connection::Cluster(c) = connection {
+                let mut again = Connection::Cluster(c.clone());
+                let matches = changes.matches();
+                let changes = Arc::clone(changes);
+                tokio::spawn(async move {
+                    for match_id in matches {
+                        // Still watched: a match nobody watches any more was
+                        // unsubscribed meanwhile, and stays so.
+                        if changes.watched(&match_id) {
+                            let _ = subscribe(&mut again, &match_id, true).await;
+                        }
+                    }
+                    changes.resync_all();
+                });
+            }
         }
         _ => {}
     }

@@ -737,7 +737,11 @@ async fn a_lost_claim_is_taken_back_with_its_key_after_the_match_moved_on() {
         .into_inner();
     assert_eq!(again.credential, lost.credential);
     let view = again.view.expect("view");
-    assert_eq!(view.state_id, dealt.view.expect("view").state_id, "nothing moved");
+    assert_eq!(
+        view.state_id,
+        dealt.view.expect("view").state_id,
+        "nothing moved"
+    );
     assert_eq!(view.viewer, Some(1));
     assert!(!view.hand.is_empty(), "its hand, dealt meanwhile");
     let stale = client
@@ -749,5 +753,9 @@ async fn a_lost_claim_is_taken_back_with_its_key_after_the_match_moved_on() {
         .claim_seat(claim(&dealt.state, claim_key(8)))
         .await
         .expect_err("another key");
-    assert_eq!(reason(&other), "WRONG_PHASE", "the match was dealt: no claim now");
+    assert_eq!(
+        reason(&other),
+        "WRONG_PHASE",
+        "the match was dealt: no claim now"
+    );
 }

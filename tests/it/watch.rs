@@ -453,7 +453,7 @@ async fn a_watch_that_does_not_hold_is_refused() {
     let (_, _, text) = server.scrape("/metrics").await;
     for line in [
         r#"allfives_watch_streams{state="open"} 3"#,
-        r#"allfives_watch_streams{state="limit"} 10000"#,
+        r#"allfives_watch_streams{state="limit"} 1000"#,
     ] {
         assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
     }
@@ -564,4 +564,36 @@ async fn streams_on_every_connection_do_not_keep_a_new_client_out() {
         }
     }
     assert!(ended >= 1, "no stream was ended to make room");
+}
+
+/// Every move is rendered for each of its match's watchers, so one match may have at
+/// most 32 streams on a replica (the review's fan-out); another match is watched still.
+#[tokio::test]
+async fn a_match_has_a_bounded_number_of_watchers() {
+    let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+    let mut client = server.client().await;
+    let (crowded, view, _) = hot_seat_match(&mut client).await;
+    let (other, other_view, _) = hot_seat_match(&mut client).await;
+    let mut streams = Vec::new();
+    let mut connection = server.client().await;
+    for i in 0..32 {
+        if i % 8 == 0 {
+            connection = server.client().await;
+        }
+        let stream = connection
+            .watch(watch_as(&crowded, None, &[], &view.state_id))
+            .await
+            .expect("a watcher");
+        streams.push(stream);
+    }
+    let mut fresh = server.client().await;
+    let refused = fresh
+        .watch(watch_as(&crowded, None, &[], &view.state_id))
+        .await
+        .expect_err("the 33rd watcher of one match");
+    assert_eq!(reason(&refused), "TOO_MANY_WATCHES");
+    fresh
+        .watch(watch_as(&other, None, &[], &other_view.state_id))
+        .await
+        .expect("another match");
 }
