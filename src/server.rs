@@ -105,11 +105,12 @@ where
 
     let tokens = Arc::new(Tokens::new(ring, config.token_cache as usize));
     metrics.watch_token_cache(tokens.shared_counts());
+    let store = config.match_store().await?.map(Arc::new);
     let api = Api::new(tokens, Arc::clone(&metrics), config.policy())
         .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
         .with_call_timeout(request_timeout)
         .with_search_wait_budget(Duration::from_millis(config.search_wait_budget_ms))
-        .with_match_store(config.match_store().await?.map(Arc::new))
+        .with_match_store(store.clone())
         .with_watches(
             usize::try_from(config.max_watch_streams)?,
             usize::try_from(config.max_watch_streams_per_connection)?,
@@ -126,6 +127,8 @@ where
     health_reporter
         .set_serving::<AllFivesServiceServer<Api>>()
         .await;
+    let store_health =
+        store.map(|store| tokio::spawn(report_store(store, health_reporter.clone())));
 
     let reflection = || {
         tonic_reflection::server::Builder::configure()
@@ -194,6 +197,10 @@ where
         // Forget the statuses: ends open health Watch streams, which would otherwise
         // hold their connections open until the drain deadline.
         let mut health_reporter = health_reporter;
+        if let Some(task) = &store_health {
+            task.abort();
+            health_reporter.clear_service_status(STORE_HEALTH).await;
+        }
         health_reporter.clear_service_status("").await;
         health_reporter
             .clear_service_status(<AllFivesServiceServer<Api> as NamedService>::NAME)
@@ -264,6 +271,45 @@ pub fn open_files_limit() -> Option<u64> {
 
 /// Warns at start when the open-files limit would stop accepting (with pauses, see
 /// [`incoming`]) before `--max-connections` does.
+/// The health service's name for the match store (`grpc.health.v1`): SERVING while
+/// the store answers, NOT_SERVING while it does not (docs/operations.md, "Probes").
+pub const STORE_HEALTH: &str = "allfives.MatchStore";
+
+/// How often the match store is asked whether it answers.
+const STORE_PROBE_PERIOD: Duration = Duration::from_secs(5);
+
+/// Asks the store every [`STORE_PROBE_PERIOD`] whether it answers, and says so in the
+/// health service (and in the log, when it changes). Runs until aborted.
+async fn report_store(
+    store: Arc<crate::store::MatchStore>,
+    reporter: tonic_health::server::HealthReporter,
+) {
+    let mut up = None;
+    loop {
+        let answered = tokio::time::timeout(crate::store::redis::RESPONSE_TIMEOUT, store.ping())
+            .await
+            .map_err(|_| "no answer in time".to_string())
+            .and_then(|pinged| pinged.map_err(|e| e.to_string()));
+        let now_up = answered.is_ok();
+        if up != Some(now_up) {
+            match &answered {
+                Ok(()) if up.is_some() => tracing::info!("the match store answers again"),
+                Ok(()) => {}
+                Err(why) => {
+                    tracing::warn!(%why, "the match store does not answer: moves are refused STORE_UNAVAILABLE")
+                }
+            }
+            let status = match now_up {
+                true => ServingStatus::Serving,
+                false => ServingStatus::NotServing,
+            };
+            reporter.set_service_status(STORE_HEALTH, status).await;
+            up = Some(now_up);
+        }
+        tokio::time::sleep(STORE_PROBE_PERIOD).await;
+    }
+}
+
 fn warn_if_descriptors_run_out_first(max_connections: u32) {
     if let Some(limit) = open_files_limit()
         && u64::from(max_connections) + DESCRIPTOR_RESERVE > limit

@@ -177,6 +177,14 @@ impl MatchStore {
         }
     }
 
+    /// Whether the store answers (a Redis `PING`; the memory store always does).
+    pub async fn ping(&self) -> Result<(), Refused> {
+        match &self.kind {
+            Kind::Memory(_) => Ok(()),
+            Kind::Redis(store) => store.ping().await,
+        }
+    }
+
     /// The match's head, if the store holds it.
     pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, Refused> {
         match &self.kind {

@@ -164,6 +164,16 @@ impl RedisStore {
         format!("allfives:{{{}}}:changes", hex(match_id))
     }
 
+    pub async fn ping(&self) -> Result<(), Refused> {
+        let ping = redis::cmd("PING");
+        let pong: redis::RedisResult<String> = match self.connection.clone() {
+            Connection::Single(mut c) => ping.query_async(&mut c).await,
+            Connection::Cluster(mut c) => ping.query_async(&mut c).await,
+        };
+        pong.map(|_| ())
+            .map_err(|e| Refused::Unavailable(e.to_string()))
+    }
+
     pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, Refused> {
         let mut get = redis::cmd("GET");
         get.arg(RedisStore::head_key(match_id));

@@ -214,6 +214,24 @@ async fn a_store_that_went_away_answers_store_unavailable() {
     let (one, _two) = replicas("redis", &redis.urls()).await;
     let mut a = one.client().await;
     let (token, view, creds) = with_a_choice(&mut a).await;
+    // The health service says whether the store answers.
+    use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
+    let mut health = tonic_health::pb::health_client::HealthClient::new(one.channel().await);
+    let store_status = async |health: &mut tonic_health::pb::health_client::HealthClient<_>| {
+        let req = HealthCheckRequest {
+            service: allfives::server::STORE_HEALTH.into(),
+        };
+        health.check(req).await.map(|r| r.into_inner().status)
+    };
+    let started = std::time::Instant::now();
+    while store_status(&mut health).await.ok() != Some(ServingStatus::Serving as i32) {
+        // Its first probe is made as the server starts.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "never SERVING"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     redis.stop();
     let refused = a
         .play(play(&token, &view, &creds, 0))
@@ -221,6 +239,15 @@ async fn a_store_that_went_away_answers_store_unavailable() {
         .expect_err("no store");
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
     assert_eq!(reason(&refused), "STORE_UNAVAILABLE");
+    // Within a probe period (5 s) and the store's answer time, NOT_SERVING.
+    let started = std::time::Instant::now();
+    while store_status(&mut health).await.ok() != Some(ServingStatus::NotServing as i32) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "still SERVING"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// The seat on turn in `token`.
