@@ -50,13 +50,17 @@ fn watch_as(state: &[u8], seat: Option<u32>, credential: &[u8], last: &[u8]) -> 
     }
 }
 
-/// A player on its own device: its seat and credential, its client (on its replica)
-/// and its stream, and the latest token and view its stream brought.
+/// A player on its own device: its seat and credential, its client (on its replica),
+/// the client it watches through (the same, or another replica's) and its stream, and
+/// the latest token and view its stream brought.
 struct Device {
     seat: u32,
     credential: Vec<u8>,
     client: Client,
+    watcher: Client,
     stream: Streaming<pb::WatchResponse>,
+    /// Streams it opened: one more each time a stream ended with its connection.
+    watches: usize,
     token: Vec<u8>,
     view: pb::GameView,
     /// Every change its stream brought, in order.
@@ -64,9 +68,34 @@ struct Device {
 }
 
 impl Device {
-    /// Takes the next change from its stream, which must be `state_id`'s.
+    /// Takes the next change from its stream, which must be `state_id`'s; a stream that
+    /// ended (its connection aged) is watched again from the last state seen.
     async fn hears(&mut self, state_id: &[u8]) {
-        let change = next_change(&mut self.stream).await;
+        let change = loop {
+            let message = tokio::time::timeout(WAIT, self.stream.message())
+                .await
+                .expect("a message in time");
+            match message.map(|m| m.and_then(|m| m.kind)) {
+                Ok(Some(Kind::Change(change))) => break change,
+                Ok(Some(Kind::Heartbeat(_))) => continue,
+                // Ended (OK) at the connection's age, or cut as it closed: again.
+                Ok(None) | Err(_) => {
+                    let req = watch_as(
+                        &self.token,
+                        Some(self.seat),
+                        &self.credential,
+                        &self.view.state_id,
+                    );
+                    self.stream = self
+                        .watcher
+                        .watch(req)
+                        .await
+                        .expect("Watch again")
+                        .into_inner();
+                    self.watches += 1;
+                }
+            }
+        };
         let view = change.view.clone().expect("view");
         assert_eq!(
             view.state_id, state_id,
@@ -125,10 +154,12 @@ impl Device {
 }
 
 /// Two devices, `a` (which makes the match, seat 0) and `b` (which gets the invite: the
-/// new match's token, and claims seat 1), play a whole match through `a_client` and
-/// `b_client`, each learning every move from its own stream only. `b` stops watching
-/// for a while once, and misses nothing.
-async fn play_a_match(mut a_client: Client, mut b_client: Client) {
+/// new match's token, and claims seat 1), play a whole match, each calling on its
+/// client and watching on its watcher (`clients`: a's, a's watcher, b's, b's watcher),
+/// each learning every move from its own stream only, thinking `pause` before each
+/// move. Answers how many streams each opened.
+async fn play_a_match(clients: [Client; 4], pause: Duration) -> (usize, usize) {
+    let [mut a_client, a_watcher, mut b_client, b_watcher] = clients;
     let new = a_client
         .new_game(pb::NewGameRequest {
             rules: Some(pb::Rules {
@@ -145,7 +176,8 @@ async fn play_a_match(mut a_client: Client, mut b_client: Client) {
         .into_inner();
     let a_view = new.view.expect("view");
     let a_credential = new.credentials[0].credential.clone();
-    let a_stream = a_client
+    let a_stream = a_watcher
+        .clone()
         .watch(watch_as(
             &new.state,
             Some(0),
@@ -159,6 +191,8 @@ async fn play_a_match(mut a_client: Client, mut b_client: Client) {
         seat: 0,
         credential: a_credential,
         client: a_client,
+        watcher: a_watcher,
+        watches: 1,
         stream: a_stream,
         token: new.state.clone(),
         view: a_view,
@@ -189,7 +223,8 @@ async fn play_a_match(mut a_client: Client, mut b_client: Client) {
     let b_view = claimed.view.expect("view");
     a.hears(&b_view.state_id).await;
     let b_credential = claimed.credential.expect("credential").credential;
-    let b_stream = b_client
+    let b_stream = b_watcher
+        .clone()
         .watch(watch_as(
             &claimed.state,
             Some(1),
@@ -203,6 +238,8 @@ async fn play_a_match(mut a_client: Client, mut b_client: Client) {
         seat: 1,
         credential: b_credential,
         client: b_client,
+        watcher: b_watcher,
+        watches: 1,
         stream: b_stream,
         token: claimed.state,
         view: b_view,
@@ -212,6 +249,7 @@ async fn play_a_match(mut a_client: Client, mut b_client: Client) {
 
     let mut moves = 0;
     while a.view.winner_side.is_none() {
+        tokio::time::sleep(pause).await;
         let made = if a.view.phase == pb::Phase::Dealing as i32 {
             let req = pb::DealRequest {
                 state: a.token.clone().into(),
@@ -237,21 +275,49 @@ async fn play_a_match(mut a_client: Client, mut b_client: Client) {
         b.seen.len() + 1,
         "b heard all but its own claim"
     );
+    (a.watches, b.watches)
 }
 
 #[tokio::test]
 async fn two_devices_play_a_match_through_the_memory_store() {
     let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
-    play_a_match(server.client().await, server.client().await).await;
+    let client = server.client().await;
+    let other = server.client().await;
+    play_a_match(
+        [client.clone(), client, other.clone(), other],
+        Duration::ZERO,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn two_devices_on_two_replicas_play_a_match_through_redis() {
     let redis = common::redis::Redis::standalone();
-    let args = ["--match-store", "redis", "--match-store-url", &redis.urls()];
+    let urls = redis.urls();
+    // Connections aged every second: every stream ends with its connection, and is
+    // watched again from the last state seen.
+    let args = [
+        "--match-store",
+        "redis",
+        "--match-store-url",
+        &urls,
+        "--max-connection-age-secs",
+        "1",
+    ];
     let one = TestServer::start_with(ring(1, 1), &args).await;
     let two = TestServer::start_with(ring(1, 1), &args).await;
-    play_a_match(one.client().await, two.client().await).await;
+    // Each device calls on one replica and watches on the other.
+    let clients = [
+        one.client().await,
+        two.client().await,
+        two.client().await,
+        one.client().await,
+    ];
+    let (a, b) = play_a_match(clients, Duration::from_millis(60)).await;
+    assert!(
+        a > 1 && b > 1,
+        "streams watched again as their connections aged: {a}, {b}"
+    );
 }
 
 /// A hot-seat match on `client` (both credentials held), dealt: its token, the view
@@ -511,7 +577,13 @@ async fn two_devices_on_two_replicas_play_a_match_through_a_redis_cluster() {
     let two = TestServer::start_with(ring(1, 1), &args).await;
     for _ in 0..3 {
         // Several matches, so that their channels fall on more than one master.
-        play_a_match(one.client().await, two.client().await).await;
+        let clients = [
+            one.client().await,
+            two.client().await,
+            two.client().await,
+            one.client().await,
+        ];
+        play_a_match(clients, Duration::ZERO).await;
     }
 }
 
