@@ -669,3 +669,31 @@ async fn a_match_has_a_bounded_number_of_watchers() {
         .await
         .expect("another match");
 }
+
+/// A server that drains ends its streams with OK at once (its connections begin to
+/// close), rather than holding them to the drain's deadline: their clients watch again
+/// elsewhere with their last state id.
+#[tokio::test]
+async fn a_stream_ends_cleanly_when_its_server_drains() {
+    let mut server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+    let mut client = server.client().await;
+    let (dealt, view, creds) = hot_seat_match(&mut client).await;
+    let mut stream = client
+        .watch(watch_as(&dealt, Some(0), &creds.of(0), &view.state_id))
+        .await
+        .expect("Watch")
+        .into_inner();
+    assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
+    let started = std::time::Instant::now();
+    server.stop();
+    let ended = tokio::time::timeout(Duration::from_secs(5), stream.message())
+        .await
+        .expect("the stream ends with the drain");
+    assert!(matches!(ended, Ok(None)), "{ended:?}");
+    // Well before the drain's deadline (1 s in the tests' servers).
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+}
