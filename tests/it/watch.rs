@@ -268,7 +268,11 @@ async fn play_a_match(clients: [Client; 4], pause: Duration) -> (usize, usize) {
         b.hears(&id).await;
         assert!(moves < 2_000, "a match of 50 points ends");
     }
-    assert!(a.seen.len() > 20, "{} changes", a.seen.len());
+    assert_eq!(
+        a.seen.len(),
+        moves + 1,
+        "every move and the claim, once each"
+    );
     assert_eq!(a.view.state_id, b.view.state_id);
     assert_eq!(
         a.seen.len(),

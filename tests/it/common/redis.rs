@@ -102,6 +102,35 @@ impl Redis {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The node (its index) whose slots hold `key`, in a cluster.
+    pub fn node_of(&self, key: &str) -> usize {
+        let slot: u16 = self
+            .cli(self.ports[0], &["cluster", "keyslot", key])
+            .trim()
+            .parse()
+            .expect("a slot");
+        let nodes = self.cli(self.ports[0], &["cluster", "nodes"]);
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let Some(port) = fields
+                .get(1)
+                .and_then(|a| a.split('@').next())
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| p.parse::<u16>().ok())
+            else {
+                continue;
+            };
+            let holds = fields.iter().skip(8).any(|range| {
+                let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+                matches!((lo.parse::<u16>(), hi.parse::<u16>()), (Ok(lo), Ok(hi)) if lo <= slot && slot <= hi)
+            });
+            if holds && let Some(n) = self.ports.iter().position(|&p| p == port) {
+                return n;
+            }
+        }
+        panic!("no node holds slot {slot}:\n{nodes}");
+    }
+
     /// The first server's port.
     pub fn port(&self) -> u16 {
         self.ports[0]
