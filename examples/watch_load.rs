@@ -19,6 +19,8 @@ use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
 use allfives::proto::v1::watch_response::Kind;
 use clap::Parser;
+
+mod common;
 use tonic::transport::{Channel, Endpoint};
 
 /// Time Watch's pushes under many open streams.
@@ -111,67 +113,12 @@ async fn new_match(client: &mut Client) -> Result<Match, String> {
     })
 }
 
-/// The next move of a match (its first legal move or a draw, or the next deal; a new
-/// match once it is over): the state id it made, and when its request was sent.
+/// The next move of a match (`common::next_move`): the state id it made, and when its
+/// request was sent; `Err("over")` once the match is over.
 async fn next_move(client: &mut Client, m: &mut Match) -> Result<(Vec<u8>, Instant), String> {
-    let status = |e: tonic::Status| e.to_string();
-    let score = |viewer: Option<u32>, token: &[u8], creds: &[Vec<u8>; 2]| pb::ScoreRequest {
-        state: token.to_vec().into(),
-        viewer,
-        credential: viewer.map_or_else(Vec::new, |v| creds[v as usize].clone()),
-        include_hand_events: false,
-    };
-    let public = client
-        .score(score(None, &m.token, &m.creds))
-        .await
-        .map_err(status)?;
-    let public = public.into_inner().view.ok_or("no view")?;
-    if public.winner_side.is_some() {
-        return Err("over".into());
-    }
-    let mut started = Instant::now();
-    let (token, view) = match public.turn {
-        None => {
-            let req = pb::DealRequest {
-                state: m.token.clone().into(),
-                ..Default::default()
-            };
-            let a = client.deal(req).await.map_err(status)?.into_inner();
-            (a.state, a.view)
-        }
-        Some(seat) => {
-            let view = client.score(score(Some(seat), &m.token, &m.creds)).await;
-            let view = view.map_err(status)?.into_inner().view.ok_or("no view")?;
-            let credential = m.creds[seat as usize].clone();
-            started = Instant::now();
-            match view.legal_moves.first() {
-                Some(legal) => {
-                    let req = pb::PlayRequest {
-                        state: m.token.clone().into(),
-                        seat,
-                        tile: legal.tile,
-                        end: legal.end,
-                        viewer: None,
-                        credential,
-                    };
-                    let a = client.play(req).await.map_err(status)?.into_inner();
-                    (a.state, a.view)
-                }
-                None => {
-                    let req = pb::DrawRequest {
-                        state: m.token.clone().into(),
-                        seat,
-                        viewer: None,
-                        credential,
-                    };
-                    let a = client.draw(req).await.map_err(status)?.into_inner();
-                    (a.state, a.view)
-                }
-            }
-        }
-    };
+    let (token, id, sent) = common::next_move(client, &m.token, &m.creds).await?;
     m.token = token;
-    Ok((view.ok_or("no view")?.state_id, started))
+    Ok((id, sent))
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

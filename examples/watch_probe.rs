@@ -18,6 +18,8 @@ use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
 use allfives::proto::v1::watch_response::Kind;
 use clap::Parser;
+
+mod common;
 use tonic::transport::{Channel, Endpoint};
 
 /// Watch a match through a server or gateway while it is played.
@@ -46,65 +48,14 @@ async fn connect(addr: &str) -> Result<Client, String> {
     Ok(AllFivesServiceClient::new(channel))
 }
 
-/// One move of the seat on turn (its first legal move, or a draw; or the next deal):
-/// the new token and state id.
+/// One move of the seat on turn (`common::next_move`): the new token and state id.
 async fn a_move(
     client: &mut Client,
     token: &[u8],
     creds: &[Vec<u8>],
 ) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let score = |viewer: Option<u32>| pb::ScoreRequest {
-        state: token.to_vec().into(),
-        viewer,
-        credential: viewer.map_or_else(Vec::new, |v| creds[v as usize].clone()),
-        include_hand_events: false,
-    };
-    let status = |e: tonic::Status| e.to_string();
-    let public = client
-        .score(score(None))
-        .await
-        .map_err(status)?
-        .into_inner();
-    let public = public.view.ok_or("no view")?;
-    let answer = match public.turn {
-        None => {
-            let req = pb::DealRequest {
-                state: token.to_vec().into(),
-                ..Default::default()
-            };
-            let a = client.deal(req).await.map_err(status)?.into_inner();
-            (a.state, a.view)
-        }
-        Some(seat) => {
-            let view = client.score(score(Some(seat))).await.map_err(status)?;
-            let view = view.into_inner().view.ok_or("no view")?;
-            match view.legal_moves.first() {
-                Some(m) => {
-                    let req = pb::PlayRequest {
-                        state: token.to_vec().into(),
-                        seat,
-                        tile: m.tile,
-                        end: m.end,
-                        viewer: None,
-                        credential: creds[seat as usize].clone(),
-                    };
-                    let a = client.play(req).await.map_err(status)?.into_inner();
-                    (a.state, a.view)
-                }
-                None => {
-                    let req = pb::DrawRequest {
-                        state: token.to_vec().into(),
-                        seat,
-                        viewer: None,
-                        credential: creds[seat as usize].clone(),
-                    };
-                    let a = client.draw(req).await.map_err(status)?.into_inner();
-                    (a.state, a.view)
-                }
-            }
-        }
-    };
-    Ok((answer.0, answer.1.ok_or("no view")?.state_id))
+    let (token, id, _) = common::next_move(client, token, creds).await?;
+    Ok((token, id))
 }
 
 async fn probe(args: Args) -> Result<String, String> {

@@ -1,8 +1,8 @@
 //! What the load generators share (`examples/loadgen.rs`, `examples/botload.rs`,
 //! `examples/rpc_load.rs`): a server they start on a free loopback port and wait for
 //! until it reports SERVING, a process's CPU time from `/proc`, latency quantiles, the
-//! runtime `main` starts, and an echo request sized like a game call's. Each example
-//! uses a part.
+//! runtime `main` starts, an echo request sized like a game call's, and one move of a
+//! hot-seat match (`watch_load`, `watch_probe`). Each example uses a part.
 #![allow(dead_code)]
 
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -184,4 +184,71 @@ pub fn echo_request(
         request.payload.push(0);
     }
     request
+}
+
+/// One move of a hot-seat match from `token` (`creds`: every seat's credential): the
+/// seat on turn's first legal move, or a draw, or the next hand's deal. Answers the new
+/// token, its state id, and when the move's request was sent (after the Score calls
+/// that chose it); `Err("over")` once the match is over. (`examples/watch_load.rs`,
+/// `examples/watch_probe.rs`.)
+pub async fn next_move(
+    client: &mut allfives::proto::v1::all_fives_service_client::AllFivesServiceClient<Channel>,
+    token: &[u8],
+    creds: &[Vec<u8>],
+) -> Result<(Vec<u8>, Vec<u8>, Instant), String> {
+    use allfives::proto::v1 as pb;
+    let status = |e: tonic::Status| e.to_string();
+    let score = |viewer: Option<u32>| pb::ScoreRequest {
+        state: token.to_vec().into(),
+        viewer,
+        credential: viewer.map_or_else(Vec::new, |v| creds[v as usize].clone()),
+        include_hand_events: false,
+    };
+    let public = client.score(score(None)).await.map_err(status)?;
+    let public = public.into_inner().view.ok_or("no view")?;
+    if public.winner_side.is_some() {
+        return Err("over".into());
+    }
+    let mut sent = Instant::now();
+    let (token, view) = match public.turn {
+        None => {
+            let req = pb::DealRequest {
+                state: token.to_vec().into(),
+                ..Default::default()
+            };
+            let a = client.deal(req).await.map_err(status)?.into_inner();
+            (a.state, a.view)
+        }
+        Some(seat) => {
+            let view = client.score(score(Some(seat))).await;
+            let view = view.map_err(status)?.into_inner().view.ok_or("no view")?;
+            let credential = creds[seat as usize].clone();
+            sent = Instant::now();
+            match view.legal_moves.first() {
+                Some(legal) => {
+                    let req = pb::PlayRequest {
+                        state: token.to_vec().into(),
+                        seat,
+                        tile: legal.tile,
+                        end: legal.end,
+                        viewer: None,
+                        credential,
+                    };
+                    let a = client.play(req).await.map_err(status)?.into_inner();
+                    (a.state, a.view)
+                }
+                None => {
+                    let req = pb::DrawRequest {
+                        state: token.to_vec().into(),
+                        seat,
+                        viewer: None,
+                        credential,
+                    };
+                    let a = client.draw(req).await.map_err(status)?.into_inner();
+                    (a.state, a.view)
+                }
+            }
+        }
+    };
+    Ok((token, view.ok_or("no view")?.state_id, sent))
 }
