@@ -58,6 +58,8 @@ struct Device {
     credential: Vec<u8>,
     client: Client,
     watcher: Client,
+    /// Where it watches once its watcher's replica is gone (drained), if anywhere.
+    fallback: Option<Client>,
     stream: Streaming<pb::WatchResponse>,
     /// Streams it opened: one more each time a stream ended with its connection.
     watches: usize,
@@ -86,12 +88,19 @@ impl Device {
                         &self.credential,
                         &self.view.state_id,
                     );
-                    self.stream = self
-                        .watcher
-                        .watch(req)
-                        .await
-                        .expect("Watch again")
-                        .into_inner();
+                    self.stream = match self.watcher.watch(req.clone()).await {
+                        Ok(stream) => stream.into_inner(),
+                        // Its replica drained and is gone: watch on another.
+                        Err(status) if status.code() == Code::Unavailable => {
+                            self.watcher = self.fallback.take().expect("a replica to move to");
+                            self.watcher
+                                .watch(req)
+                                .await
+                                .expect("Watch on another replica")
+                                .into_inner()
+                        }
+                        Err(status) => panic!("Watch again: {status:?}"),
+                    };
                     self.watches += 1;
                 }
             }
@@ -157,9 +166,17 @@ impl Device {
 /// new match's token, and claims seat 1), play a whole match, each calling on its
 /// client and watching on its watcher (`clients`: a's, a's watcher, b's, b's watcher),
 /// each learning every move from its own stream only, thinking `pause` before each
-/// move. Answers how many streams each opened.
-async fn play_a_match(clients: [Client; 4], pause: Duration) -> (usize, usize) {
+/// move, with `after_move` called with the count of moves made after each, and
+/// `fallbacks` where each watches once its watcher's replica is gone. Answers how many
+/// streams each opened, and whether `a` moved to its fallback.
+async fn play_a_match(
+    clients: [Client; 4],
+    pause: Duration,
+    fallbacks: [Option<Client>; 2],
+    after_move: &mut dyn FnMut(usize),
+) -> (usize, usize, bool) {
     let [mut a_client, a_watcher, mut b_client, b_watcher] = clients;
+    let [a_fallback, b_fallback] = fallbacks;
     let new = a_client
         .new_game(pb::NewGameRequest {
             rules: Some(pb::Rules {
@@ -192,6 +209,7 @@ async fn play_a_match(clients: [Client; 4], pause: Duration) -> (usize, usize) {
         credential: a_credential,
         client: a_client,
         watcher: a_watcher,
+        fallback: a_fallback,
         watches: 1,
         stream: a_stream,
         token: new.state.clone(),
@@ -239,6 +257,7 @@ async fn play_a_match(clients: [Client; 4], pause: Duration) -> (usize, usize) {
         credential: b_credential,
         client: b_client,
         watcher: b_watcher,
+        fallback: b_fallback,
         watches: 1,
         stream: b_stream,
         token: claimed.state,
@@ -264,6 +283,7 @@ async fn play_a_match(clients: [Client; 4], pause: Duration) -> (usize, usize) {
         };
         let id = made.expect("a view").state_id;
         moves += 1;
+        after_move(moves);
         a.hears(&id).await;
         b.hears(&id).await;
         assert!(moves < 2_000, "a match of 50 points ends");
@@ -279,7 +299,7 @@ async fn play_a_match(clients: [Client; 4], pause: Duration) -> (usize, usize) {
         b.seen.len() + 1,
         "b heard all but its own claim"
     );
-    (a.watches, b.watches)
+    (a.watches, b.watches, a.fallback.is_none())
 }
 
 #[tokio::test]
@@ -290,6 +310,8 @@ async fn two_devices_play_a_match_through_the_memory_store() {
     play_a_match(
         [client.clone(), client, other.clone(), other],
         Duration::ZERO,
+        [None, None],
+        &mut |_| {},
     )
     .await;
 }
@@ -317,11 +339,64 @@ async fn two_devices_on_two_replicas_play_a_match_through_redis() {
         two.client().await,
         one.client().await,
     ];
-    let (a, b) = play_a_match(clients, Duration::from_millis(60)).await;
+    let (a, b, _) = play_a_match(
+        clients,
+        Duration::from_millis(60),
+        [None, None],
+        &mut |_| {},
+    )
+    .await;
     assert!(
         a > 1 && b > 1,
         "streams watched again as their connections aged: {a}, {b}"
     );
+}
+
+/// Three replicas over one Redis store, connections aged every second: device `a`
+/// calls on the first and watches on the second, `b` calls on the third and watches on
+/// the first; ten moves in, the second drains and is gone. `a`'s stream ends with the
+/// drain, and `a` watches on the third from its last state id: every change still
+/// arrives once and in order, to the match's end.
+#[tokio::test]
+async fn a_match_goes_on_through_a_replica_s_drain() {
+    let redis = common::redis::Redis::standalone();
+    let urls = redis.urls();
+    let args = [
+        "--match-store",
+        "redis",
+        "--match-store-url",
+        &urls,
+        "--max-connection-age-secs",
+        "1",
+    ];
+    let one = TestServer::start_with(ring(1, 1), &args).await;
+    let mut two = TestServer::start_with(ring(1, 1), &args).await;
+    let three = TestServer::start_with(ring(1, 1), &args).await;
+    let clients = [
+        one.client().await,
+        two.client().await,
+        three.client().await,
+        one.client().await,
+    ];
+    let mut drained = false;
+    let (a, _, moved) = play_a_match(
+        clients,
+        Duration::from_millis(20),
+        [Some(three.client().await), None],
+        &mut |moves| {
+            if moves == 10 {
+                two.stop();
+                drained = true;
+            }
+        },
+    )
+    .await;
+    assert!(drained, "the match outlasted ten moves");
+    assert!(
+        a > 1 && moved,
+        "a watched on the third replica after the drain"
+    );
+    (&mut two.handle).await.expect("the second replica drained");
 }
 
 /// A hot-seat match on `client` (both credentials held), dealt: its token, the view
@@ -587,7 +662,7 @@ async fn two_devices_on_two_replicas_play_a_match_through_a_redis_cluster() {
             two.client().await,
             one.client().await,
         ];
-        play_a_match(clients, Duration::ZERO).await;
+        play_a_match(clients, Duration::ZERO, [None, None], &mut |_| {}).await;
     }
 }
 
