@@ -41,8 +41,11 @@ if (args.has("--tests")) {
     await ctx.watch();
     // static/ is copied again whenever a file in it changes.
     watch(join(root, "static"), () => cpSync(join(root, "static"), join(root, "dist"), { recursive: true }));
-    await ctx.serve({ servedir: join(root, "dist"), host: "127.0.0.1", port });
-    console.log(`\n  The table: http://127.0.0.1:${port}/  (server: ?server=http://127.0.0.1:50051 by default)\n`);
+    // Loopback only, unless HOST names another address (HOST=0.0.0.0: every interface,
+    // to open the page from a phone on the same network).
+    const host = process.env.HOST ?? "127.0.0.1";
+    await ctx.serve({ servedir: join(root, "dist"), host, port });
+    console.log(`\n  The table: http://${host}:${port}/  (server: ?server=http://<the page's host>:50051 by default)\n`);
   } else {
     await esbuild.build(options);
   }

@@ -1,10 +1,13 @@
 // The page: a new-match form, the table (src/table.ts) and its controls, driven by the
 // allfives service over gRPC-Web (@connectrpc/connect-web, code generated from
-// ../../proto). The page keeps the state token and its seat's credential in
-// localStorage, so a reload continues the match; every other seat is a bot the server
-// plays within the page's own calls. The server is http://127.0.0.1:50051 unless the
-// address names another: ?server=http://host:port.
-import { createClient } from "@connectrpc/connect";
+// ../../proto). The page keeps the state token, its seat and the seat's credential in
+// localStorage, so a reload continues the match. The other seats are the server's
+// bots (they move within the page's own calls) or friends on other devices, who join
+// by an invite link (#join=<token>) and claim a seat; on a server with a match store
+// every device follows the match through a Watch stream, so a friend's move (and a
+// move made in another tab) is pushed to the page as it happens. The server is the
+// page's host at port 50051 unless the address names another: ?server=http://host:port.
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import {
   AllFivesService,
@@ -12,62 +15,92 @@ import {
   End,
   HandEndReason,
   Phase,
+  SeatKind,
   type Event,
   type GameView,
   type LegalMove,
   type ScoreSheet,
   type Tile,
+  type WatchChange,
 } from "./gen/allfives/v1/allfives_pb.js";
 import { renderTable, seatLabel, tileKey } from "./table.js";
 import {
   endName,
   isNetworkFailure,
   levelName,
+  reasonOf,
   refusesSaved,
   seatName,
   sentenceFor,
   tileName,
   whyUnreachable,
 } from "./words.js";
+import { ErrorReason } from "./gen/allfives/v1/allfives_pb.js";
 
 const params = new URLSearchParams(window.location.search);
-const SERVER = (params.get("server") ?? "http://127.0.0.1:50051").replace(/\/+$/, "");
+// By default the service on the page's own host (127.0.0.1 when the page is opened
+// there; the machine's address when a phone on the same network opens it), port 50051.
+const SERVER = (params.get("server") ?? `http://${window.location.hostname || "127.0.0.1"}:50051`).replace(/\/+$/, "");
 const STORAGE_KEY = `allfives-web:${SERVER}`;
-const YOU = 0; // the page plays seat 0; the other seats are the server's bots
+const JOINING_KEY = `${STORAGE_KEY}:joining`;
 const CALL_TIMEOUT_MS = 15_000;
 
 const client = createClient(AllFivesService, createGrpcWebTransport({ baseUrl: SERVER }));
 
-// --- Storage: the token and the credential, base64. ---------------------------------
+// --- Storage: the token, the seat and its credential, base64. -----------------------
 interface Saved {
   state: string;
   credential: string;
+  /** The page's seat (0-based); absent in what older pages saved: seat 0. */
+  seat?: number;
+  /** The match's id (GameView.match_id). */
+  match?: string;
+}
+interface Held {
+  state: Uint8Array;
+  credential: Uint8Array;
+  seat: number;
+  match?: string;
 }
 const b64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 const unb64 = (text: string) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-function load(): { state: Uint8Array; credential: Uint8Array } | undefined {
+// The invite link carries a token in the address's fragment (never sent to a server),
+// base64url so it needs no escaping.
+const b64url = (bytes: Uint8Array) => b64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const unb64url = (text: string) => unb64(text.replace(/-/g, "+").replace(/_/g, "/"));
+// Saved in the tab's sessionStorage and in localStorage: a reload continues the tab's
+// own match (two windows of one browser may play two seats of one match), and a new
+// tab (or the browser started again) the last match played.
+function load(): Held | undefined {
   try {
-    const saved = JSON.parse(localStorage.getItem(STORAGE_KEY) ?? "null") as Saved | null;
-    return saved ? { state: unb64(saved.state), credential: unb64(saved.credential) } : undefined;
+    const text = sessionStorage.getItem(STORAGE_KEY) ?? localStorage.getItem(STORAGE_KEY);
+    const saved = JSON.parse(text ?? "null") as Saved | null;
+    return saved ? { state: unb64(saved.state), credential: unb64(saved.credential), seat: saved.seat ?? 0, match: saved.match } : undefined;
   } catch {
     return undefined;
   }
 }
 function save() {
   if (!game) return;
-  const saved: Saved = { state: b64(game.state), credential: b64(game.credential) };
-  localStorage.setItem(STORAGE_KEY, JSON.stringify(saved));
+  const saved: Saved = { state: b64(game.state), credential: b64(game.credential), seat: game.seat, match: game.view.matchId };
+  for (const store of [sessionStorage, localStorage]) store.setItem(STORAGE_KEY, JSON.stringify(saved));
+}
+function forget() {
+  for (const store of [sessionStorage, localStorage]) store.removeItem(STORAGE_KEY);
 }
 
 // --- What the page knows. ------------------------------------------------------------
-interface Game {
-  state: Uint8Array;
-  credential: Uint8Array;
+interface Game extends Held {
   view: GameView;
   sheet?: ScoreSheet;
   log: string[];
+  /** Every state id the page has taken (base64): an answer or a pushed change that
+   * brings one again (the page's own move comes both ways) is not taken twice. */
+  seen: Set<string>;
 }
 let game: Game | undefined;
+/** The page's seat: 0 for the match's maker, the claimed seat for a friend. */
+let you = 0;
 let selected: string | undefined;
 let suggested: LegalMove | undefined;
 let hint = "";
@@ -83,6 +116,9 @@ function showError(text: string) {
   el.hidden = text === "";
 }
 
+/** A refusal of the page's own, not the server's: its message is the sentence. */
+class PageRefusal extends Error {}
+
 /**
  * Runs one call; a refusal becomes a plain sentence on the page and changes nothing.
  * Returns the error, if there was one.
@@ -96,7 +132,9 @@ async function call(what: () => Promise<void>): Promise<unknown> {
     await what();
   } catch (err) {
     const reach = isNetworkFailure(err) ? await whyUnreachable(SERVER) : undefined;
-    showError(sentenceFor(err, reach));
+    showError(err instanceof PageRefusal ? err.message : sentenceFor(err, reach));
+    // Another device or tab moved first: watch again, which brings the page up to date.
+    if (reasonOf(err) === ErrorReason.STATE_STALE) watch();
     console.warn("allfives call failed:", err);
     return err;
   } finally {
@@ -107,14 +145,32 @@ async function call(what: () => Promise<void>): Promise<unknown> {
   return undefined;
 }
 
-const me = () => ({ viewer: YOU, credential: game!.credential });
+const me = () => ({ viewer: you, credential: game!.credential });
 const opts = () => ({ timeoutMs: CALL_TIMEOUT_MS });
 
-/** Takes an answer's token, view and events, and the sheet when a hand is over. */
-async function take(answer: { state?: Uint8Array; view?: GameView; events?: Event[] }) {
+function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event[] = []) {
+  game = { ...held, match: view.matchId, view, sheet, log: [], seen: new Set([b64(view.stateId)]) };
+  you = held.seat;
+  for (const e of events) game.log.push(describe(e, view));
+  save();
+  watch();
+}
+
+/**
+ * Takes an answer's (or a pushed change's) token, view and events, and the sheet when
+ * a hand is over; a state the page has taken already is left alone. `catchUp`: the
+ * view replaces what the page showed, and the events are the hand's from its deal.
+ */
+async function take(answer: { state?: Uint8Array; view?: GameView; events?: Event[] }, catchUp = false) {
   const g = game!;
+  if (answer.view) {
+    const id = b64(answer.view.stateId);
+    if (g.seen.has(id)) return;
+    g.seen.add(id);
+    g.view = answer.view;
+  }
   if (answer.state && answer.state.length > 0) g.state = answer.state;
-  if (answer.view) g.view = answer.view;
+  if (catchUp) g.log = [];
   for (const e of answer.events ?? []) g.log.push(describe(e, g.view));
   selected = undefined;
   suggested = undefined;
@@ -126,10 +182,10 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
 }
 
 function describe(e: Event, view: GameView): string {
-  const who = (seat: number) => seatLabel(view, seat, YOU);
+  const who = (seat: number) => seatLabel(view, seat, you);
   switch (e.kind.case) {
     case "dealt":
-      return `Hand ${e.kind.value.hand} dealt; ${who(e.kind.value.starter)} ${e.kind.value.starter === YOU ? "lead" : "leads"}.`;
+      return `Hand ${e.kind.value.hand} dealt; ${who(e.kind.value.starter)} ${e.kind.value.starter === you ? "lead" : "leads"}.`;
     case "tilePlayed": {
       const p = e.kind.value;
       const where = p.end === End.UNSPECIFIED ? "as the lead" : `on ${endName(p.end)}`;
@@ -142,7 +198,7 @@ function describe(e: Event, view: GameView): string {
     case "handEnded":
       return `Hand ${e.kind.value.hand} ended: ${handEnd(e.kind.value.reason, e.kind.value.wentOut, e.kind.value.reachedTarget)}`;
     case "gameEnded":
-      return `The match is over: ${e.kind.value.winnerSeats.map((s) => seatName(s, YOU)).join(" & ")} won.`;
+      return `The match is over: ${e.kind.value.winnerSeats.map((s) => seatName(s, you)).join(" & ")} won.`;
     default:
       return "";
   }
@@ -151,11 +207,11 @@ function describe(e: Event, view: GameView): string {
 function handEnd(reason: HandEndReason, wentOut?: number, reached?: number): string {
   switch (reason) {
     case HandEndReason.DOMINO:
-      return `${seatName(wentOut ?? 0, YOU)} went out.`;
+      return `${seatName(wentOut ?? 0, you)} went out.`;
     case HandEndReason.BLOCKED:
       return "blocked: nobody could play.";
     case HandEndReason.TARGET_REACHED:
-      return `${seatName(reached ?? 0, YOU)} reached the target.`;
+      return `${seatName(reached ?? 0, you)} reached the target.`;
     default:
       return "";
   }
@@ -164,7 +220,9 @@ function handEnd(reason: HandEndReason, wentOut?: number, reached?: number): str
 // --- Actions. ------------------------------------------------------------------------
 function newMatch(data: FormData) {
   const players = Number(data.get("players"));
-  const seats = [{ claim: true }, ...[...Array(players - 1)].map((_, i) => ({ bot: Number(data.get(`bot${i + 1}`)) as BotLevel }))];
+  // Each other seat: a bot of the chosen level, or open for a friend ("friend").
+  const others = [...Array(players - 1)].map((_, i) => String(data.get(`bot${i + 1}`)));
+  const seats = [{ claim: true }, ...others.map((o) => (o === "friend" ? { claim: false } : { bot: Number(o) as BotLevel }))];
   const rules = {
     players,
     partnership: data.get("partnership") === "on" && players === 4,
@@ -173,24 +231,24 @@ function newMatch(data: FormData) {
     settlement: Number(data.get("settlement")),
   };
   return call(async () => {
-    const answer = await client.newGame({ rules, viewer: YOU, seats }, opts());
-    game = { state: answer.state, credential: answer.credentials[0].credential, view: answer.view!, log: [] };
-    save();
+    const answer = await client.newGame({ rules, viewer: 0, seats }, opts());
+    startGame({ state: answer.state, credential: answer.credentials[0].credential, seat: 0 }, answer.view!);
     form.hidden = true;
-    await take(await client.deal({ state: game.state, ...me() }, opts()));
+    // With a friend's seat open, the first hand waits for the friend (see arrive()).
+    if (!hasOpenSeat(answer.view!)) await take(await client.deal({ state: game!.state, ...me() }, opts()));
   });
 }
 
 const deal = () => call(async () => take(await client.deal({ state: game!.state, ...me() }, opts())));
-const draw = () => call(async () => take(await client.draw({ state: game!.state, seat: YOU, ...me() }, opts())));
+const draw = () => call(async () => take(await client.draw({ state: game!.state, seat: you, ...me() }, opts())));
 const play = (tile: Tile | { a: number; b: number }, end: End) =>
-  call(async () => take(await client.play({ state: game!.state, seat: YOU, tile, end, ...me() }, opts())));
+  call(async () => take(await client.play({ state: game!.state, seat: you, tile, end, ...me() }, opts())));
 
 function suggest() {
   const level = Number($<HTMLSelectElement>("hint-level").value) as BotLevel;
   return call(async () => {
     const g = game!;
-    const answer = await client.suggest({ state: g.state, seat: YOU, level, credential: g.credential }, opts());
+    const answer = await client.suggest({ state: g.state, seat: you, level, credential: g.credential }, opts());
     if (answer.draw) {
       hint = `The ${levelName(level)} bot says: draw.`;
     } else if (answer.play?.tile) {
@@ -202,16 +260,133 @@ function suggest() {
   });
 }
 
-async function resume(saved: { state: Uint8Array; credential: Uint8Array }) {
+async function resume(saved: Held) {
   const err = await call(async () => {
-    const answer = await client.score({ state: saved.state, viewer: YOU, credential: saved.credential, includeHandEvents: true }, opts());
-    game = { ...saved, view: answer.view!, sheet: answer.sheet, log: [] };
-    for (const e of answer.handEvents) game.log.push(describe(e, game.view));
+    const answer = await client.score({ state: saved.state, viewer: saved.seat, credential: saved.credential, includeHandEvents: true }, opts());
+    startGame(saved, answer.view!, answer.sheet, answer.handEvents);
   });
   // A token (or seat key) the server refuses will never be taken: forget it, so the
   // next reload offers a new match instead of the same refusal.
-  if (err !== undefined && refusesSaved(err)) localStorage.removeItem(STORAGE_KEY);
+  if (err !== undefined && refusesSaved(err)) forget();
   if (!game) showForm();
+}
+
+// --- Following the match: Watch, joining by invite. ----------------------------------
+const hasOpenSeat = (v: GameView) => v.seats.some((s) => s.kind === SeatKind.OPEN);
+const hasOtherPlayer = (v: GameView) => v.seats.some((s) => s.seat !== you && s.kind !== SeatKind.BOT);
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+let watching: AbortController | undefined;
+
+/**
+ * Follows the page's match through a Watch stream (again from the last state seen each
+ * time the stream ends, as it does when the server's connection ages or drains, or
+ * breaks), taking every change the server pushes: a friend's move, a move made in
+ * another tab. A server without a match store refuses Watch (STORE_REQUIRED): then
+ * the page's own answers are all it learns, and a match with another person at it
+ * cannot be followed, which the page says.
+ */
+function watch() {
+  watching?.abort();
+  const g = game;
+  if (!g) return;
+  const stop = new AbortController();
+  watching = stop;
+  void (async () => {
+    let pause = 500;
+    while (!stop.signal.aborted && game === g) {
+      try {
+        const request = { state: g.state, viewer: you, credential: g.credential, lastStateId: g.view.stateId };
+        for await (const message of client.watch(request, { signal: stop.signal })) {
+          pause = 500;
+          document.body.dataset.watching = "yes";
+          if (message.kind.case === "change") await arrive(message.kind.value);
+        }
+      } catch (err) {
+        if (stop.signal.aborted || game !== g) return;
+        document.body.dataset.watching = "no";
+        const reason = reasonOf(err);
+        if (reason === ErrorReason.STORE_REQUIRED || (err instanceof ConnectError && err.code === Code.Unimplemented)) {
+          if (hasOtherPlayer(g.view)) showError(NO_STORE);
+          return;
+        }
+        if (refusesSaved(err) || reason === ErrorReason.MATCH_FORGOTTEN) {
+          showError(sentenceFor(err));
+          return;
+        }
+        console.warn("allfives watch ended:", err);
+        await sleep(pause);
+        pause = Math.min(pause * 2, 10_000);
+      }
+    }
+  })();
+}
+const NO_STORE =
+  "This server keeps no match store, so the other players' moves cannot reach this page. Start it with --match-store memory.";
+
+/** A change the Watch stream pushed. */
+async function arrive(change: WatchChange) {
+  const g = game;
+  if (!g || !change.view) return;
+  if (g.seen.has(b64(change.view.stateId))) return;
+  await take(change, change.catchUp);
+  render();
+  // The match's maker deals the first hand once every seat is taken.
+  const v = g.view;
+  if (you === 0 && v.phase === Phase.DEALING && v.handNumber === 0 && !hasOpenSeat(v) && !busy) void deal();
+}
+
+/**
+ * Opens an invite (the token in #join=…): learns the match's latest state (a Watch as
+ * a spectator holding the token), claims its first open seat with a claim key kept
+ * until the answer comes (so a reload mid-claim gets the same seat back), and plays
+ * that seat. Asks first when the page holds another match (`held`), and goes back to
+ * it if the player would rather.
+ */
+async function join(invite: Uint8Array, held?: Held) {
+  let declined = false;
+  await call(async () => {
+    let latest = invite;
+    let view: GameView | undefined;
+    try {
+      for await (const message of client.watch({ state: invite }, opts())) {
+        if (message.kind.case === "change") {
+          latest = message.kind.value.state;
+          view = message.kind.value.view;
+          break;
+        }
+      }
+    } catch (err) {
+      // No match store: claim from the invite itself.
+      if (reasonOf(err) !== ErrorReason.STORE_REQUIRED) throw err;
+    }
+    view ??= (await client.score({ state: latest }, opts())).view;
+    if (held && held.match !== view!.matchId && !window.confirm("Leave the match this page holds, to join the one you were invited to?")) {
+      declined = true;
+      return;
+    }
+    let pending = JSON.parse(sessionStorage.getItem(JOINING_KEY) ?? "null") as { match: string; seat: number; key: string } | null;
+    if (pending?.match !== view!.matchId) {
+      const open = view!.seats.find((s) => s.kind === SeatKind.OPEN);
+      if (!open) throw new PageRefusal("Every seat of this match has been taken.");
+      const key = b64(crypto.getRandomValues(new Uint8Array(16)));
+      pending = { match: view!.matchId, seat: open.seat, key };
+      sessionStorage.setItem(JOINING_KEY, JSON.stringify(pending));
+    }
+    const claimed = await client.claimSeat({ state: latest, seat: pending.seat, claimKey: unb64(pending.key) }, opts());
+    sessionStorage.removeItem(JOINING_KEY);
+    form.hidden = true;
+    startGame({ state: claimed.state, credential: claimed.credential!.credential, seat: pending.seat }, claimed.view!);
+  });
+  // The invite is used (or declined): off the address, so a reload does not use it again.
+  history.replaceState(null, "", window.location.pathname + window.location.search);
+  if (declined && held) await resume(held);
+  else if (!game) showForm();
+}
+
+function inviteLink(g: Game): string {
+  const url = new URL(window.location.href);
+  url.hash = `join=${b64url(g.state)}`;
+  return url.toString();
 }
 
 // --- Rendering. ----------------------------------------------------------------------
@@ -222,17 +397,19 @@ function render() {
   if (!g) return;
   const v = g.view;
   const playing = v.phase === Phase.PLAYING;
-  const yours = playing && v.turn === YOU;
+  const yours = playing && v.turn === you;
   document.body.dataset.phase = Phase[v.phase];
   document.body.dataset.moves = String(v.moves);
   document.body.dataset.hand = String(v.handNumber);
+  document.body.dataset.stateId = b64(v.stateId);
+  document.body.dataset.yourTurn = String(yours);
 
   // Keep the keyboard's place across the redraw; when the focused tile or end is gone
   // (played), go on to what comes next: a playable tile, Draw, or Deal.
   const active = document.activeElement as HTMLElement | null;
   const focused = active?.dataset?.key;
   const wasHere = focused !== undefined || active?.id === "draw" || active?.id === "deal";
-  tableContent.innerHTML = renderTable(v, { you: YOU, selected, suggested, busy });
+  tableContent.innerHTML = renderTable(v, { you, selected, suggested, busy });
   $<HTMLButtonElement>("draw").disabled = busy || !(yours && v.mustDraw);
   $<HTMLButtonElement>("suggest").disabled = busy || !yours;
   renderHandEnd(g);
@@ -270,8 +447,9 @@ function focusNext(v: GameView) {
 
 function statusLine(v: GameView): string {
   if (v.phase === Phase.OVER) return `The match is over: ${winnerText(v)}`;
+  if (hasOpenSeat(v)) return "Waiting for players: send the invite link below.";
   if (v.phase === Phase.DEALING) return v.handNumber === 0 ? "Waiting for the deal." : "The hand is over.";
-  if (v.turn !== YOU) return `${seatName(v.turn ?? 0, YOU)} is on turn.`;
+  if (v.turn !== you) return `${seatName(v.turn ?? 0, you)} is on turn.`;
   if (v.mustDraw) return "You have nothing to play: draw from the boneyard.";
   if (v.layout.length === 0) return "Your lead: choose any tile, then the centre.";
   return selected ? "Now choose an end (highlighted, with the points it scores)." : "Your turn: choose a tile (playable ones are raised).";
@@ -279,13 +457,13 @@ function statusLine(v: GameView): string {
 
 function winnerText(v: GameView): string {
   const seats = v.winnerSeats;
-  if (seats.includes(YOU)) return seats.length > 1 ? `you and ${seatName(seats.find((s) => s !== YOU)!, YOU)} won.` : "you won!";
-  return `${seats.map((s) => seatName(s, YOU)).join(" & ")} won.`;
+  if (seats.includes(you)) return seats.length > 1 ? `you and ${seatName(seats.find((s) => s !== you)!, you)} won.` : "you won!";
+  return `${seats.map((s) => seatName(s, you)).join(" & ")} won.`;
 }
 
 const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
 const sideName = (v: GameView, side: number) =>
-  (v.scores.find((s) => s.side === side)?.seats ?? [side]).map((s) => seatName(s, YOU)).join(" & ");
+  (v.scores.find((s) => s.side === side)?.seats ?? [side]).map((s) => seatName(s, you)).join(" & ");
 
 function miniTile(t: Tile): string {
   return `<svg class="mini" width="40" height="20" viewBox="0 0 40 20" role="img" aria-label="${tileName(t)}"><title>${tileName(t)}</title>` +
@@ -299,9 +477,20 @@ function renderHandEnd(g: Game) {
   const result = v.lastHand;
   box.hidden = v.phase === Phase.PLAYING;
   const dealButton = $<HTMLButtonElement>("deal");
-  dealButton.hidden = v.phase === Phase.OVER;
+  const waiting = hasOpenSeat(v);
+  dealButton.hidden = v.phase === Phase.OVER || waiting;
   dealButton.disabled = busy;
   if (box.hidden) return;
+  if (waiting) {
+    // Seats left open for friends: the invite, until every seat is taken.
+    const open = v.seats.filter((s) => s.kind === SeatKind.OPEN).map((s) => esc(seatName(s.seat, you)));
+    $("hand-end-title").textContent = "Waiting for players";
+    $("hand-end-body").innerHTML =
+      `<p>Open: ${open.join(", ")}. Send a friend this link (or open it in another window); the first hand is dealt once every seat is taken.</p>` +
+      `<p class="invite"><input id="invite-link" readonly aria-label="Invite link" value="${esc(inviteLink(g))}"/>` +
+      `<button type="button" id="copy-invite">Copy</button></p>`;
+    return;
+  }
   if (!result) {
     // Before the first deal (its Deal failed): offer it again.
     $("hand-end-title").textContent = "Ready to deal the first hand";
@@ -312,7 +501,7 @@ function renderHandEnd(g: Game) {
   const hands = result.hands
     .map(
       (h) =>
-        `<li data-testid="revealed-${h.seat}"><strong>${esc(seatName(h.seat, YOU))}</strong>: ` +
+        `<li data-testid="revealed-${h.seat}"><strong>${esc(seatName(h.seat, you))}</strong>: ` +
         `${h.tiles.length ? h.tiles.map(miniTile).join(" ") : "no tiles"} — ${h.pips} pips, counting ${h.rounded}</li>`,
     )
     .join("");
@@ -344,13 +533,14 @@ function seatsFields() {
   const players = Number((form.elements.namedItem("players") as HTMLSelectElement).value);
   const box = $("seats");
   const before = new Map([...box.querySelectorAll("select")].map((s) => [s.name, s.value]));
-  box.innerHTML = "<legend>Opponents: the server's bots</legend>";
+  box.innerHTML = "<legend>Opponents: the server's bots, or friends you invite</legend>";
   for (let seat = 1; seat < players; seat++) {
     const label = document.createElement("label");
-    label.textContent = `${seatName(seat, YOU)} `;
+    label.textContent = `${seatName(seat, 0)} `;
     const select = document.createElement("select");
     select.name = `bot${seat}`;
     for (const level of [BotLevel.EASY, BotLevel.MEDIUM, BotLevel.HARD]) select.add(new Option(`${levelName(level)} bot`, String(level)));
+    select.add(new Option("a friend (invite link)", "friend"));
     select.value = before.get(select.name) ?? String(BotLevel.MEDIUM);
     label.append(select);
     box.append(label);
@@ -395,6 +585,15 @@ tableContent.addEventListener("keydown", (e) => {
   }
 });
 $("draw").addEventListener("click", () => void draw());
+$("hand-end").addEventListener("click", (e) => {
+  if ((e.target as Element).id !== "copy-invite") return;
+  const link = $<HTMLInputElement>("invite-link");
+  link.select();
+  void navigator.clipboard?.writeText(link.value).then(
+    () => ($("hint").textContent = "Invite link copied."),
+    () => {},
+  );
+});
 $("suggest").addEventListener("click", () => void suggest());
 $("deal").addEventListener("click", () => void deal());
 $("new-match-button").addEventListener("click", showForm);
@@ -417,7 +616,10 @@ if (params.get("debug") === "1") {
 
 $("server").textContent = `server ${SERVER}`;
 const saved = load();
-if (saved) {
+const invite = /^#join=([A-Za-z0-9_-]+)$/.exec(window.location.hash)?.[1];
+if (invite) {
+  void join(unb64url(invite), saved);
+} else if (saved) {
   void resume(saved);
 } else {
   showForm();

@@ -3,7 +3,7 @@
 // its four arms (doubles crosswise, each tile edged in the colour of the seat that
 // played it), the open ends (as targets for the chosen tile, with the points each
 // move would score), the count, the boneyard, the scores, and the player's hand.
-import { Arm, End, Phase, type GameView, type LegalMove, type PlacedTile } from "./gen/allfives/v1/allfives_pb.js";
+import { Arm, End, Phase, SeatKind, type GameView, type LegalMove, type PlacedTile } from "./gen/allfives/v1/allfives_pb.js";
 import { SEAT_COLOURS, endName, levelName, seatName, tileName } from "./words.js";
 
 export const WIDTH = 1000;
@@ -123,7 +123,7 @@ export function isPartner(view: GameView, seat: number, you: number): boolean {
 /** "Seat 3, partner (medium bot)", "Seat 2 (easy bot)", "You". */
 export function seatLabel(view: GameView, seat: number, you: number): string {
   const status = view.seats[seat];
-  const level = status?.bot ? ` (${levelName(status.bot)} bot)` : "";
+  const level = status?.bot ? ` (${levelName(status.bot)} bot)` : status?.kind === SeatKind.OPEN ? " (open)" : "";
   return seatName(seat, you) + (isPartner(view, seat, you) ? ", partner" : "") + level;
 }
 

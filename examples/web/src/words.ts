@@ -74,7 +74,7 @@ const SENTENCES: Record<ErrorReason, string> = {
   [ErrorReason.SEARCH_QUEUE_FULL]:
     "The server is busy with hard searches. Try again in a moment, or ask for an easier hint.",
   [ErrorReason.REQUEST_BODY_TIMEOUT]: "The request took too long to reach the server. Try again.",
-  [ErrorReason.STATE_STALE]: "This match has moved on since this page last saw it. Reload to continue.",
+  [ErrorReason.STATE_STALE]: "The match moved on (another device or tab played first): the table now shows it as it is.",
   [ErrorReason.STORE_UNAVAILABLE]: "The server cannot reach its match records right now. Try again in a moment.",
   [ErrorReason.MATCH_FORGOTTEN]: "The server no longer keeps this match. Start a new one.",
   [ErrorReason.STORE_REQUIRED]: "This server cannot continue this match. Try again later.",

@@ -75,10 +75,19 @@ function webTest(name: string, timeout: number, body: () => Promise<void>) {
   });
 }
 
+// The service's methods each page called, in order (Watch among them).
+const called = new Map<Page, string[]>();
+
 async function open(url: string): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   const page = await context.newPage();
   const n = pages.push(page);
+  const methods: string[] = [];
+  called.set(page, methods);
+  page.on("request", (r) => {
+    const method = /\/allfives\.v1\.AllFivesService\/(\w+)$/.exec(r.url())?.[1];
+    if (method) methods.push(method);
+  });
   page.on("pageerror", (err) => consoleLines.push(`page ${n} error: ${err}`));
   page.on("console", (msg) => {
     if (msg.type() === "warning" || msg.type() === "error") consoleLines.push(`page ${n} ${msg.type()}: ${msg.text()}`);
@@ -95,7 +104,9 @@ async function idle(page: Page) {
 }
 
 const body = (page: Page) =>
-  page.evaluate(() => ({ ...document.body.dataset }) as { phase?: string; moves?: string; hand?: string });
+  page.evaluate(
+    () => ({ ...document.body.dataset }) as { phase?: string; moves?: string; hand?: string; stateId?: string; yourTurn?: string },
+  );
 const errorText = async (page: Page) => ((await page.locator("#error").isVisible()) ? await page.locator("#error").innerText() : "");
 
 interface Rules {
@@ -310,6 +321,134 @@ webTest("a whole match against the server's bots, played by clicking: the final 
   console.log(`  ${hands} hands, ${counts.played} tiles played and ${counts.drew} drawn by clicking; ${pageScores.join(", ")}; ${winner}`);
 });
 
+/**
+ * A second tab of `page`'s browser (it resumes the same match from localStorage) whose
+ * Watch streams are held unanswered until `release()`, so it hears of no move: a tab
+ * left behind. After `release()` its next streams go through (the held one never does).
+ */
+async function staleTab(page: Page): Promise<{ page: Page; release: () => void }> {
+  const tab = await page.context().newPage();
+  pages.push(tab);
+  let released = false;
+  await tab.route(/AllFivesService\/Watch$/, async (route) => {
+    if (!released) return; // held: never answered
+    await route.continue().catch(() => {});
+  });
+  await tab.goto(page.url().replace(/#.*$/, ""));
+  await idle(tab);
+  assert.equal((await body(tab)).stateId, (await body(page)).stateId, "a new tab resumes the latest state");
+  return { page: tab, release: () => (released = true) };
+}
+
+webTest("two friends on two devices play a whole match, each move pushed to the other's page", 600_000, async () => {
+  // The host leaves seat 2 open for a friend: no deal yet, an invite link instead.
+  const host = await open(at(PAGE_URL, SERVER_URL));
+  await newMatch(host, { players: 2, bots: ["friend"], handSize: "2", target: 50, settlement: "2" });
+  assert.equal(await errorText(host), "");
+  assert.equal((await body(host)).phase, "DEALING", "the first hand waits for the friend");
+  assert.ok(await host.locator("#deal").isHidden(), "no deal while a seat is open");
+  const link = await host.locator("#invite-link").inputValue();
+  assert.match(link, /^http:\/\/127\.0\.0\.1:\d+\/\?server=[^#]+#join=[A-Za-z0-9_-]+$/);
+  await host.screenshot({ path: join(OUTPUT, "6-invite.png") });
+
+  // The friend opens the link on another device (another browser context): it claims
+  // the open seat, and the host's page, told by its Watch stream, deals the first hand.
+  const guest = await open(link);
+  await guest.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+  assert.equal(await errorText(guest), "");
+  assert.ok(!(await guest.evaluate(() => window.location.hash)), "the invite is taken off the address");
+  await host.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+  assert.ok(called.get(guest)!.includes("ClaimSeat"));
+  assert.ok(!called.get(guest)!.includes("Deal") && called.get(host)!.includes("Deal"), "the host dealt");
+
+  // Every move: the player on turn clicks; the other page makes no call that moves
+  // the match, yet shows the new state: the Watch stream brought it.
+  const moving = ["NewGame", "ClaimSeat", "Deal", "Play", "Draw"];
+  const acted = { host: 0, guest: 0 };
+  let tab: Page | undefined;
+  for (let actions = 0; ; actions++) {
+    assert.ok(actions < 1000, "the match did not end in 1000 actions");
+    const [h, g] = await Promise.all([body(host), body(guest)]);
+    assert.equal(h.stateId, g.stateId, "both pages show the same state");
+    if (h.phase === "OVER") break;
+    const hostActs = h.yourTurn === "true" || h.phase === "DEALING";
+    assert.ok(hostActs || g.yourTurn === "true", `somebody is on turn: ${JSON.stringify([h, g])}`);
+    const [actor, other] = hostActs ? [host, guest] : [guest, host];
+    // Once, mid-hand: a second tab of the host's that hears nothing (its Watch held)
+    // is left behind by the host's move, and plays from its old token.
+    // (Another move than the host's: the same move from the same token is a retry,
+    // answered as the first was.)
+    const stale = !tab && hostActs && (await host.locator("g.in-hand.playable").count()) >= 2 ? await staleTab(host) : undefined;
+    const before = called.get(other)!.length;
+    const did = await act(actor);
+    assert.equal(await errorText(actor), "", `a ${did} was refused`);
+    acted[hostActs ? "host" : "guest"]++;
+    const id = (await body(actor)).stateId;
+    await other.waitForFunction((want) => document.body.dataset.stateId === want, id, WAIT);
+    const calls = called.get(other)!.slice(before);
+    assert.deepEqual(calls.filter((m) => moving.includes(m)), [], "the other page learnt the move by push alone");
+    if (stale) {
+      tab = stale.page;
+      assert.equal((await body(tab)).yourTurn, "true", "the stale tab still thinks the host is on turn");
+      stale.release();
+      await tab.locator("g.in-hand.playable").last().click();
+      await tab.locator("g.target").last().click();
+      await idle(tab);
+      assert.equal(
+        await errorText(tab),
+        "The match moved on (another device or tab played first): the table now shows it as it is.",
+      );
+      await tab.waitForFunction((want) => document.body.dataset.stateId === want, id, WAIT);
+      assert.deepEqual(await snapshot(tab), await snapshot(host), "the stale tab caught up");
+      await tab.screenshot({ path: join(OUTPUT, "6-stale-tab.png") });
+      await tab.close();
+    }
+  }
+  assert.ok(tab, "the host had two tiles to play once");
+  assert.ok(acted.host > 3 && acted.guest > 3, `both played: ${JSON.stringify(acted)}`);
+  for (const page of [host, guest]) await page.locator("[data-testid=winner]").waitFor(WAIT);
+  await host.screenshot({ path: join(OUTPUT, "6-friends-host.png"), fullPage: true });
+  await guest.screenshot({ path: join(OUTPUT, "6-friends-guest.png"), fullPage: true });
+
+  // The final scores on both pages are the server's.
+  const score = await serverScore(host);
+  assert.equal(score.view!.phase, Phase.OVER);
+  const names = [["You", "Seat 2"], ["Seat 1", "You"]];
+  for (const [i, page] of [host, guest].entries()) {
+    assert.deepEqual(
+      await page.locator("[data-testid^=score-side]").allTextContents(),
+      score.view!.scores.map((s) => `${names[i][s.side]} ${s.score}`),
+      "the scores on each page are the server's",
+    );
+  }
+  // Watch streams were open on both pages (ended and opened again as they aged).
+  const watches = [host, guest].map((p) => called.get(p)!.filter((m) => m === "Watch").length);
+  assert.ok(watches.every((n) => n >= 2), `streams watched again as their connections aged (1 s): ${watches}`);
+  console.log(`  ${acted.host} actions by the host, ${acted.guest} by the friend; ${score.view!.scores.map((s) => s.score).join(" to ")}; Watch calls ${watches.join(" and ")}`);
+});
+
+webTest("two windows of one browser play each other, and a reload keeps each window's seat", 120_000, async () => {
+  const host = await open(at(PAGE_URL, SERVER_URL));
+  await newMatch(host, { players: 2, bots: ["friend"], handSize: "2" });
+  const link = await host.locator("#invite-link").inputValue();
+  // The second window shares the first's storage (it holds the same match): it joins
+  // without asking, in a seat of its own.
+  const second = await host.context().newPage();
+  pages.push(second);
+  await second.goto(link);
+  for (const page of [host, second]) await page.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+  const seats = async () => Promise.all([host, second].map((p) => p.locator("g.opponent").getAttribute("aria-label")));
+  const before = await seats();
+  assert.match(before[0]!, /^Seat 2: /, "the first window plays seat 1");
+  assert.match(before[1]!, /^Seat 1: /, "the second window plays seat 2");
+  for (const page of [host, second]) {
+    await page.reload();
+    await idle(page);
+  }
+  assert.deepEqual(await seats(), before, "each window kept its seat through a reload");
+  assert.equal(await errorText(second), "");
+});
+
 webTest("a reload mid-hand continues the same match: the same hand, table and scores", 300_000, async () => {
   const page = await open(at(PAGE_URL, SERVER_URL));
   await newMatch(page, { players: 4, bots: ["2", "1", "2"], partnership: true });
@@ -411,6 +550,8 @@ webTest("a refused move shows its sentence, and changes nothing", 120_000, async
     const bytes = Uint8Array.from(atob(saved.state), (c) => c.charCodeAt(0));
     bytes[bytes.length - 1] ^= 1;
     saved.state = btoa(String.fromCharCode(...bytes));
+    // The tab's own copy (a reload reads it first) and the browser's.
+    sessionStorage.setItem(key, JSON.stringify(saved));
     localStorage.setItem(key, JSON.stringify(saved));
   });
   await page.reload();
