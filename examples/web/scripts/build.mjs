@@ -12,8 +12,9 @@ const args = new Set(process.argv.slice(2));
 if (args.has("--tests")) {
   rmSync(join(root, "test-dist"), { recursive: true, force: true });
   await esbuild.build({
-    entryPoints: [join(root, "test/web.test.ts")],
-    outfile: join(root, "test-dist/web.test.mjs"),
+    entryPoints: [join(root, "test/web.test.ts"), join(root, "test/line.test.ts")],
+    outdir: join(root, "test-dist"),
+    outExtension: { ".js": ".mjs" },
     bundle: true,
     platform: "node",
     format: "esm",

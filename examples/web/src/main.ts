@@ -8,10 +8,12 @@
 // move made in another tab) is pushed to the page as it happens. The server is the
 // page's host at port 50051 unless the address names another: ?server=http://host:port.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import {
   AllFivesService,
   BotLevel,
+  GameViewSchema,
   End,
   HandEndReason,
   Phase,
@@ -409,12 +411,12 @@ function render() {
   const active = document.activeElement as HTMLElement | null;
   const focused = active?.dataset?.key;
   const wasHere = focused !== undefined || active?.id === "draw" || active?.id === "deal";
-  tableContent.innerHTML = renderTable(v, { you, selected, suggested, busy });
+  drawTable();
   $<HTMLButtonElement>("draw").disabled = busy || !(yours && v.mustDraw);
   $<HTMLButtonElement>("suggest").disabled = busy || !yours;
   renderHandEnd(g);
   const again = focused ? (tableContent.querySelector(`[data-key="${focused}"]`) as SVGGElement | null) : null;
-  if (again) again.focus();
+  if (again) again.focus({ preventScroll: true });
   else if (wasHere && !busy) focusNext(v);
   $("hint").textContent = hint;
   $("status").textContent = statusLine(v);
@@ -438,11 +440,31 @@ function render() {
   $("sheet").innerHTML = g.sheet ? sheetTable(g.sheet, v) : "";
 }
 
+/** The table, drawn to the width it has on the page (one unit a CSS pixel). */
+let drawnWidth = 0;
+let drawnState = "";
+function drawTable() {
+  if (!game) return;
+  const svg = $("table") as unknown as SVGSVGElement;
+  drawnWidth = svg.clientWidth || 1000;
+  const state = b64(game.view.stateId);
+  const fresh = state !== drawnState;
+  drawnState = state;
+  const { svg: inner, height } = renderTable(game.view, { you, width: drawnWidth, selected, suggested, busy, fresh });
+  svg.setAttribute("viewBox", `0 0 ${Math.max(280, drawnWidth)} ${height}`);
+  tableContent.innerHTML = inner;
+}
+// Drawn again when the page's width changes (a phone turned, a window resized).
+new ResizeObserver(() => {
+  const width = ($("table") as unknown as SVGSVGElement).clientWidth;
+  if (game && width > 0 && Math.abs(width - drawnWidth) >= 1) render();
+}).observe($("table"));
+
 function focusNext(v: GameView) {
-  if (v.phase === Phase.OVER) $("new-match-button").focus();
-  else if (v.phase === Phase.DEALING) $("deal").focus();
-  else if (v.mustDraw) $("draw").focus();
-  else (tableContent.querySelector("g.in-hand.playable") as SVGGElement | null)?.focus();
+  if (v.phase === Phase.OVER) $("new-match-button").focus({ preventScroll: true });
+  else if (v.phase === Phase.DEALING) $("deal").focus({ preventScroll: true });
+  else if (v.mustDraw) $("draw").focus({ preventScroll: true });
+  else (tableContent.querySelector("g.in-hand.playable") as SVGGElement | null)?.focus({ preventScroll: true });
 }
 
 function statusLine(v: GameView): string {
@@ -554,7 +576,7 @@ function showForm() {
   form.hidden = false;
   $("cancel-new-match").hidden = !game;
   seatsFields();
-  (form.elements.namedItem("players") as HTMLSelectElement).focus();
+  (form.elements.namedItem("players") as HTMLSelectElement).focus({ preventScroll: true });
 }
 
 // --- Wiring: clicks and the keyboard on the SVG, the buttons, the form. ---------------
@@ -566,7 +588,7 @@ function activate(target: Element | null, byKeyboard: boolean) {
     selected = selected === el.dataset.tile ? undefined : el.dataset.tile;
     render();
     // From the keyboard, go on to the first end the tile fits.
-    if (byKeyboard && selected) (tableContent.querySelector(".target") as SVGGElement | null)?.focus();
+    if (byKeyboard && selected) (tableContent.querySelector(".target") as SVGGElement | null)?.focus({ preventScroll: true });
   } else if (el.dataset.end !== undefined && selected) {
     const [a, b] = selected.split("-").map(Number);
     void play({ a, b }, Number(el.dataset.end) as End);
@@ -581,7 +603,7 @@ tableContent.addEventListener("keydown", (e) => {
     const key = `tile-${selected}`;
     selected = undefined;
     render();
-    (tableContent.querySelector(`[data-key="${key}"]`) as SVGGElement | null)?.focus();
+    (tableContent.querySelector(`[data-key="${key}"]`) as SVGGElement | null)?.focus({ preventScroll: true });
   }
 });
 $("draw").addEventListener("click", () => void draw());
@@ -606,15 +628,24 @@ form.addEventListener("submit", (e) => {
   void newMatch(new FormData(form));
 });
 
-// A hook for the browser tests (only with ?debug=1): send a Play the page would not
-// offer, through the same path as a click, to show how a refusal reads.
+// Hooks for the browser tests (only with ?debug=1): send a Play the page would not
+// offer, through the same path as a click, to show how a refusal reads; and draw a view
+// the test made (a line of play longer than a test can count on reaching), to measure
+// how the table lays it out.
 if (params.get("debug") === "1") {
   (window as unknown as { allfivesDebug: object }).allfivesDebug = {
     play: (a: number, b: number, end: End) => play({ a, b }, end),
+    view: () => toJson(GameViewSchema, game!.view),
+    show: (json: JsonValue) => {
+      game!.view = fromJson(GameViewSchema, json);
+      render();
+    },
   };
 }
 
 $("server").textContent = `server ${SERVER}`;
+// On a phone the log starts folded: a tap away.
+if (window.matchMedia("(max-width: 640px)").matches) $("log-box").removeAttribute("open");
 const saved = load();
 const invite = /^#join=([A-Za-z0-9_-]+)$/.exec(window.location.hash)?.[1];
 if (invite) {

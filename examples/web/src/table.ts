@@ -5,14 +5,16 @@
 // move would score), the count, the boneyard, the scores, and the player's hand.
 import { Arm, End, Phase, SeatKind, type GameView, type LegalMove, type PlacedTile } from "./gen/allfives/v1/allfives_pb.js";
 import { SEAT_COLOURS, endName, levelName, seatName, tileName } from "./words.js";
+import { U, boundingBox, fitLine } from "./line.js";
 
-export const WIDTH = 1000;
-export const HEIGHT = 720;
-const U = 22; // half a layout tile
-const GAP = 2;
-
+/** Below this width (CSS pixels), the compact table of a phone held upright. */
+export const COMPACT = 640;
 export interface TableUi {
   you: number;
+  /** The table's width in CSS pixels: the drawing is made to it, one unit a pixel. */
+  width: number;
+  /** The view is new on the page: its last placed tile arrives (a short animation). */
+  fresh?: boolean;
   /** The chosen tile of the hand, "a-b". */
   selected?: string;
   /** The move Suggest advised. */
@@ -57,64 +59,6 @@ function face(x: number, y: number, long: number, horizontal: boolean, first: nu
   );
 }
 
-interface Box {
-  x: number;
-  y: number;
-  w: number;
-  h: number;
-}
-
-/** Where every placed tile lies, and where each open end's next tile would go. */
-function geometry(layout: PlacedTile[]): { tiles: [PlacedTile, Box, number, number][]; ends: Map<End, Box> } {
-  const tiles: [PlacedTile, Box, number, number][] = [];
-  const ends = new Map<End, Box>();
-  const lead = layout.find((t) => t.arm === Arm.LEAD);
-  if (!lead) {
-    ends.set(End.UNSPECIFIED, { x: -2 * U, y: -U / 2 - U / 2, w: 4 * U, h: 2 * U });
-    return { tiles, ends };
-  }
-  const along = (t: PlacedTile) => (t.crosswise ? U : 2 * U);
-  const arm = (a: Arm) => layout.filter((t) => t.arm === a).sort((p, q) => p.index - q.index);
-  // The line: the lead at the centre, LEFT growing leftwards, RIGHT rightwards.
-  const lineBox = (t: PlacedTile, x: number): Box =>
-    t.crosswise ? { x, y: -U, w: U, h: 2 * U } : { x, y: -U / 2, w: 2 * U, h: U };
-  const leadBox = lineBox(lead, -along(lead) / 2);
-  tiles.push([lead, leadBox, lead.near, lead.far]);
-  let left = leadBox.x;
-  for (const t of arm(Arm.LEFT)) {
-    left -= GAP + along(t);
-    tiles.push([t, lineBox(t, left), t.far, t.near]);
-  }
-  let right = leadBox.x + leadBox.w;
-  for (const t of arm(Arm.RIGHT)) {
-    tiles.push([t, lineBox(t, right + GAP), t.near, t.far]);
-    right += GAP + along(t);
-  }
-  ends.set(End.LEFT, { x: left - GAP - 2 * U, y: -U / 2, w: 2 * U, h: U });
-  ends.set(End.RIGHT, { x: right + GAP, y: -U / 2, w: 2 * U, h: U });
-  // The arms across the spinner: UP grows upwards from its top, DOWN downwards.
-  const spinner = tiles.find(([t]) => t.spinner);
-  if (spinner) {
-    const [, box] = spinner;
-    const cx = box.x + box.w / 2;
-    const colBox = (t: PlacedTile, y: number): Box =>
-      t.crosswise ? { x: cx - U, y, w: 2 * U, h: U } : { x: cx - U / 2, y, w: U, h: 2 * U };
-    let top = box.y;
-    for (const t of arm(Arm.UP)) {
-      top -= GAP + along(t);
-      tiles.push([t, colBox(t, top), t.far, t.near]);
-    }
-    let bottom = box.y + box.h;
-    for (const t of arm(Arm.DOWN)) {
-      tiles.push([t, colBox(t, bottom + GAP), t.near, t.far]);
-      bottom += GAP + along(t);
-    }
-    ends.set(End.UP, { x: cx - U / 2, y: top - GAP - 2 * U, w: U, h: 2 * U });
-    ends.set(End.DOWN, { x: cx - U / 2, y: bottom + GAP, w: U, h: 2 * U });
-  }
-  return { tiles, ends };
-}
-
 /** Whether `seat` plays on the same side as `you` (a partnership). */
 export function isPartner(view: GameView, seat: number, you: number): boolean {
   return seat !== you && view.scores.some((s) => s.seats.includes(seat) && s.seats.includes(you));
@@ -148,16 +92,21 @@ function openEndName(end: End, pip: number, value: number): string {
 }
 const PIP_WORDS = ["blank", "one", "two", "three", "four", "five", "six"];
 
-export function renderTable(view: GameView, ui: TableUi): string {
+/** The table drawn for the view, and its height (its width is `ui.width`). */
+export function renderTable(view: GameView, ui: TableUi): { svg: string; height: number } {
   const parts: string[] = [];
+  const W = Math.max(280, Math.round(ui.width));
+  const compact = W < COMPACT;
   const playing = view.phase === Phase.PLAYING;
   const ended = !playing && view.lastHand !== undefined;
   const players = view.handSizes.length;
   const revealed = new Map((view.lastHand?.hands ?? []).map((h) => [h.seat, h.tiles]));
+  parts.push(`<g class="${compact ? "compact" : "wide"}">`);
 
   // --- The opponents along the top. ---
+  const oppH = compact ? 84 : 124;
   const others = [...Array(players).keys()].filter((s) => s !== ui.you);
-  const slot = WIDTH / Math.max(others.length, 1);
+  const slot = W / Math.max(others.length, 1);
   others.forEach((seat, i) => {
     const x0 = i * slot;
     const n = view.handSizes[seat] ?? 0;
@@ -166,65 +115,81 @@ export function renderTable(view: GameView, ui: TableUi): string {
     // A labelled group (its tiles, once revealed, are images inside it); the drawn
     // name and count repeat the label, so they are hidden from screen readers.
     parts.push(`<g class="opponent${onTurn ? " on-turn" : ""}" role="group" aria-label="${esc(label)}" data-seat="${seat}">`);
+    // On a phone the name's second part (the level) goes on a line of its own.
+    const status = view.seats[seat];
+    const detail = status?.bot ? `${levelName(status.bot)} bot` : status?.kind === SeatKind.OPEN ? "open" : "";
+    const name = compact ? seatName(seat, ui.you) + (isPartner(view, seat, ui.you) ? ", partner" : "") : seatLabel(view, seat, ui.you);
     parts.push(
-      `<rect x="${x0 + 6}" y="6" width="${slot - 12}" height="112" rx="8" class="seat-box" style="stroke:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
-      `<circle cx="${x0 + 22}" cy="22" r="7" style="fill:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
-      `<text x="${x0 + 36}" y="28" class="seat-name" aria-hidden="true">${esc(seatLabel(view, seat, ui.you))}</text>`,
-      `<text x="${x0 + slot - 16}" y="108" text-anchor="end" class="hand-size" data-testid="hand-size-${seat}" aria-hidden="true">${n} tile${n === 1 ? "" : "s"}</text>`,
+      `<rect x="${x0 + 4}" y="4" width="${slot - 8}" height="${oppH - 8}" rx="8" class="seat-box" style="stroke:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
+      `<circle cx="${x0 + 18}" cy="20" r="6" style="fill:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
+      `<text x="${x0 + 30}" y="25" class="seat-name" aria-hidden="true">${esc(name)}</text>`,
+      compact && detail ? `<text x="${x0 + slot - 12}" y="${oppH - 14}" class="seat-detail" aria-hidden="true" text-anchor="end">${esc(detail)}</text>` : "",
+      `<text x="${compact ? x0 + 12 : x0 + slot - 14}" y="${oppH - 14}" ${compact ? "" : 'text-anchor="end" '}class="hand-size" data-testid="hand-size-${seat}" aria-hidden="true">${n} tile${n === 1 ? "" : "s"}</text>`,
     );
     const shown = ended ? revealed.get(seat) : undefined;
     const count = shown ? shown.length : n;
-    const tw = Math.min(24, (slot - 32) / Math.max(count, 1) - 3);
+    const top = compact ? 32 : 38;
+    const room = oppH - top - (compact ? 32 : 34);
+    const tw = Math.max(4, Math.min(room / 2, (slot - 24) / Math.max(count, 1) - 3));
     for (let k = 0; k < count; k++) {
-      const x = x0 + 16 + k * (tw + 3);
+      const x = x0 + 12 + k * (tw + 3);
       if (shown) {
         const t = shown[k];
-        parts.push(`<g role="img" aria-label="${esc(tileName(t))}" class="revealed" data-tile="${tileKey(t)}">${face(x, 40, 2 * tw, false, t.a, t.b)}</g>`);
+        parts.push(`<g role="img" aria-label="${esc(tileName(t))}" class="revealed" data-tile="${tileKey(t)}">${face(x, top, 2 * tw, false, t.a, t.b)}</g>`);
       } else {
-        parts.push(`<rect x="${x}" y="40" width="${tw}" height="${2 * tw}" rx="3" class="back" aria-hidden="true"/>`);
+        parts.push(`<rect x="${x}" y="${top}" width="${tw}" height="${2 * tw}" rx="3" class="back" aria-hidden="true"/>`);
       }
     }
     parts.push("</g>");
   });
 
-  // --- The status line: count, boneyard, scores. ---
+  // --- The status line: count, boneyard, scores (two lines on a phone). ---
   const scores = view.scores
     .map((s) => {
       const who = s.seats.map((seat) => seatName(seat, ui.you)).join(" & ");
       return `<tspan data-testid="score-side-${s.side}" style="fill:${SEAT_COLOURS[s.seats[0]]}">${esc(who)} ${s.score}</tspan>`;
     })
     .join(`<tspan class="sep"> · </tspan>`);
+  const line1 = oppH + (compact ? 22 : 30);
+  const line2 = compact ? line1 + 22 : line1;
+  // On a phone the target ends the first line, so the scores have the second to themselves.
+  const target = view.rules?.target ?? "";
   parts.push(
-    `<text x="16" y="148" class="status-line"><tspan data-testid="count">Count ${view.count}</tspan><tspan class="sep"> · </tspan>` +
-      `<tspan data-testid="boneyard">Boneyard ${view.boneyardSize}</tspan><tspan class="sep"> · </tspan>Hand ${view.handNumber}</text>`,
-    `<text x="${WIDTH - 16}" y="148" text-anchor="end" class="status-line" data-testid="scores">${scores}` +
-      `<tspan class="sep"> (target ${view.rules?.target ?? ""})</tspan></text>`,
+    `<text x="10" y="${line1}" class="status-line"><tspan data-testid="count">Count ${view.count}</tspan><tspan class="sep"> · </tspan>` +
+      `<tspan data-testid="boneyard">Boneyard ${view.boneyardSize}</tspan><tspan class="sep"> · </tspan>Hand ${view.handNumber}` +
+      `${compact ? `<tspan class="sep"> · </tspan>target ${target}` : ""}</text>`,
+    `<text x="${compact ? 10 : W - 10}" y="${line2}" ${compact ? "" : 'text-anchor="end" '}class="status-line" data-testid="scores">${scores}` +
+      `${compact ? "" : `<tspan class="sep"> (target ${target})</tspan>`}</text>`,
   );
 
-  // --- The line of play, scaled into the middle. ---
-  const { tiles, ends } = geometry(view.layout);
-  const moves = ui.selected && playing ? view.legalMoves.filter((m) => m.tile && tileKey(m.tile) === ui.selected) : [];
+  // --- The line of play: bent at the felt's edges rather than shrunk below a
+  // readable size; the felt grows taller when even that is not enough. ---
   const openEnds = new Set(view.openEnds.map((e) => e.end));
-  const boxes = [...tiles.map(([, b]) => b), ...[...ends].filter(([e]) => openEnds.has(e) || e === End.UNSPECIFIED).map(([, b]) => b)];
-  const minX = Math.min(...boxes.map((b) => b.x)) - 8;
-  const maxX = Math.max(...boxes.map((b) => b.x + b.w)) + 8;
-  const minY = Math.min(...boxes.map((b) => b.y)) - 8;
-  const maxY = Math.max(...boxes.map((b) => b.y + b.h)) + 8;
-  const area = { x: 10, y: 162, w: WIDTH - 20, h: 360 };
-  const scale = Math.min(1.5, area.w / (maxX - minX), area.h / (maxY - minY));
-  const tx = area.x + area.w / 2 - ((minX + maxX) / 2) * scale;
-  const ty = area.y + area.h / 2 - ((minY + maxY) / 2) * scale;
+  const feltY = line2 + 12;
+  const feltW = W - 16;
+  const fitted = fitLine(view.layout, openEnds, feltW, compact ? Math.max(240, Math.round(W * 0.72)) : 360);
+  const { line, scale } = fitted;
+  const area = { x: 8, y: feltY, w: feltW, h: fitted.height };
+  const shown = [...line.tiles.map((t) => t.box), ...[...line.ends].filter(([e]) => openEnds.has(e) || e === End.UNSPECIFIED).map(([, b]) => b)];
+  const bb = boundingBox(shown);
+  const tx = area.x + area.w / 2 - (bb.x + bb.w / 2) * scale;
+  const ty = area.y + area.h / 2 - (bb.y + bb.h / 2) * scale;
+  const moves = ui.selected && playing ? view.legalMoves.filter((m) => m.tile && tileKey(m.tile) === ui.selected) : [];
   parts.push(`<rect x="${area.x}" y="${area.y}" width="${area.w}" height="${area.h}" rx="14" class="felt" aria-hidden="true"/>`);
-  parts.push(`<g class="layout" transform="translate(${tx} ${ty}) scale(${scale})">`);
-  // The placed tiles, in the order they were played: a list of its own.
+  parts.push(`<g class="layout" data-scale="${scale}" transform="translate(${tx} ${ty}) scale(${scale})">`);
+  // The placed tiles, in the order they were played: a list of its own. The last
+  // placed is marked.
+  const last = Math.max(-1, ...view.layout.map((t) => t.order));
   parts.push(`<g role="list" aria-label="The line of play: ${view.layout.length} tile${view.layout.length === 1 ? "" : "s"}" data-testid="line">`);
-  for (const [t, box, first, second] of [...tiles].sort(([p], [q]) => p.order - q.order)) {
+  for (const { tile: t, box, first, second, horizontal } of [...line.tiles].sort((p, q) => p.tile.order - q.tile.order)) {
     const who = seatName(t.seat, ui.you);
-    const label = `${tileName(t.tile!)}${t.spinner ? ", the spinner" : ""}, on ${placeName(t)}, played by ${who}`;
+    const isLast = playing && t.order === last;
+    const label = `${tileName(t.tile!)}${t.spinner ? ", the spinner" : ""}, on ${placeName(t)}, played by ${who}${isLast ? ", the last played" : ""}`;
     parts.push(
-      `<g class="placed${t.spinner ? " spinner" : ""}" role="listitem" aria-label="${esc(label)}" data-order="${t.order}" data-tile="${tileKey(t.tile!)}" data-arm="${Arm[t.arm]}" style="--seat:${SEAT_COLOURS[t.seat]}">`,
+      `<g class="placed${t.spinner ? " spinner" : ""}${isLast ? " last" : ""}${isLast && ui.fresh ? " arriving" : ""}" role="listitem" aria-label="${esc(label)}" data-order="${t.order}" data-tile="${tileKey(t.tile!)}" data-arm="${Arm[t.arm]}" style="--seat:${SEAT_COLOURS[t.seat]}">`,
       `<title>${esc(label)}</title>`,
-      face(box.x, box.y, 2 * U, box.w > box.h, first, second),
+      isLast ? `<rect x="${box.x - 4}" y="${box.y - 4}" width="${box.w + 8}" height="${box.h + 8}" rx="6" class="last-mark"/>` : "",
+      face(box.x, box.y, 2 * U, horizontal, first, second),
       // On the divider's middle, where no pip is (the nearest lie a quarter of a half away).
       `<circle cx="${box.x + box.w / 2}" cy="${box.y + box.h / 2}" r="2.5" class="seat-mark"/>`,
       "</g>",
@@ -233,9 +198,11 @@ export function renderTable(view: GameView, ui: TableUi): string {
   parts.push("</g>");
   // Open ends, a list of their own (what each shows, for screen readers), drawn as
   // faint slots while the hand is played; for the chosen tile the ends it fits become
-  // targets (buttons inside the end's item). A finished hand has no slots.
+  // targets (buttons inside the end's item), each at least 44 pixels square to touch.
+  // A finished hand has no slots.
   const endItems: string[] = [];
-  for (const [end, box] of ends) {
+  const reach = 44 / scale;
+  for (const [end, box] of line.ends) {
     const move = moves.find((m) => m.end === end);
     const open = view.openEnds.find((e) => e.end === end);
     const lead = end === End.UNSPECIFIED;
@@ -245,9 +212,12 @@ export function renderTable(view: GameView, ui: TableUi): string {
     if (move) {
       const advised = ui.suggested && ui.suggested.end === end && tileKey(ui.suggested.tile!) === ui.selected;
       const label = `Place ${tileName(move.tile!)} on ${endName(end)}: ${move.points} point${move.points === 1 ? "" : "s"}`;
+      const hw = Math.max(box.w, reach);
+      const hh = Math.max(box.h, reach);
       endItems.push(
         `<g class="target${advised ? " advised" : ""}" role="button" tabindex="0" aria-label="${esc(label)}" data-key="end-${end}" data-end="${end}">`,
         `<title>${esc(label)}</title>`,
+        `<rect x="${box.x + box.w / 2 - hw / 2}" y="${box.y + box.h / 2 - hh / 2}" width="${hw}" height="${hh}" class="hit"/>`,
         `<rect x="${box.x}" y="${box.y}" width="${box.w}" height="${box.h}" rx="4" class="slot"/>`,
         `<text x="${box.x + box.w / 2}" y="${box.y + box.h / 2 + 5}" text-anchor="middle" class="points">+${move.points}</text>`,
         "</g>",
@@ -260,18 +230,23 @@ export function renderTable(view: GameView, ui: TableUi): string {
   parts.push(`<g role="list" aria-label="Open ends: ${view.openEnds.length}${playing ? `, count ${view.count}` : ""}" data-testid="open-ends">`, ...endItems, "</g>");
   parts.push("</g>");
 
-  // --- The player's hand along the bottom. ---
+  // --- The player's hand along the bottom, in rows that fit the width. ---
   const hand = ended ? (revealed.get(ui.you) ?? view.hand) : view.hand;
   const playable = new Set(playing ? view.legalMoves.map((m) => tileKey(m.tile!)) : []);
   const youTurn = playing && view.turn === ui.you;
+  const capY = area.y + area.h + 28;
   parts.push(
-    `<circle cx="22" cy="544" r="7" style="fill:${SEAT_COLOURS[ui.you]}" aria-hidden="true"/>` +
-      `<text x="36" y="550" class="seat-name" data-testid="caption">${esc(seatLabel(view, ui.you, ui.you))}` +
+    `<circle cx="18" cy="${capY - 6}" r="6" style="fill:${SEAT_COLOURS[ui.you]}" aria-hidden="true"/>` +
+      `<text x="30" y="${capY}" class="seat-name" data-testid="caption">${esc(seatLabel(view, ui.you, ui.you))}` +
       `${youTurn ? (view.mustDraw ? " · nothing to play: draw" : ui.selected ? " · now choose an end" : " · your turn: choose a tile") : ""}</text>`,
   );
-  const th = 84;
-  const step = Math.min(th / 2 + 10, (WIDTH - 40) / Math.max(hand.length, 1));
-  const x0 = WIDTH / 2 - (step * hand.length - 10) / 2;
+  const th = compact ? 88 : 84;
+  const tw = th / 2;
+  const step = tw + (compact ? 8 : 10);
+  const perRow = Math.max(1, Math.floor((W - 16 + (step - tw)) / step));
+  const rows = Math.max(1, Math.ceil(hand.length / perRow));
+  const handTop = capY + 42;
+  const rowH = th + 40;
   parts.push(`<g class="hand" role="group" aria-label="Your hand: ${hand.length} tiles">`);
   hand.forEach((t, k) => {
     const key = tileKey(t);
@@ -281,15 +256,21 @@ export function renderTable(view: GameView, ui: TableUi): string {
     const lift = chosen ? 14 : can ? 6 : 0;
     const best = Math.max(...view.legalMoves.filter((m) => tileKey(m.tile!) === key).map((m) => m.points), 0);
     const label = `${tileName(t)}${can ? `, playable${best ? `, scores up to ${best}` : ""}` : youTurn ? ", cannot be played now" : ""}${advised ? ", suggested" : ""}`;
+    const row = Math.floor(k / perRow);
+    const inRow = Math.min(perRow, hand.length - row * perRow);
+    const x = W / 2 - (inRow * step - (step - tw)) / 2 + (k % perRow) * step;
+    const y = handTop + row * rowH - lift;
     parts.push(
       `<g class="in-hand${can ? " playable" : ""}${chosen ? " chosen" : ""}${advised ? " advised" : ""}" role="button" tabindex="0"` +
         ` aria-label="${esc(label)}" aria-pressed="${chosen}" aria-disabled="${!can || ui.busy}" data-key="tile-${key}" data-tile="${key}">`,
       `<title>${esc(label)}</title>`,
-      face(x0 + k * step, 600 - lift, th, false, t.a, t.b),
-      best ? `<text x="${x0 + k * step + th / 4}" y="${590 - lift}" text-anchor="middle" class="points" aria-hidden="true">+${best}</text>` : "",
+      face(x, y, th, false, t.a, t.b),
+      best ? `<text x="${x + tw / 2}" y="${y - 10}" text-anchor="middle" class="points" aria-hidden="true">+${best}</text>` : "",
       "</g>",
     );
   });
   parts.push("</g>");
-  return parts.join("");
+  parts.push("</g>");
+  const height = handTop + rows * th + (rows - 1) * (rowH - th) + 16;
+  return { svg: parts.join(""), height };
 }

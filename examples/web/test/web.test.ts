@@ -78,8 +78,9 @@ function webTest(name: string, timeout: number, body: () => Promise<void>) {
 // The service's methods each page called, in order (Watch among them).
 const called = new Map<Page, string[]>();
 
-async function open(url: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+type ContextOptions = NonNullable<Parameters<Browser["newContext"]>[0]>;
+async function open(url: string, options: ContextOptions = { viewport: { width: 1280, height: 860 } }): Promise<Page> {
+  const context = await browser.newContext(options);
   const page = await context.newPage();
   const n = pages.push(page);
   const methods: string[] = [];
@@ -128,22 +129,23 @@ async function newMatch(page: Page, rules: Rules) {
   await idle(page);
 }
 
-/** One action as a player would take it: deal, draw, or a tile then an end. */
-async function act(page: Page): Promise<"dealt" | "drew" | "played" | "over"> {
+/** One action as a player would take it: deal, draw, or a tile then an end (tapped with `touch`). */
+async function act(page: Page, touch = false): Promise<"dealt" | "drew" | "played" | "over"> {
+  const press = (l: ReturnType<Page["locator"]>) => (touch ? l.tap() : l.click());
   const { phase } = await body(page);
   if (phase === "OVER") return "over";
   if (phase === "DEALING") {
-    await page.click("#deal");
+    await press(page.locator("#deal"));
     await idle(page);
     return "dealt";
   }
   if (await page.locator("#draw").isEnabled()) {
-    await page.click("#draw");
+    await press(page.locator("#draw"));
     await idle(page);
     return "drew";
   }
-  await page.locator("g.in-hand.playable").first().click();
-  await page.locator("g.target").first().click();
+  await press(page.locator("g.in-hand.playable").first());
+  await press(page.locator("g.target").first());
   await idle(page);
   return "played";
 }
@@ -449,6 +451,123 @@ webTest("two windows of one browser play each other, and a reload keeps each win
   assert.equal(await errorText(second), "");
 });
 
+// --- The layout at three sizes. --------------------------------------------------------
+const SIZES: { name: string; options: ContextOptions; phone: boolean }[] = [
+  { name: "phone", phone: true, options: { viewport: { width: 390, height: 844 }, deviceScaleFactor: 3, isMobile: true, hasTouch: true } },
+  { name: "laptop", phone: false, options: { viewport: { width: 1280, height: 720 } } },
+  { name: "desktop", phone: false, options: { viewport: { width: 1440, height: 900 } } },
+];
+
+/**
+ * What is wrong with the page's layout: anything shown that runs past the viewport's
+ * sides, and (on a phone) a control, a tile of the hand or a lit end smaller than 44
+ * CSS pixels either way.
+ */
+async function layoutFaults(page: Page, phone: boolean): Promise<string[]> {
+  return page.evaluate((phone) => {
+    const faults: string[] = [];
+    const vw = document.documentElement.clientWidth;
+    const name = (el: Element) =>
+      `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ""}${el.getAttribute("class") ? `.${el.getAttribute("class")!.split(" ").join(".")}` : ""}${el.getAttribute("aria-label") ? ` "${el.getAttribute("aria-label")}"` : ""}`;
+    if (document.documentElement.scrollWidth > vw) faults.push(`the page is ${document.documentElement.scrollWidth} px wide in a ${vw} px viewport`);
+    for (const el of document.querySelectorAll("body *")) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0) continue;
+      if (r.right > vw + 0.5 || r.left < -0.5) faults.push(`${name(el)} runs from x ${r.left.toFixed(0)} to ${r.right.toFixed(0)}`);
+    }
+    if (phone) {
+      for (const el of document.querySelectorAll("button, select, input, summary, g.in-hand, g.target")) {
+        const r = el.getBoundingClientRect();
+        if (r.width === 0 || r.height === 0) continue;
+        if (r.width < 44 || r.height < 44) faults.push(`${name(el)} is ${r.width.toFixed(0)}×${r.height.toFixed(0)} px`);
+      }
+    }
+    return faults;
+  }, phone);
+}
+
+/**
+ * A line of play of 24 tiles (the lead, a spinner; 8 on each side, 4 up, 3 down), as
+ * the server's layout describes one, for the page to draw through its test hook.
+ */
+function longLine() {
+  const layout: object[] = [];
+  let order = 0;
+  const arm = (name: string, n: number, from: number) => {
+    let near = from;
+    for (let i = 0; i < n; i++) {
+      const double = i === 3;
+      const far = double ? near : (near + 2 + i) % 7;
+      layout.push({ tile: { a: Math.min(near, far), b: Math.max(near, far) }, arm: name, index: i, near, far, crosswise: double, order: ++order, seat: order % 2 });
+      near = far;
+    }
+    return near;
+  };
+  layout.push({ tile: { a: 6, b: 6 }, arm: "ARM_LEAD", index: 0, near: 6, far: 6, crosswise: true, spinner: true, order: 0, seat: 0 });
+  const ends = [arm("ARM_LEFT", 8, 6), arm("ARM_RIGHT", 8, 6), arm("ARM_UP", 4, 6), arm("ARM_DOWN", 3, 6)];
+  const openEnds = ["END_LEFT", "END_RIGHT", "END_UP", "END_DOWN"].map((end, i) => ({ end, pip: ends[i], value: ends[i] }));
+  return { layout, openEnds };
+}
+
+/** The placed tiles' faces: each inside the felt, none over another, the smallest side. */
+async function lineFaults(page: Page): Promise<{ faults: string[]; shortest: number; longest: number; count: number }> {
+  return page.evaluate(() => {
+    const felt = document.querySelector("rect.felt")!.getBoundingClientRect();
+    const faces = [...document.querySelectorAll("g.placed rect.face")].map((f) => f.getBoundingClientRect());
+    const faults: string[] = [];
+    faces.forEach((r, i) => {
+      if (r.left < felt.left - 0.5 || r.right > felt.right + 0.5 || r.top < felt.top - 0.5 || r.bottom > felt.bottom + 0.5) faults.push(`tile ${i} outside the felt`);
+      faces.slice(0, i).forEach((q, j) => {
+        if (r.left < q.right - 0.5 && q.left < r.right - 0.5 && r.top < q.bottom - 0.5 && q.top < r.bottom - 0.5) faults.push(`tiles ${j} and ${i} overlap`);
+      });
+    });
+    const sides = faces.map((r) => Math.min(r.width, r.height));
+    return { faults, shortest: Math.min(...sides), longest: Math.max(...faces.map((r) => Math.max(r.width, r.height))), count: faces.length };
+  });
+}
+
+for (const size of SIZES) {
+  webTest(`the ${size.name} (${size.options.viewport!.width}×${size.options.viewport!.height}): nothing overflows${size.phone ? ", every target 44 px" : ""}, a 24-tile line stays readable inside the table`, 240_000, async () => {
+    const page = await open(at(PAGE_URL, SERVER_URL, "&debug=1"), size.options);
+    assert.deepEqual(await layoutFaults(page, size.phone), [], "the new-match form");
+    await page.screenshot({ path: join(OUTPUT, `8-${size.name}-form.png`) });
+    // Four players (three opponents along the top), then two (nine tiles in hand).
+    for (const rules of [{ players: 4, bots: ["1", "1", "1"], partnership: true }, { players: 2, bots: ["1"] }]) {
+      if (!(await page.locator("#new-match").isVisible())) {
+        await page.click("#new-match-button");
+      }
+      await newMatch(page, rules);
+      assert.equal(await errorText(page), "");
+      for (let i = 0; i < 3; i++) await act(page, size.phone);
+      assert.deepEqual(await layoutFaults(page, size.phone), [], `${rules.players} players, a few moves in`);
+      // A tile chosen: its lit ends are targets too.
+      const playable = page.locator("g.in-hand.playable");
+      if ((await playable.count()) > 0) {
+        await (size.phone ? playable.first().tap() : playable.first().click());
+        assert.deepEqual(await layoutFaults(page, size.phone), [], `${rules.players} players, a tile chosen`);
+        await page.screenshot({ path: join(OUTPUT, `8-${size.name}-${rules.players}-players.png`) });
+        await (size.phone ? playable.first().tap() : playable.first().click()); // put back
+      } else {
+        await page.screenshot({ path: join(OUTPUT, `8-${size.name}-${rules.players}-players.png`) });
+      }
+    }
+    // After a click or a tap the page stays where it was (no scroll of its own).
+    const scrolled = await page.evaluate(() => window.scrollY);
+    await act(page, size.phone);
+    assert.equal(await page.evaluate(() => window.scrollY), scrolled, "a move does not scroll the page");
+    // A line of 24 tiles: every tile inside the felt, none over another, none smaller
+    // than a tile drawn at its least scale (44 by 22 CSS pixels).
+    const view = (await page.evaluate(() => (window as any).allfivesDebug.view())) as Record<string, unknown>;
+    await page.evaluate((v) => (window as any).allfivesDebug.show(v), { ...view, ...longLine(), legalMoves: [], turn: 1, mustDraw: false });
+    const line = await lineFaults(page);
+    assert.equal(line.count, 24);
+    assert.deepEqual(line.faults, [], "the long line");
+    assert.ok(line.shortest >= 21.5 && line.longest >= 43, `tiles at a readable size: ${line.shortest} by ${line.longest} px at least`);
+    assert.deepEqual(await layoutFaults(page, size.phone), [], "the long line: nothing overflows");
+    await page.screenshot({ path: join(OUTPUT, `8-${size.name}-long-line.png`), fullPage: true });
+  });
+}
+
 webTest("a reload mid-hand continues the same match: the same hand, table and scores", 300_000, async () => {
   const page = await open(at(PAGE_URL, SERVER_URL));
   await newMatch(page, { players: 4, bots: ["2", "1", "2"], partnership: true });
@@ -468,7 +587,7 @@ webTest("a reload mid-hand continues the same match: the same hand, table and sc
   const name = "(double (blank|one|two|three|four|five|six)|(one|two|three|four|five|six)-(blank|one|two|three|four|five))";
   for (const label of before.hand) assert.match(label!, new RegExp(`^${name}(,|$)`));
   const place = "the lead|the (left|right) arm, \\d+(st|nd|rd|th) from the lead|the (upper|lower) arm, \\d+(st|nd|rd|th) from the spinner";
-  for (const label of before.layout) assert.match(label!, new RegExp(`^${name}(, the spinner)?, on (${place}), played by (You|Seat [234])$`));
+  for (const label of before.layout) assert.match(label!, new RegExp(`^${name}(, the spinner)?, on (${place}), played by (You|Seat [234])(, the last played)?$`));
   assert.ok((await checkTileNames(page)) >= before.hand.length + before.layout.length, "every tile named by its pips");
   // Against the server's view of the same token: the opponents (seat 3, the partner,
   // marked so; the levels chosen), every placed tile's arm and who played it, and what
@@ -476,7 +595,7 @@ webTest("a reload mid-hand continues the same match: the same hand, table and sc
   const view = (await serverScore(page)).view!;
   await checkOpponents(page, ["2", "1", "2"], view, true);
   const placed = await page.locator("g.placed").evaluateAll((gs) =>
-    gs.map((g) => `${g.getAttribute("data-tile")} ${g.getAttribute("data-arm")} ${g.getAttribute("aria-label")!.replace(/^.*played by /, "")}`),
+    gs.map((g) => `${g.getAttribute("data-tile")} ${g.getAttribute("data-arm")} ${g.getAttribute("aria-label")!.replace(/^.*played by /, "").replace(/, the last played$/, "")}`),
   );
   const arms = ["UNSPECIFIED", "LEAD", "LEFT", "RIGHT", "UP", "DOWN"];
   assert.deepEqual(
