@@ -74,13 +74,16 @@ impl KeyRing {
         })
     }
 
-    /// A ring of one random key (id 0) that lives as long as the process: tokens it seals
-    /// do not survive a restart and are not accepted by other replicas.
+    /// A ring of one random key, under a random id, that lives as long as the process:
+    /// tokens it seals do not survive a restart and are not accepted by other replicas.
+    /// The random id makes such a token refused as sealed by a key the server does not
+    /// hold (`TOKEN_UNKNOWN_KEY`, 255 times in 256), as it was, rather than as altered.
     pub fn ephemeral() -> Result<KeyRing, KeyRingError> {
-        let mut key = [0u8; 32];
+        let mut key = [0u8; 33];
         // Straight from the operating system, not the per-thread nonce generator.
         getrandom::fill(&mut key).map_err(|_| KeyRingError::Random)?;
-        let mut ring = KeyRing::new(vec![(0, key)], None)?;
+        let [id, key @ ..] = key;
+        let mut ring = KeyRing::new(vec![(id, key)], None)?;
         ring.ephemeral = true;
         Ok(ring)
     }
@@ -213,5 +216,27 @@ mod tests {
         let ring = KeyRing::ephemeral().unwrap();
         assert!(ring.is_ephemeral());
         assert_eq!(ring.ids().count(), 1);
+    }
+
+    /// A token from before a restart (another random key) is refused as sealed by an
+    /// unknown key, not as altered: the key ids differ but one time in 256.
+    #[test]
+    fn a_restarted_ephemeral_ring_does_not_know_the_old_key() {
+        let ids: std::collections::HashSet<u8> = (0..64)
+            .map(|_| KeyRing::ephemeral().unwrap().active_id())
+            .collect();
+        assert!(ids.len() > 32, "random ids: {ids:?}");
+        let before = KeyRing::ephemeral().unwrap();
+        let token = super::super::token::seal(&before, &[1, 2, 3]).unwrap();
+        let after = loop {
+            let ring = KeyRing::ephemeral().unwrap();
+            if ring.active_id() != before.active_id() {
+                break ring;
+            }
+        };
+        assert_eq!(
+            super::super::token::open(&after, &token).unwrap_err(),
+            super::super::token::TokenError::UnknownKey(before.active_id())
+        );
     }
 }
