@@ -30,6 +30,7 @@ import {
   endName,
   isNetworkFailure,
   levelName,
+  playAndSettlement,
   reasonOf,
   refusesSaved,
   seatName,
@@ -542,7 +543,7 @@ function sheetTable(sheet: ScoreSheet, v: GameView): string {
   const rows = [...(sheet.carried ? [sheet.carried] : []), ...sheet.rows]
     .map((r) => {
       const label = r.firstHand === r.lastHand ? `${r.firstHand}` : `${r.firstHand}–${r.lastHand}`;
-      return `<tr><th>${label}</th>${r.sides.map((l) => `<td><strong class="total">${l.total}</strong> <small>${l.play} + ${l.settlement}</small></td>`).join("")}</tr>`;
+      return `<tr><th>${label}</th>${r.sides.map((l) => `<td><strong class="total">${l.total}</strong> <small>${playAndSettlement(l.play, l.settlement)}</small></td>`).join("")}</tr>`;
     })
     .join("");
   return `<table class="sheet" data-testid="sheet"><caption>Score sheet, target ${sheet.target}</caption>` +
@@ -584,7 +585,17 @@ function activate(target: Element | null, byKeyboard: boolean) {
   const el = target?.closest<SVGGElement>("[data-key]");
   if (!el || busy || !game) return;
   if (el.dataset.tile) {
-    if (el.getAttribute("aria-disabled") === "true") return;
+    if (el.getAttribute("aria-disabled") === "true") {
+      hint = whyNot(game.view, el.dataset.tile);
+      $("hint").textContent = hint;
+      return;
+    }
+    // A tap (or click) on a tile that fits one end only plays it there at once.
+    const fits = game.view.legalMoves.filter((m) => m.tile && tileKey(m.tile) === el.dataset.tile);
+    if (!byKeyboard && fits.length === 1 && selected !== el.dataset.tile) {
+      void play(fits[0].tile!, fits[0].end);
+      return;
+    }
     selected = selected === el.dataset.tile ? undefined : el.dataset.tile;
     render();
     // From the keyboard, go on to the first end the tile fits.
@@ -594,6 +605,18 @@ function activate(target: Element | null, byKeyboard: boolean) {
     void play({ a, b }, Number(el.dataset.end) as End);
   }
 }
+/** Why a tile of the hand cannot be played now, in a sentence. */
+function whyNot(v: GameView, key: string): string {
+  const [a, b] = key.split("-").map(Number);
+  if (v.phase !== Phase.PLAYING) return "The hand is over.";
+  if (v.turn !== you) return `Wait for your turn: ${seatName(v.turn ?? 0, you)} is on turn.`;
+  const ends = v.openEnds.map((e) => PIP_WORDS[e.pip]);
+  const shown = [...new Set(ends)];
+  const list = shown.length > 1 ? `${shown.slice(0, -1).join(", ")} and ${shown[shown.length - 1]}` : shown[0];
+  return `The ${tileName({ a, b })} fits no open end (they show ${list})${v.mustDraw ? ": draw from the boneyard" : ""}.`;
+}
+const PIP_WORDS = ["blank", "one", "two", "three", "four", "five", "six"];
+
 tableContent.addEventListener("click", (e) => activate(e.target as Element, false));
 tableContent.addEventListener("keydown", (e) => {
   if (e.key === "Enter" || e.key === " ") {
@@ -618,15 +641,22 @@ $("hand-end").addEventListener("click", (e) => {
 });
 $("suggest").addEventListener("click", () => void suggest());
 $("deal").addEventListener("click", () => void deal());
-$("new-match-button").addEventListener("click", showForm);
+$("new-match-button").addEventListener("click", () => {
+  showError("");
+  showForm();
+});
 $("cancel-new-match").addEventListener("click", () => {
   form.hidden = true;
 });
 (form.elements.namedItem("players") as HTMLSelectElement).addEventListener("change", seatsFields);
 form.addEventListener("submit", (e) => {
   e.preventDefault();
+  // A match in progress ends here: ask first.
+  if (game && game.view.phase !== Phase.OVER && !window.confirm("Start a new match? The match in progress is left where it stands.")) return;
   void newMatch(new FormData(form));
 });
+// A refusal's sentence is about what was sent: it goes once the form is changed.
+form.addEventListener("input", () => showError(""));
 
 // Hooks for the browser tests (only with ?debug=1): send a Play the page would not
 // offer, through the same path as a click, to show how a refusal reads; and draw a view

@@ -4,7 +4,7 @@
 // played it), the open ends (as targets for the chosen tile, with the points each
 // move would score), the count, the boneyard, the scores, and the player's hand.
 import { Arm, End, Phase, SeatKind, type GameView, type LegalMove, type PlacedTile } from "./gen/allfives/v1/allfives_pb.js";
-import { SEAT_COLOURS, endName, levelName, seatName, tileName } from "./words.js";
+import { SEAT_COLOURS, endName, levelName, seatMark, seatName, tileName } from "./words.js";
 import { U, boundingBox, fitLine } from "./line.js";
 
 /** Below this width (CSS pixels), the compact table of a phone held upright. */
@@ -121,7 +121,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
     const name = compact ? seatName(seat, ui.you) + (isPartner(view, seat, ui.you) ? ", partner" : "") : seatLabel(view, seat, ui.you);
     parts.push(
       `<rect x="${x0 + 4}" y="4" width="${slot - 8}" height="${oppH - 8}" rx="8" class="seat-box" style="stroke:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
-      `<circle cx="${x0 + 18}" cy="20" r="6" style="fill:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
+      seatMark(seat, x0 + 18, 20, 7),
       `<text x="${x0 + 30}" y="25" class="seat-name" aria-hidden="true">${esc(name)}</text>`,
       compact && detail ? `<text x="${x0 + slot - 12}" y="${oppH - 14}" class="seat-detail" aria-hidden="true" text-anchor="end">${esc(detail)}</text>` : "",
       `<text x="${compact ? x0 + 12 : x0 + slot - 14}" y="${oppH - 14}" ${compact ? "" : 'text-anchor="end" '}class="hand-size" data-testid="hand-size-${seat}" aria-hidden="true">${n} tile${n === 1 ? "" : "s"}</text>`,
@@ -191,7 +191,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
       isLast ? `<rect x="${box.x - 4}" y="${box.y - 4}" width="${box.w + 8}" height="${box.h + 8}" rx="6" class="last-mark"/>` : "",
       face(box.x, box.y, 2 * U, horizontal, first, second),
       // On the divider's middle, where no pip is (the nearest lie a quarter of a half away).
-      `<circle cx="${box.x + box.w / 2}" cy="${box.y + box.h / 2}" r="2.5" class="seat-mark"/>`,
+      seatMark(t.seat, box.x + box.w / 2, box.y + box.h / 2, 3.5, "seat-mark"),
       "</g>",
     );
   }
@@ -236,7 +236,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   const youTurn = playing && view.turn === ui.you;
   const capY = area.y + area.h + 28;
   parts.push(
-    `<circle cx="18" cy="${capY - 6}" r="6" style="fill:${SEAT_COLOURS[ui.you]}" aria-hidden="true"/>` +
+    seatMark(ui.you, 18, capY - 6, 7) +
       `<text x="30" y="${capY}" class="seat-name" data-testid="caption">${esc(seatLabel(view, ui.you, ui.you))}` +
       `${youTurn ? (view.mustDraw ? " · nothing to play: draw" : ui.selected ? " · now choose an end" : " · your turn: choose a tile") : ""}</text>`,
   );

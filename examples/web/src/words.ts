@@ -40,7 +40,34 @@ export function endName(end: End): string {
 
 // Apart from each other and from the page's own marks: amber (#f5b400) for what can be
 // played, blue (#50c8ff) for advice, white for the chosen tile, magenta for the focus.
-export const SEAT_COLOURS = ["#3d8bfd", "#e8544a", "#8fd400", "#b57bff"];
+/**
+ * The seats' colours, from Okabe and Ito's palette for the common colour-vision
+ * deficiencies (sky blue, orange, bluish green, reddish purple), each seat also with a
+ * shape of its own (`SEAT_SHAPES`), so colour is never the only sign.
+ */
+export const SEAT_COLOURS = ["#56b4e9", "#e69f00", "#009e73", "#cc79a7"];
+export const SEAT_SHAPES = ["circle", "square", "triangle", "diamond"] as const;
+
+/** A seat's mark: its shape in its colour, centred on (cx, cy), `r` its half-size. */
+export function seatMark(seat: number, cx: number, cy: number, r: number, cls = ""): string {
+  const style = `fill:${SEAT_COLOURS[seat] ?? "#fff"}`;
+  const c = cls ? ` class="${cls}"` : "";
+  switch (SEAT_SHAPES[seat]) {
+    case "square":
+      return `<rect x="${cx - r * 0.85}" y="${cy - r * 0.85}" width="${r * 1.7}" height="${r * 1.7}" style="${style}"${c} aria-hidden="true"/>`;
+    case "triangle":
+      return `<polygon points="${cx},${cy - r} ${cx + r},${cy + r * 0.8} ${cx - r},${cy + r * 0.8}" style="${style}"${c} aria-hidden="true"/>`;
+    case "diamond":
+      return `<polygon points="${cx},${cy - r} ${cx + r},${cy} ${cx},${cy + r} ${cx - r},${cy}" style="${style}"${c} aria-hidden="true"/>`;
+    default:
+      return `<circle cx="${cx}" cy="${cy}" r="${r}" style="${style}"${c} aria-hidden="true"/>`;
+  }
+}
+
+/** A hand's points from play and from the settlement: "40 + 10", "40 − 10". */
+export function playAndSettlement(play: number, settlement: number): string {
+  return `${play} ${settlement < 0 ? "−" : "+"} ${Math.abs(settlement)}`;
+}
 
 const SENTENCES: Record<ErrorReason, string> = {
   [ErrorReason.ERROR_REASON_UNSPECIFIED]: "The server refused the request.",
