@@ -179,9 +179,61 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
   suggested = undefined;
   hint = "";
   save();
+  await playBack(catchUp ? [] : (answer.events ?? []), g.view);
   if (g.view.phase !== Phase.PLAYING) {
     g.sheet = (await client.score({ state: g.state, ...me() }, opts())).sheet;
   }
+}
+
+// --- Following the play: each tile placed in turn, the points called. ---------------
+/** What the table shows of the last answer while it is played back. */
+let shown: { upTo?: number; callout?: { seat: number; points: number } } = {};
+const STEP_MS = 450;
+const motion = () => !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+
+/**
+ * Plays an answer's tiles back one by one (yours, then the bots' or a friend's), each
+ * arriving with a short animation, with the points it scored called on the table; the
+ * page takes no input meanwhile. With `prefers-reduced-motion` the table shows the end
+ * at once, the last scoring move called.
+ */
+async function playBack(events: Event[], view: GameView) {
+  const dealt = events.map((e) => e.kind.case).lastIndexOf("dealt");
+  const plays = events.slice(dealt + 1).flatMap((e) => (e.kind.case === "tilePlayed" ? [e.kind.value] : []));
+  const called = (p?: { seat: number; points: number }) => (p && p.points > 0 ? { seat: p.seat, points: p.points } : undefined);
+  const last = Math.max(-1, ...view.layout.map((t) => t.order));
+  if (motion() && plays.length > 1 && view.layout.length >= plays.length) {
+    document.body.dataset.state = "busy";
+    const wasBusy = busy;
+    busy = true;
+    for (const [i, p] of plays.entries()) {
+      shown = { upTo: last - (plays.length - 1 - i), callout: called(p) };
+      document.body.dataset.shown = String(shown.upTo! + 1);
+      drawTable();
+      sound();
+      await sleep(STEP_MS);
+    }
+    busy = wasBusy;
+  } else if (plays.length > 0) {
+    sound();
+  }
+  shown = { callout: called([...plays].reverse().find((p) => p.points > 0)) };
+  delete document.body.dataset.shown;
+}
+
+/** A short click for a placed tile, if sound is on (off by default). */
+let audio: AudioContext | undefined;
+function sound() {
+  if (!$<HTMLInputElement>("sound").checked) return;
+  audio ??= new AudioContext();
+  const osc = audio.createOscillator();
+  const gain = audio.createGain();
+  osc.frequency.value = 660;
+  gain.gain.setValueAtTime(0.15, audio.currentTime);
+  gain.gain.exponentialRampToValueAtTime(0.001, audio.currentTime + 0.08);
+  osc.connect(gain).connect(audio.destination);
+  osc.start();
+  osc.stop(audio.currentTime + 0.09);
 }
 
 function describe(e: Event, view: GameView): string {
@@ -221,6 +273,31 @@ function handEnd(reason: HandEndReason, wentOut?: number, reached?: number): str
 }
 
 // --- Actions. ------------------------------------------------------------------------
+/**
+ * The same match again: the same rules and bots, this page in the first seat, every
+ * other person's seat open for them to join (the invite is shown again).
+ */
+function rematch() {
+  const v = game!.view;
+  const seats = v.seats.map((s) =>
+    s.seat === you ? { claim: true } : s.kind === SeatKind.BOT ? { bot: s.bot } : { claim: false },
+  );
+  // This page's seat first: NewGame answers the first claimed seat's credential.
+  const mine = seats.splice(you, 1)[0];
+  seats.unshift(mine);
+  return startMatch(v.rules!, seats);
+}
+
+function startMatch(rules: NonNullable<GameView["rules"]> | Record<string, unknown>, seats: object[]) {
+  return call(async () => {
+    const answer = await client.newGame({ rules, viewer: 0, seats }, opts());
+    startGame({ state: answer.state, credential: answer.credentials[0].credential, seat: 0 }, answer.view!);
+    form.hidden = true;
+    // With a friend's seat open, the first hand waits for the friend (see arrive()).
+    if (!hasOpenSeat(answer.view!)) await take(await client.deal({ state: game!.state, ...me() }, opts()));
+  });
+}
+
 function newMatch(data: FormData) {
   const players = Number(data.get("players"));
   // Each other seat: a bot of the chosen level, or open for a friend ("friend").
@@ -233,13 +310,7 @@ function newMatch(data: FormData) {
     target: Number(data.get("target")),
     settlement: Number(data.get("settlement")),
   };
-  return call(async () => {
-    const answer = await client.newGame({ rules, viewer: 0, seats }, opts());
-    startGame({ state: answer.state, credential: answer.credentials[0].credential, seat: 0 }, answer.view!);
-    form.hidden = true;
-    // With a friend's seat open, the first hand waits for the friend (see arrive()).
-    if (!hasOpenSeat(answer.view!)) await take(await client.deal({ state: game!.state, ...me() }, opts()));
-  });
+  return startMatch(rules, seats);
 }
 
 const deal = () => call(async () => take(await client.deal({ state: game!.state, ...me() }, opts())));
@@ -451,7 +522,17 @@ function drawTable() {
   const state = b64(game.view.stateId);
   const fresh = state !== drawnState;
   drawnState = state;
-  const { svg: inner, height } = renderTable(game.view, { you, width: drawnWidth, selected, suggested, busy, fresh });
+  const { svg: inner, height } = renderTable(game.view, {
+    you,
+    width: drawnWidth,
+    selected,
+    suggested,
+    busy,
+    fresh: fresh || shown.upTo !== undefined,
+    upTo: shown.upTo,
+    // Called once, as the move arrives (not again on every redraw).
+    callout: fresh || shown.upTo !== undefined ? shown.callout : undefined,
+  });
   svg.setAttribute("viewBox", `0 0 ${Math.max(280, drawnWidth)} ${height}`);
   tableContent.innerHTML = inner;
 }
@@ -462,7 +543,7 @@ new ResizeObserver(() => {
 }).observe($("table"));
 
 function focusNext(v: GameView) {
-  if (v.phase === Phase.OVER) $("new-match-button").focus({ preventScroll: true });
+  if (v.phase === Phase.OVER) $("rematch").focus({ preventScroll: true });
   else if (v.phase === Phase.DEALING) $("deal").focus({ preventScroll: true });
   else if (v.mustDraw) $("draw").focus({ preventScroll: true });
   else (tableContent.querySelector("g.in-hand.playable") as SVGGElement | null)?.focus({ preventScroll: true });
@@ -502,6 +583,8 @@ function renderHandEnd(g: Game) {
   const dealButton = $<HTMLButtonElement>("deal");
   const waiting = hasOpenSeat(v);
   dealButton.hidden = v.phase === Phase.OVER || waiting;
+  $("rematch").hidden = v.phase !== Phase.OVER;
+  $<HTMLButtonElement>("rematch").disabled = busy;
   dealButton.disabled = busy;
   if (box.hidden) return;
   if (waiting) {
@@ -641,6 +724,7 @@ $("hand-end").addEventListener("click", (e) => {
 });
 $("suggest").addEventListener("click", () => void suggest());
 $("deal").addEventListener("click", () => void deal());
+$("rematch").addEventListener("click", () => void rematch());
 $("new-match-button").addEventListener("click", () => {
   showError("");
   showForm();

@@ -4,7 +4,7 @@
 // played it), the open ends (as targets for the chosen tile, with the points each
 // move would score), the count, the boneyard, the scores, and the player's hand.
 import { Arm, End, Phase, SeatKind, type GameView, type LegalMove, type PlacedTile } from "./gen/allfives/v1/allfives_pb.js";
-import { SEAT_COLOURS, endName, levelName, seatMark, seatName, tileName } from "./words.js";
+import { SEAT_COLOURS, endName, levelName, pointsWord, seatMark, seatName, tileName } from "./words.js";
 import { U, boundingBox, fitLine } from "./line.js";
 
 /** Below this width (CSS pixels), the compact table of a phone held upright. */
@@ -15,6 +15,10 @@ export interface TableUi {
   width: number;
   /** The view is new on the page: its last placed tile arrives (a short animation). */
   fresh?: boolean;
+  /** While an answer is played back: only the tiles placed up to this order. */
+  upTo?: number;
+  /** The points a move scored, called on the table. */
+  callout?: { seat: number; points: number };
   /** The chosen tile of the hand, "a-b". */
   selected?: string;
   /** The move Suggest advised. */
@@ -163,11 +167,14 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   );
 
   // --- The line of play: bent at the felt's edges rather than shrunk below a
-  // readable size; the felt grows taller when even that is not enough. ---
-  const openEnds = new Set(view.openEnds.map((e) => e.end));
+  // readable size; the felt grows taller when even that is not enough. While an
+  // answer is played back, the tiles placed so far and no open end. ---
+  const replaying = ui.upTo !== undefined;
+  const layout = replaying ? view.layout.filter((t) => t.order <= ui.upTo!) : view.layout;
+  const openEnds = new Set(replaying ? [] : view.openEnds.map((e) => e.end));
   const feltY = line2 + 12;
   const feltW = W - 16;
-  const fitted = fitLine(view.layout, openEnds, feltW, compact ? Math.max(240, Math.round(W * 0.72)) : 360);
+  const fitted = fitLine(layout, openEnds, feltW, compact ? Math.max(240, Math.round(W * 0.72)) : 360);
   const { line, scale } = fitted;
   const area = { x: 8, y: feltY, w: feltW, h: fitted.height };
   const shown = [...line.tiles.map((t) => t.box), ...[...line.ends].filter(([e]) => openEnds.has(e) || e === End.UNSPECIFIED).map(([, b]) => b)];
@@ -179,8 +186,8 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   parts.push(`<g class="layout" data-scale="${scale}" transform="translate(${tx} ${ty}) scale(${scale})">`);
   // The placed tiles, in the order they were played: a list of its own. The last
   // placed is marked.
-  const last = Math.max(-1, ...view.layout.map((t) => t.order));
-  parts.push(`<g role="list" aria-label="The line of play: ${view.layout.length} tile${view.layout.length === 1 ? "" : "s"}" data-testid="line">`);
+  const last = Math.max(-1, ...layout.map((t) => t.order));
+  parts.push(`<g role="list" aria-label="The line of play: ${layout.length} tile${layout.length === 1 ? "" : "s"}" data-testid="line">`);
   for (const { tile: t, box, first, second, horizontal } of [...line.tiles].sort((p, q) => p.tile.order - q.tile.order)) {
     const who = seatName(t.seat, ui.you);
     const isLast = playing && t.order === last;
@@ -206,7 +213,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
     const move = moves.find((m) => m.end === end);
     const open = view.openEnds.find((e) => e.end === end);
     const lead = end === End.UNSPECIFIED;
-    if (!open && !(lead && playing)) continue;
+    if (replaying || (!open && !(lead && playing))) continue;
     const name = open ? openEndName(end, open.pip, open.value) : "the centre: empty, the lead is any tile";
     endItems.push(`<g role="listitem" aria-label="${esc(name)}" data-testid="open-end" data-end="${end}">`);
     if (move) {
@@ -229,6 +236,37 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   }
   parts.push(`<g role="list" aria-label="Open ends: ${view.openEnds.length}${playing ? `, count ${view.count}` : ""}" data-testid="open-ends">`, ...endItems, "</g>");
   parts.push("</g>");
+  // The points a move scored, called on the felt ("+15", "Seat 2: fifteen"); the
+  // log says it to a screen reader.
+  if (ui.callout) {
+    const { seat, points } = ui.callout;
+    const cx = area.x + area.w / 2;
+    parts.push(
+      `<g class="callout" data-testid="callout" aria-hidden="true" style="--seat:${SEAT_COLOURS[seat]}">`,
+      `<text x="${cx}" y="${area.y + 58}" text-anchor="middle" class="callout-points">+${points}</text>`,
+      `<text x="${cx}" y="${area.y + 84}" text-anchor="middle" class="callout-who">${esc(seatName(seat, ui.you))}: ${esc(pointsWord(points))}</text>`,
+      "</g>",
+    );
+  }
+  // A hand's end and the match's, as moments on the felt rather than a line of text.
+  if (!playing && view.lastHand && !replaying) {
+    const over = view.phase === Phase.OVER;
+    const winners = view.winnerSeats;
+    const title = over
+      ? winners.includes(ui.you)
+        ? winners.length > 1
+          ? "You and your partner win the match!"
+          : "You win the match!"
+        : `${winners.map((s) => seatName(s, ui.you)).join(" & ")} win${winners.length > 1 ? "" : "s"} the match`
+      : `Hand ${view.lastHand.hand} is over`;
+    const cy = area.y + area.h / 2;
+    parts.push(
+      `<g class="moment${over ? " match-over" : ""}" data-testid="moment" role="img" aria-label="${esc(title)}">`,
+      `<rect x="${area.x + 12}" y="${cy - 34}" width="${area.w - 24}" height="68" rx="12" class="moment-box"/>`,
+      `<text x="${area.x + area.w / 2}" y="${cy + 9}" text-anchor="middle" class="moment-text">${esc(title)}</text>`,
+      "</g>",
+    );
+  }
 
   // --- The player's hand along the bottom, in rows that fit the width. ---
   const hand = ended ? (revealed.get(ui.you) ?? view.hand) : view.hand;

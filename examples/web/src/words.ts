@@ -64,6 +64,16 @@ export function seatMark(seat: number, cx: number, cy: number, r: number, cls = 
   }
 }
 
+const TENS = ["", "ten", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
+/** Points as a player calls them: "fifteen", "twenty-five"; digits past ninety-five. */
+export function pointsWord(points: number): string {
+  if (points <= 0 || points % 5 !== 0 || points >= 100) return String(points);
+  if (points === 5) return "five";
+  if (points === 15) return "fifteen";
+  const tens = TENS[Math.floor(points / 10)];
+  return points % 10 === 5 ? `${tens}-five` : tens;
+}
+
 /** A hand's points from play and from the settlement: "40 + 10", "40 − 10". */
 export function playAndSettlement(play: number, settlement: number): string {
   return `${play} ${settlement < 0 ? "−" : "+"} ${Math.abs(settlement)}`;

@@ -79,8 +79,12 @@ function webTest(name: string, timeout: number, body: () => Promise<void>) {
 const called = new Map<Page, string[]>();
 
 type ContextOptions = NonNullable<Parameters<Browser["newContext"]>[0]>;
+/**
+ * A page in a context of its own. Motion is reduced unless the options say otherwise:
+ * the page then shows each answer at once instead of playing its tiles back one by one.
+ */
 async function open(url: string, options: ContextOptions = { viewport: { width: 1280, height: 860 } }): Promise<Page> {
-  const context = await browser.newContext(options);
+  const context = await browser.newContext({ reducedMotion: "reduce", ...options });
   const page = await context.newPage();
   const n = pages.push(page);
   // The page asks before it leaves a match (a new one over it, an invite): yes.
@@ -328,6 +332,56 @@ webTest("a whole match against the server's bots, played by clicking: the final 
   const won = view.winnerSeats.map((s) => names[s]).join(" & ");
   assert.ok(winner.includes(view.winnerSeats.includes(0) ? "you won" : `${won} won`), `winner line: ${winner}`);
   console.log(`  ${hands} hands, ${counts.played} tiles played and ${counts.drew} drawn by clicking; ${pageScores.join(", ")}; ${winner}`);
+
+  // The match's end is a moment on the table; a rematch starts the same match again.
+  const moment = await page.locator("[data-testid=moment]").getAttribute("aria-label");
+  assert.equal(moment, view.winnerSeats.includes(0) ? "You win the match!" : `${won} wins the match`);
+  assert.ok(await page.locator("#rematch").isVisible(), "a rematch is offered");
+  await page.click("#rematch");
+  await idle(page);
+  assert.equal((await body(page)).phase, "PLAYING", await errorText(page));
+  const again = (await serverScore(page)).view!;
+  assert.notEqual(again.matchId, view.matchId, "a new match");
+  assert.deepEqual(again.rules, view.rules, "with the same rules");
+  assert.deepEqual(again.seats.map((s) => [s.kind, s.bot]), view.seats.map((s) => [s.kind, s.bot]), "and the same bots");
+  assert.ok(again.scores.every((s) => s.score === 0 || again.handNumber === 1), "from nothing");
+});
+
+webTest("each move is placed in turn, and the points it scores are called on the table", 240_000, async () => {
+  // Motion as the system allows by default: an answer's tiles are played back one by one.
+  const page = await open(at(PAGE_URL, SERVER_URL), { viewport: { width: 1280, height: 860 }, reducedMotion: "no-preference" });
+  await page.check("#sound"); // the sound's path too (off by default)
+  await newMatch(page, { players: 4, bots: ["1", "1", "1"] });
+  // Every value the table's played-back count took, as it happened.
+  await page.evaluate(() => {
+    const w = window as unknown as { shownSteps: string[]; callouts: string[] };
+    w.shownSteps = [];
+    w.callouts = [];
+    new MutationObserver(() => {
+      const shown = document.body.dataset.shown;
+      if (shown && w.shownSteps[w.shownSteps.length - 1] !== shown) w.shownSteps.push(shown);
+      const callout = document.querySelector("[data-testid=callout]")?.textContent;
+      if (callout && w.callouts[w.callouts.length - 1] !== callout) w.callouts.push(callout);
+    }).observe(document.body, { subtree: true, childList: true, attributes: true });
+  });
+  let steps: string[] = [];
+  let callouts: string[] = [];
+  for (let i = 0; i < 40 && (steps.length < 3 || callouts.length === 0); i++) {
+    const did = await act(page);
+    if (did === "over") break;
+    ({ steps, callouts } = await page.evaluate(() => {
+      const w = window as unknown as { shownSteps: string[]; callouts: string[] };
+      return { steps: w.shownSteps, callouts: w.callouts };
+    }));
+  }
+  // Three bots answer each move: the table showed their tiles one after another (the
+  // count of tiles shown rising by one at a step), not all at once.
+  const counts = steps.map(Number);
+  assert.ok(counts.length >= 3, `steps seen: ${steps}`);
+  assert.ok(counts.some((n, i) => i > 0 && n === counts[i - 1] + 1), `one tile more at a step: ${steps}`);
+  assert.ok(callouts.length > 0, "a scoring move was called");
+  assert.match(callouts[0], /^\+\d+(You|Seat [234]): (five|ten|fifteen|twenty|twenty-five|thirty|thirty-five|forty|forty-five|fifty|\d+)$/);
+  await page.screenshot({ path: join(OUTPUT, "9-callout.png") });
 });
 
 /**
