@@ -107,7 +107,17 @@ let you = 0;
 let selected: string | undefined;
 let suggested: LegalMove | undefined;
 let hint = "";
-let busy = false;
+/** A call is in flight. */
+let calling = false;
+/** Answers being played back (one at a time, in the order they came). */
+let playingBack = 0;
+let playbacks: Promise<void> = Promise.resolve();
+/** The page takes no input: a call in flight, or an answer being played back. */
+const isBusy = () => calling || playingBack > 0;
+/** Says on the page (data-state) whether it is busy: the tests wait for idle. */
+function settle() {
+  document.body.dataset.state = isBusy() ? "busy" : "idle";
+}
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const form = $<HTMLFormElement>("new-match");
@@ -127,9 +137,9 @@ class PageRefusal extends Error {}
  * Returns the error, if there was one.
  */
 async function call(what: () => Promise<void>): Promise<unknown> {
-  if (busy) return undefined;
-  busy = true;
-  document.body.dataset.state = "busy";
+  if (isBusy()) return undefined;
+  calling = true;
+  settle();
   showError("");
   try {
     await what();
@@ -141,9 +151,9 @@ async function call(what: () => Promise<void>): Promise<unknown> {
     console.warn("allfives call failed:", err);
     return err;
   } finally {
-    busy = false;
+    calling = false;
     render();
-    document.body.dataset.state = "idle";
+    settle();
   }
   return undefined;
 }
@@ -202,23 +212,32 @@ async function playBack(events: Event[], view: GameView) {
   const plays = events.slice(dealt + 1).flatMap((e) => (e.kind.case === "tilePlayed" ? [e.kind.value] : []));
   const called = (p?: { seat: number; points: number }) => (p && p.points > 0 ? { seat: p.seat, points: p.points } : undefined);
   const last = Math.max(-1, ...view.layout.map((t) => t.order));
-  if (motion() && plays.length > 1 && view.layout.length >= plays.length) {
-    document.body.dataset.state = "busy";
-    const wasBusy = busy;
-    busy = true;
-    for (const [i, p] of plays.entries()) {
-      shown = { upTo: last - (plays.length - 1 - i), callout: called(p) };
-      document.body.dataset.shown = String(shown.upTo! + 1);
-      drawTable();
+  const run = async () => {
+    if (motion() && plays.length > 1 && view.layout.length >= plays.length) {
+      for (const [i, p] of plays.entries()) {
+        shown = { upTo: last - (plays.length - 1 - i), callout: called(p) };
+        document.body.dataset.shown = String(shown.upTo! + 1);
+        drawTable();
+        sound();
+        await sleep(STEP_MS);
+      }
+    } else if (plays.length > 0) {
       sound();
-      await sleep(STEP_MS);
     }
-    busy = wasBusy;
-  } else if (plays.length > 0) {
-    sound();
+    shown = { callout: called([...plays].reverse().find((p) => p.points > 0)) };
+    delete document.body.dataset.shown;
+  };
+  // One answer at a time: a pushed change and a call's answer never play at once.
+  playingBack++;
+  settle();
+  const done = playbacks.then(run);
+  playbacks = done.catch(() => {});
+  try {
+    await done;
+  } finally {
+    playingBack--;
+    settle();
   }
-  shown = { callout: called([...plays].reverse().find((p) => p.points > 0)) };
-  delete document.body.dataset.shown;
 }
 
 /** A short click for a placed tile, if sound is on (off by default). */
@@ -406,7 +425,7 @@ async function arrive(change: WatchChange) {
   render();
   // The match's maker deals the first hand once every seat is taken.
   const v = g.view;
-  if (you === 0 && v.phase === Phase.DEALING && v.handNumber === 0 && !hasOpenSeat(v) && !busy) void deal();
+  if (you === 0 && v.phase === Phase.DEALING && v.handNumber === 0 && !hasOpenSeat(v) && !isBusy()) void deal();
 }
 
 /**
@@ -484,6 +503,7 @@ function render() {
   const focused = active?.dataset?.key;
   const wasHere = focused !== undefined || active?.id === "draw" || active?.id === "deal";
   drawTable();
+  const busy = isBusy();
   $<HTMLButtonElement>("draw").disabled = busy || !(yours && v.mustDraw);
   $<HTMLButtonElement>("suggest").disabled = busy || !yours;
   renderHandEnd(g);
@@ -527,7 +547,7 @@ function drawTable() {
     width: drawnWidth,
     selected,
     suggested,
-    busy,
+    busy: isBusy(),
     fresh: fresh || shown.upTo !== undefined,
     upTo: shown.upTo,
     // Called once, as the move arrives (not again on every redraw).
@@ -584,8 +604,8 @@ function renderHandEnd(g: Game) {
   const waiting = hasOpenSeat(v);
   dealButton.hidden = v.phase === Phase.OVER || waiting;
   $("rematch").hidden = v.phase !== Phase.OVER;
-  $<HTMLButtonElement>("rematch").disabled = busy;
-  dealButton.disabled = busy;
+  $<HTMLButtonElement>("rematch").disabled = isBusy();
+  dealButton.disabled = isBusy();
   if (box.hidden) return;
   if (waiting) {
     // Seats left open for friends: the invite, until every seat is taken.
@@ -666,7 +686,7 @@ function showForm() {
 // --- Wiring: clicks and the keyboard on the SVG, the buttons, the form. ---------------
 function activate(target: Element | null, byKeyboard: boolean) {
   const el = target?.closest<SVGGElement>("[data-key]");
-  if (!el || busy || !game) return;
+  if (!el || isBusy() || !game) return;
   if (el.dataset.tile) {
     if (el.getAttribute("aria-disabled") === "true") {
       hint = whyNot(game.view, el.dataset.tile);

@@ -12,6 +12,7 @@
 import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { createClient } from "@connectrpc/connect";
@@ -648,6 +649,39 @@ for (const size of SIZES) {
     assert.ok(line.shortest >= 21.5 && line.longest >= 43, `tiles at a readable size: ${line.shortest} by ${line.longest} px at least`);
     assert.deepEqual(await layoutFaults(page, size.phone), [], "the long line: nothing overflows");
     await page.screenshot({ path: join(OUTPUT, `8-${size.name}-long-line.png`), fullPage: true });
+  });
+}
+
+// --- Accessibility: axe-core's rules, in light and dark mode. --------------------------
+const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
+
+/** axe-core's serious and critical violations on the page as it stands, one line each. */
+async function axeViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: AXE });
+  const found = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run: (ctx: Document, opts: object) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const result = await axe.run(document, { resultTypes: ["violations"] });
+    return result.violations.map((v) => ({ id: v.id, impact: v.impact, where: v.nodes.slice(0, 3).map((n) => n.target.join(" ")) }));
+  });
+  return found.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.impact} ${v.id}: ${v.where.join(", ")}`);
+}
+
+for (const scheme of ["light", "dark"] as const) {
+  webTest(`no serious or critical accessibility violation (axe-core), in ${scheme} mode`, 180_000, async () => {
+    const page = await open(at(PAGE_URL, SERVER_URL), { viewport: { width: 1280, height: 860 }, colorScheme: scheme });
+    assert.deepEqual(await axeViolations(page), [], "the new-match form");
+    await newMatch(page, { players: 4, bots: ["1", "2", "3"], partnership: true });
+    for (let i = 0; i < 3; i++) await act(page);
+    const playable = page.locator("g.in-hand.playable");
+    if ((await playable.count()) > 0) {
+      await playable.first().focus();
+      await page.keyboard.press("Enter"); // a tile chosen: its ends lit
+    }
+    assert.deepEqual(await axeViolations(page), [], "mid-hand");
+    // To the hand's end.
+    for (let i = 0; i < 200 && (await body(page)).phase === "PLAYING"; i++) await act(page);
+    assert.deepEqual(await axeViolations(page), [], "a hand's end");
+    await page.screenshot({ path: join(OUTPUT, `10-${scheme}.png`), fullPage: true });
   });
 }
 
