@@ -69,6 +69,7 @@ fn hot_seat(game: Game) -> Record {
         secret: [0x3C; 16],
         previous: Some([0x77; 16]),
         stored: false,
+        names: Default::default(),
     }
 }
 
@@ -183,6 +184,7 @@ fn parts(c: &mut Criterion) {
             state_id: &state_id,
             previous_state_id: &previous_state_id,
             seats: &after.seats,
+            names: &after.names,
         };
         let answer = handle_play(&uncached, &p.request);
         let response = pb::PlayResponse {

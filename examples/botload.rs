@@ -174,10 +174,12 @@ impl Kind {
         let human = pb::SeatSetup {
             bot: pb::BotLevel::Unspecified as i32,
             claim: true,
+            display_name: String::new(),
         };
         let bot = |level: pb::BotLevel| pb::SeatSetup {
             bot: level as i32,
             claim: false,
+            display_name: String::new(),
         };
         match self {
             Kind::Humans => vec![human; 2],

@@ -136,6 +136,7 @@ fn new_game_request(seed: Option<u64>) -> pb::NewGameRequest {
             pb::SeatSetup {
                 bot: 0,
                 claim: true,
+                display_name: String::new(),
             };
             2
         ],

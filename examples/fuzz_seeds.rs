@@ -76,6 +76,7 @@ fn chained(table: usize, states: &[Game]) -> Vec<Option<Record>> {
                 secret: SECRET,
                 previous,
                 stored: false,
+                names: Default::default(),
             };
             previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
             Some(record)
@@ -318,6 +319,7 @@ fn requests(record: &Record, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
                         false => pb::BotLevel::Unspecified as i32,
                     },
                     claim: seat + 1 < players && seat % 2 == 0,
+                    display_name: String::new(),
                 })
                 .collect();
             let rules = Some(pb::Rules {

@@ -992,6 +992,7 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
                 pb::SeatSetup {
                     bot: pb::BotLevel::Unspecified as i32,
                     claim: true,
+                    display_name: String::new(),
                 };
                 players as usize
             ],

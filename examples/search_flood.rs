@@ -212,7 +212,8 @@ async fn dealt(client: &mut Client, seed: u64) -> (Vec<u8>, Vec<Vec<u8>>, pb::Ga
             seats: vec![
                 pb::SeatSetup {
                     bot: 0,
-                    claim: true
+                    claim: true,
+                    display_name: String::new(),
                 };
                 2
             ],

@@ -86,7 +86,8 @@ async fn new_match(client: &mut Client) -> Result<Match, String> {
             seats: vec![
                 pb::SeatSetup {
                     bot: 0,
-                    claim: true
+                    claim: true,
+                    display_name: String::new(),
                 };
                 2
             ],

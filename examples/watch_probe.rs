@@ -66,7 +66,8 @@ async fn probe(args: Args) -> Result<String, String> {
             seats: vec![
                 pb::SeatSetup {
                     bot: 0,
-                    claim: true
+                    claim: true,
+                    display_name: String::new(),
                 };
                 2
             ],

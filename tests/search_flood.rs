@@ -291,7 +291,7 @@ async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
             }),
             seed: Some(SEED),
             viewer: None,
-            seats: vec![hard_bot, hard_bot],
+            seats: vec![hard_bot.clone(), hard_bot.clone()],
         })
         .await
         .expect("NewGame")

@@ -99,7 +99,7 @@ pub fn chained(table: usize, match_id: [u8; 16], games: Vec<Game>) -> Vec<Option
                 secret: SECRET,
                 previous,
                 stored: false,
-            };
+             names: Default::default(), };
             previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
             Some(record)
         })
@@ -487,7 +487,7 @@ fn record_of(game: &Game) -> Record {
         secret: [moves.to_le_bytes()[0]; 16],
         previous: (dealt || game.seed() % 2 == 1).then_some([moves.to_le_bytes()[1]; 16]),
         stored: game.seed() % 3 == 0,
-    }
+     names: Default::default(), }
 }
 
 /// Whether the game's scorecard is past a limit `check::scorecard` holds a token to:
@@ -687,6 +687,7 @@ pub fn assert_renders(game: &Game) {
         state_id: &[1; 16],
         previous_state_id: record.previous.as_ref().map_or(&[], |id| id.as_slice()),
         seats: &record.seats,
+        names: &record.names,
     };
     for viewer in std::iter::once(None).chain((0..seats).map(Some)) {
         let view = game.view(viewer).expect("a seat at the table may look");

@@ -8,6 +8,7 @@ use crate::engine::{
 };
 
 use crate::proto::v1 as pb;
+use crate::state::names::Names;
 use crate::state::{Player, Seats};
 
 use super::status::ApiError;
@@ -236,10 +237,11 @@ pub struct Table<'a> {
     /// Empty for NewGame's state.
     pub previous_state_id: &'a [u8],
     pub seats: &'a Seats,
+    pub names: &'a Names,
 }
 
 /// Who plays each seat, as the API shows it.
-fn seat_out(seat: usize, player: &Player) -> pb::SeatStatus {
+fn seat_out(seat: usize, player: &Player, name: &str) -> pb::SeatStatus {
     let (kind, level) = match player {
         Player::Open => (pb::SeatKind::Open, pb::BotLevel::Unspecified),
         Player::Human(_) => (pb::SeatKind::Claimed, pb::BotLevel::Unspecified),
@@ -249,6 +251,7 @@ fn seat_out(seat: usize, player: &Player) -> pb::SeatStatus {
         seat: seat as u32,
         kind: kind as i32,
         bot: level as i32,
+        display_name: name.to_owned(),
     }
 }
 
@@ -315,7 +318,7 @@ pub fn view_out(view: &View, table: &Table<'_>) -> pb::GameView {
         seats: table.seats.0[..rules.players]
             .iter()
             .enumerate()
-            .map(|(seat, player)| seat_out(seat, player))
+            .map(|(seat, player)| seat_out(seat, player, &table.names.0[seat]))
             .collect(),
     }
 }

@@ -10,6 +10,7 @@
 use crate::engine::suggest::{self, Level, Search};
 use crate::engine::{Action, Event, Game, Knowledge, Phase, Seat};
 use crate::proto::v1 as pb;
+use crate::state::names::Names;
 use crate::state::seats::CREDENTIAL_LEN;
 use crate::state::{self, MATCH_ID_LEN, Opened, Player, Record, Seats, StateId, Tokens};
 
@@ -108,6 +109,7 @@ fn render(opened: &Opened, viewer: Option<Seat>) -> Result<pb::GameView, ApiErro
             state_id: &opened.state_id(),
             previous_state_id: previous.as_ref().map_or(&[], |id| id.as_slice()),
             seats: &opened.seats,
+            names: &opened.names,
         },
     ))
 }
@@ -266,11 +268,21 @@ pub fn new_game(
         None => random_seed(),
     };
     let mut seats = Seats::OPEN;
+    let mut names = Names::default();
     let mut credentials = Vec::new();
     match req.seats.len() {
         0 => {}
         n if n == rules.players => {
             for (seat, (slot, setup)) in seats.0.iter_mut().zip(&req.seats).enumerate() {
+                if !setup.display_name.is_empty() {
+                    if !setup.claim {
+                        return Err(ApiError::field(
+                            "seats.display_name",
+                            "only a seat claimed in this call is named in it",
+                        ));
+                    }
+                    names.0[seat] = display_name_in(&setup.display_name, "seats.display_name")?;
+                }
                 *slot =
                     match (setup.bot, setup.claim) {
                         (0, false) => Player::Open,
@@ -316,6 +328,7 @@ pub fn new_game(
         secret: secret_bytes()?,
         previous: None,
         stored: policy.match_store,
+        names,
     });
     let mut answer = answer(tokens, opened, viewer, &[])?;
     answer.credentials = credentials;
@@ -331,6 +344,7 @@ pub fn claim_seat(
     let mut opened = tokens.open(&req.state)?;
     let rules = *opened.game.rules();
     let seat = seat_in(req.seat, &rules, "seat")?;
+    let name = display_name_in(&req.display_name, "display_name")?;
     if !req.claim_key.is_empty() && matches!(opened.seats.0[seat], Player::Human(_)) {
         // This very claim, made again after the match moved on (its answer was lost,
         // and another device went on from it): the key gives the credential the seat
@@ -367,6 +381,7 @@ pub fn claim_seat(
         opened.game = Game::new(rules, seed)?;
     }
     opened.seats.0[seat] = Player::Human(credential);
+    opened.names.0[seat] = name;
     opened.previous = Some(previous);
     let answer = answer(tokens, opened, Some(seat), &[])?;
     let credential = pb::SeatCredential {
@@ -374,6 +389,14 @@ pub fn claim_seat(
         credential: credential.to_vec(),
     };
     Ok((answer, credential))
+}
+
+/// A display name as the request gives it (see `state::names`), or the field's refusal.
+fn display_name_in(name: &str, field: &'static str) -> Result<String, ApiError> {
+    match state::names::refusal(name) {
+        None => Ok(name.to_owned()),
+        Some(why) => Err(ApiError::field(field, why)),
+    }
 }
 
 /// A claim key as the request gives it: 16 to 64 bytes, not one byte repeated (a
@@ -690,7 +713,8 @@ mod tests {
             seats: vec![
                 pb::SeatSetup {
                     bot: 0,
-                    claim: true
+                    claim: true,
+                    display_name: String::new(),
                 };
                 players as usize
             ],
@@ -834,6 +858,7 @@ mod tests {
                     pb::SeatSetup {
                         bot: 0,
                         claim: true,
+                        display_name: String::new(),
                     },
                     pb::SeatSetup::default(),
                 ],
@@ -899,10 +924,12 @@ mod tests {
             let hard = pb::SeatSetup {
                 bot: pb::BotLevel::Hard as i32,
                 claim: false,
+                display_name: String::new(),
             };
             let me = pb::SeatSetup {
                 bot: 0,
                 claim: true,
+                display_name: String::new(),
             };
             let new = new_game(
                 &tokens,
@@ -914,7 +941,7 @@ mod tests {
                     }),
                     seed: Some(seed),
                     viewer: Some(0),
-                    seats: vec![me, hard, hard, hard],
+                    seats: vec![me.clone(), hard.clone(), hard.clone(), hard.clone()],
                 },
             )
             .unwrap();

@@ -19,6 +19,7 @@ use crate::engine::{
 use crate::proto::internal as pb;
 
 use super::lineage::{ID_LEN, StateId};
+use super::names::{self, Names};
 use super::seats::{CREDENTIAL_LEN, Player, Seats};
 
 /// Bytes in a match id.
@@ -45,6 +46,8 @@ pub struct Record {
     /// Made on a server with a match store: moved only through its check
     /// (`crate::store`).
     pub stored: bool,
+    /// The seats' display names (public: every view shows them).
+    pub names: Names,
 }
 
 impl Record {
@@ -63,6 +66,7 @@ impl Record {
             secret: [0; ID_LEN],
             previous: Some([0; ID_LEN]),
             stored: false,
+            names: Names::default(),
         }
     }
 }
@@ -129,6 +133,10 @@ pub fn encode_into(record: &Record, buf: &mut Vec<u8>) {
         secret: record.secret.to_vec(),
         previous: record.previous.map_or_else(Vec::new, |id| id.to_vec()),
         stored: record.stored,
+        names: match record.names.is_empty() {
+            true => Vec::new(),
+            false => record.names.0[..rules.players].to_vec(),
+        },
     };
     // A Vec grows as needed: encoding into it cannot fail.
     let _ = state.encode(buf);
@@ -269,6 +277,7 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
         0 => None,
         _ => Some(StateId::try_from(state.previous.as_slice()).map_err(|_| corrupt("previous"))?),
     };
+    let names = names_in(state.names, &seats, rules.players)?;
     let game = Game::replay(rules, seed, &card).map_err(DecodeError::Replay)?;
     // What the service never seals: a hand dealt to a seat nobody holds (Deal refuses
     // open seats), a state after NewGame's with no previous one, and a bot left on
@@ -291,7 +300,32 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
         secret,
         previous,
         stored: state.stored,
+        names,
     })
+}
+
+/// The seats' names as the token holds them: none, or one per player, each one the
+/// service takes, and only on seats a human holds.
+fn names_in(given: Vec<String>, seats: &Seats, players: usize) -> Result<Names, DecodeError> {
+    let mut out = Names::default();
+    if given.is_empty() {
+        return Ok(out);
+    }
+    if given.len() != players {
+        return Err(corrupt("names"));
+    }
+    for (seat, name) in given.into_iter().enumerate() {
+        if names::refusal(&name).is_some()
+            || (!name.is_empty() && !matches!(seats.0[seat], Player::Human(_)))
+        {
+            return Err(corrupt("a name"));
+        }
+        out.0[seat] = name;
+    }
+    if out.is_empty() {
+        return Err(corrupt("names, all empty"));
+    }
+    Ok(out)
 }
 
 fn rules_in(r: &pb::Rules) -> Result<Rules, DecodeError> {
@@ -409,7 +443,7 @@ mod tests {
                 secret,
                 previous,
                 stored,
-            };
+             names: Default::default(), };
             // Seats past the table's players are not written.
             for slot in &mut record.seats.0[record.game.rules().players..] {
                 *slot = Player::Open;
@@ -495,6 +529,43 @@ mod tests {
         assert_eq!(decode(&encode(&open)), Ok(open));
     }
 
+    /// Display names round-trip; names the service never writes (on a seat nobody
+    /// holds, one the API refuses, a count other than the players', all empty) are
+    /// refused.
+    #[test]
+    fn names_round_trip_and_only_the_services_are_taken() {
+        let mut game = Game::new(Rules::for_players(3), 5).unwrap();
+        game.deal().unwrap();
+        let mut record = Record::new([9; MATCH_ID_LEN], game);
+        assert!(
+            pb::State::decode(encode(&record).as_slice())
+                .unwrap()
+                .names
+                .is_empty()
+        );
+        record.names.0[0] = "Ana".into();
+        record.names.0[2] = "สมชาย".into();
+        assert_eq!(decode(&encode(&record)), Ok(record.clone()));
+        let bytes = |names: Vec<&str>| {
+            let mut state = pb::State::decode(encode(&record).as_slice()).unwrap();
+            state.names = names.into_iter().map(String::from).collect();
+            state.encode_to_vec()
+        };
+        assert_eq!(decode(&bytes(vec!["Ana", ""])), Err(corrupt("names")));
+        assert_eq!(
+            decode(&bytes(vec!["", "", ""])),
+            Err(corrupt("names, all empty"))
+        );
+        assert_eq!(
+            decode(&bytes(vec!["\u{202E}x", "", ""])),
+            Err(corrupt("a name"))
+        );
+        let mut bot = record.clone();
+        bot.seats.0[1] = Player::Bot(Level::Easy);
+        bot.names.0[1] = "Bot".into();
+        assert_eq!(decode(&encode(&bot)), Err(corrupt("a name")));
+    }
+
     /// Plaintexts the fuzzers found that once panicked the decoder: sized by rules not
     /// yet checked (no players, five), and a sheet whose running total overflowed.
     #[test]
@@ -520,6 +591,7 @@ mod tests {
             secret: vec![0; ID_LEN],
             previous: Vec::new(),
             stored: false,
+            names: Vec::new(),
         };
         let decoded = |s: pb::State| decode(&s.encode_to_vec());
         assert!(matches!(

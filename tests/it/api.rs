@@ -728,7 +728,11 @@ async fn hidden_tiles_stay_hidden() {
 
 /// A human seat, claimed in NewGame or left open.
 fn human(claim: bool) -> pb::SeatSetup {
-    pb::SeatSetup { bot: 0, claim }
+    pb::SeatSetup {
+        bot: 0,
+        claim,
+        display_name: String::new(),
+    }
 }
 
 /// A bot seat at `level`.
@@ -736,6 +740,7 @@ fn bot(level: pb::BotLevel) -> pb::SeatSetup {
     pb::SeatSetup {
         bot: level as i32,
         claim: false,
+        display_name: String::new(),
     }
 }
 
@@ -1378,6 +1383,7 @@ async fn new_game_checks_its_seats_and_its_viewer() {
                     pb::SeatSetup {
                         bot: pb::BotLevel::Easy as i32,
                         claim: true,
+                        display_name: String::new(),
                     },
                 ],
                 None,
@@ -1392,6 +1398,7 @@ async fn new_game_checks_its_seats_and_its_viewer() {
                     pb::SeatSetup {
                         bot: 9,
                         claim: false,
+                        display_name: String::new(),
                     },
                 ],
                 None,

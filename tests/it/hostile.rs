@@ -81,22 +81,24 @@ fn seatings() -> [Vec<pb::SeatSetup>; 4] {
     let claimed = pb::SeatSetup {
         bot: 0,
         claim: true,
+        display_name: String::new(),
     };
     let open = pb::SeatSetup::default();
     let bot = |level: pb::BotLevel| pb::SeatSetup {
         bot: level as i32,
         claim: false,
+        display_name: String::new(),
     };
     use pb::BotLevel as L;
     [
         // Hot seat: both claimed in NewGame.
-        vec![claimed; 2],
+        vec![claimed.clone(); 2],
         // One claimed in NewGame, one claimed later, a bot.
-        vec![claimed, open, bot(L::Medium)],
+        vec![claimed.clone(), open.clone(), bot(L::Medium)],
         // Partners: a human and a bot on each side, one human claiming later.
-        vec![claimed, bot(L::Easy), open, bot(L::Hard)],
+        vec![claimed.clone(), bot(L::Easy), open.clone(), bot(L::Hard)],
         // Every seat left open, claimed one by one.
-        vec![open; 4],
+        vec![open.clone(); 4],
     ]
 }
 
@@ -525,6 +527,7 @@ fn record_of(game: &Game, seats: Seats) -> Record {
         secret: SECRET,
         previous: (game.hand_number() > 0).then_some(PREVIOUS),
         stored: false,
+        names: Default::default(),
     }
 }
 

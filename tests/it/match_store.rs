@@ -134,6 +134,7 @@ async fn claims_once(a: &mut Client, b: &mut Client) {
         state: new.state.clone(),
         seat: 1,
         claim_key: key,
+        display_name: String::new(),
     };
     let first = a
         .claim_seat(claim(claim_key(1)))
@@ -289,6 +290,7 @@ async fn without_a_store_a_claim_made_again_deals_again() {
                 state: new.state.clone(),
                 seat: 1,
                 claim_key: key,
+                display_name: String::new(),
             })
             .await
             .expect("stateless: every claim is taken")
@@ -343,6 +345,7 @@ async fn moves_with_hard_bots_inside_are_recorded_and_forks_refused() {
                     pb::SeatSetup {
                         bot: 0,
                         claim: true,
+                        display_name: String::new(),
                     },
                     common::bot(pb::BotLevel::Hard),
                 ],
@@ -756,6 +759,7 @@ async fn a_lost_claim_is_taken_back_with_its_key_after_the_match_moved_on() {
         state: state.to_vec(),
         seat: 1,
         claim_key: key,
+        display_name: String::new(),
     };
     let lost = client
         .claim_seat(claim(&new.state, claim_key(7)))

@@ -143,6 +143,7 @@ async fn metrics_count_what_the_calls_did() {
                 pb::SeatSetup {
                     bot: 0,
                     claim: true,
+                    display_name: String::new(),
                 },
                 pb::SeatSetup::default(),
             ],

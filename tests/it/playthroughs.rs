@@ -303,6 +303,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
     let human = pb::SeatSetup {
         bot: 0,
         claim: true,
+        display_name: String::new(),
     };
     let (setups, dealer) = match seating {
         Seating::HotSeat => (vec![human; rules.players as usize], None),
@@ -315,6 +316,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
             let bots = levels.iter().map(|&level| pb::SeatSetup {
                 bot: level as i32,
                 claim: false,
+                display_name: String::new(),
             });
             (std::iter::once(human).chain(bots).collect(), Some(0))
         }

@@ -65,7 +65,7 @@ async fn new_bot_match(client: &mut Client) -> (Vec<u8>, pb::GameView, Vec<u8>) 
             }),
             seed: None,
             viewer: Some(0),
-            seats: vec![CLAIMED, hard, hard, hard],
+            seats: vec![CLAIMED, hard.clone(), hard.clone(), hard.clone()],
         })
         .await
         .expect("NewGame")

@@ -554,10 +554,12 @@ async fn suggest_refuses_bad_requests_with_their_reason() {
                 pb::SeatSetup {
                     bot: 0,
                     claim: true,
+                    display_name: String::new(),
                 },
                 pb::SeatSetup {
                     bot: pb::BotLevel::Medium as i32,
                     claim: false,
+                    display_name: String::new(),
                 },
             ],
             ..Default::default()

@@ -18,10 +18,12 @@
 //! (shown to fail with a leak added, an extra field present or not with seat 0's
 //! tiles: docs/RELIABILITY.md, "Token length").
 //!
-//! And the bar the API promises (`state`: at most 512 bytes): the largest token of
+//! And the bar the API promises (`state`: at most 640 bytes): the largest token of
 //! each table, counted as if every seat were claimed (each credential 16 bytes more
-//! than an open or a bot seat, exactly, by the length just checked), is at most 512
-//! bytes; the largest of each table is printed.
+//! than an open or a bot seat, exactly, by the length just checked) and named with
+//! the longest display name (24 bytes), is at most 640 bytes; the largest of each
+//! table is printed. Half the claims here carry a random name (letters of one, two or
+//! three bytes, up to 24 bytes), which the spectator's view shows.
 //!
 //! Matches are played through the handlers, in-process (the wire adds nothing to a
 //! token); `tests/it/api.rs` covers the server end to end.
@@ -49,7 +51,31 @@ const CREDENTIAL_LEN: usize = 16;
 const ID_LEN: usize = 16;
 
 /// The most bytes a token may have (`NewGameResponse.state`'s promise).
-const MAX_TOKEN: usize = 512;
+const MAX_TOKEN: usize = 640;
+
+/// The most bytes of a display name (`state::names::MAX_NAME_BYTES`).
+const MAX_NAME: usize = 24;
+
+/// The display names of a view's seats, as the token holds them: none when no seat
+/// has one, else one per seat.
+fn names_of(view: &pb::GameView) -> Vec<String> {
+    let names: Vec<String> = view.seats.iter().map(|s| s.display_name.clone()).collect();
+    match names.iter().all(String::is_empty) {
+        true => Vec::new(),
+        false => names,
+    }
+}
+
+/// A name for a claim, or none: any length up to the most, in letters of one, two or
+/// three bytes.
+fn random_name(rng: &mut ChaCha8Rng) -> String {
+    if rng.next_u32().is_multiple_of(2) {
+        return String::new();
+    }
+    let letter = ['a', 'ș', 'ส'][rng.next_u32() as usize % 3];
+    let n = 1 + rng.next_u32() as usize % (MAX_NAME / letter.len_utf8());
+    std::iter::repeat_n(letter, n).collect()
+}
 
 /// A server that takes the tests' seeds, its HARD bots searching few worlds (the
 /// search's size changes no token's length, only the time 40,000 matches take).
@@ -229,6 +255,7 @@ fn expected_length(view: &pb::GameView, sheet: &pb::ScoreSheet, public: &Public)
         credentials: vec![0; CREDENTIAL_LEN * claimed],
         secret: vec![0; ID_LEN],
         stored: POLICY.match_store,
+        names: names_of(view),
         previous: match view.previous_state_id.is_empty() {
             true => Vec::new(),
             false => vec![0; ID_LEN],
@@ -244,9 +271,11 @@ struct Largest {
     any: usize,
     /// Of the matches whose every seat was claimed.
     all_claimed: usize,
-    /// Of every token, counted as if its every seat were claimed: its length and 16
-    /// bytes for each open or bot seat (a claimed seat's byte and credential in place
-    /// of the seat's byte alone; exact, since every length is checked above).
+    /// Of every token, counted as if its every seat were claimed and named with the
+    /// longest name: its length, 16 bytes for each open or bot seat (a claimed seat's
+    /// byte and credential in place of the seat's byte alone), and its names' bytes
+    /// made the longest's (2 + 24 bytes a seat); exact, since every length is checked
+    /// above.
     as_if_claimed: usize,
 }
 
@@ -298,7 +327,10 @@ impl Seen {
         if claimed == view.seats.len() {
             largest.all_claimed = largest.all_claimed.max(state.len());
         }
-        let as_if = state.len() + CREDENTIAL_LEN * (open + bots);
+        let named: usize = names_of(view).iter().map(|n| 2 + n.len()).sum();
+        let as_if =
+            state.len() + CREDENTIAL_LEN * (open + bots) + view.seats.len() * (2 + MAX_NAME)
+                - named;
         largest.as_if_claimed = largest.as_if_claimed.max(as_if);
     }
 }
@@ -345,11 +377,13 @@ fn play_match(
                     Plan::Claimed => pb::SeatSetup {
                         bot: 0,
                         claim: true,
+                        display_name: random_name(rng),
                     },
                     Plan::Later => pb::SeatSetup::default(),
                     Plan::Bot(level) => pb::SeatSetup {
                         bot: level as i32,
                         claim: false,
+                        display_name: String::new(),
                     },
                 })
                 .collect(),
@@ -376,6 +410,7 @@ fn play_match(
             &pb::ClaimSeatRequest {
                 state,
                 seat,
+                display_name: random_name(rng),
                 ..Default::default()
             },
         )

@@ -234,6 +234,7 @@ async fn play_a_match(
             state: first.state,
             seat: 1,
             claim_key: (1..=16).collect(),
+            display_name: String::new(),
         })
         .await
         .expect("ClaimSeat")

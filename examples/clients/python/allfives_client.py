@@ -60,7 +60,7 @@ except ImportError:
     sys.exit("allfives client: no generated code in gen/: run ./generate.sh first")
 
 DOMAIN = "allfives.v1"
-MAX_TOKEN_BYTES = 512
+MAX_TOKEN_BYTES = 640  # the API's bound (512 without display names)
 STATE_ID_BYTES = 16
 CREDENTIAL_BYTES = 16
 ALL_TILES = [(a, b) for a in range(7) for b in range(a, 7)]

@@ -257,12 +257,14 @@ impl Creds {
 pub const CLAIMED: pb::SeatSetup = pb::SeatSetup {
     bot: 0,
     claim: true,
+    display_name: String::new(),
 };
 
 /// A human seat left open for ClaimSeat.
 pub const OPEN: pb::SeatSetup = pb::SeatSetup {
     bot: 0,
     claim: false,
+    display_name: String::new(),
 };
 
 /// A seat the server plays at `level`.
@@ -270,6 +272,7 @@ pub fn bot(level: pb::BotLevel) -> pb::SeatSetup {
     pb::SeatSetup {
         bot: level as i32,
         claim: false,
+        display_name: String::new(),
     }
 }
 
@@ -287,6 +290,7 @@ pub fn hot_seat(rules: pb::Rules, seed: Option<u64>) -> pb::NewGameRequest {
             pb::SeatSetup {
                 bot: 0,
                 claim: true,
+                display_name: String::new(),
             };
             players
         ],

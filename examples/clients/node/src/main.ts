@@ -61,7 +61,7 @@ import {
 import { BadRequestSchema, ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 
 const DOMAIN = "allfives.v1";
-const MAX_TOKEN_BYTES = 512;
+const MAX_TOKEN_BYTES = 640; // the API's bound (512 without display names)
 const STATE_ID_BYTES = 16;
 const CREDENTIAL_BYTES = 16;
 // A bound on the calls of one match: a 4-player match under "own pips off" can take a
