@@ -35,6 +35,7 @@ import {
   refusesSaved,
   seatName,
   sentenceFor,
+  setNames,
   tileName,
   whyUnreachable,
 } from "./words.js";
@@ -46,6 +47,7 @@ const params = new URLSearchParams(window.location.search);
 const SERVER = (params.get("server") ?? `http://${window.location.hostname || "127.0.0.1"}:50051`).replace(/\/+$/, "");
 const STORAGE_KEY = `allfives-web:${SERVER}`;
 const JOINING_KEY = `${STORAGE_KEY}:joining`;
+const NAME_KEY = "allfives-name";
 const CALL_TIMEOUT_MS = 15_000;
 
 const client = createClient(AllFivesService, createGrpcWebTransport({ baseUrl: SERVER }));
@@ -298,12 +300,13 @@ function handEnd(reason: HandEndReason, wentOut?: number, reached?: number): str
  */
 function rematch() {
   const v = game!.view;
-  const seats = v.seats.map((s) =>
+  const seats: { claim?: boolean; bot?: BotLevel; displayName?: string }[] = v.seats.map((s) =>
     s.seat === you ? { claim: true } : s.kind === SeatKind.BOT ? { bot: s.bot } : { claim: false },
   );
   // This page's seat first: NewGame answers the first claimed seat's credential.
   const mine = seats.splice(you, 1)[0];
-  seats.unshift(mine);
+  const name = localStorage.getItem(NAME_KEY) ?? "";
+  seats.unshift(name ? { ...mine, displayName: name } : mine);
   return startMatch(v.rules!, seats);
 }
 
@@ -322,6 +325,10 @@ function newMatch(data: FormData) {
   // Each other seat: a bot of the chosen level, or open for a friend ("friend").
   const others = [...Array(players - 1)].map((_, i) => String(data.get(`bot${i + 1}`)));
   const seats = [{ claim: true }, ...others.map((o) => (o === "friend" ? { claim: false } : { bot: Number(o) as BotLevel }))];
+  // The player's name, kept for the next match and the next invite.
+  const name = String(data.get("name") ?? "").trim();
+  localStorage.setItem(NAME_KEY, name);
+  if (name) Object.assign(seats[0], { displayName: name });
   const rules = {
     players,
     partnership: data.get("partnership") === "on" && players === 4,
@@ -435,7 +442,7 @@ async function arrive(change: WatchChange) {
  * that seat. Asks first when the page holds another match (`held`), and goes back to
  * it if the player would rather.
  */
-async function join(invite: Uint8Array, held?: Held) {
+async function join(invite: Uint8Array, held: Held | undefined, name: string) {
   let declined = false;
   await call(async () => {
     let latest = invite;
@@ -465,7 +472,10 @@ async function join(invite: Uint8Array, held?: Held) {
       pending = { match: view!.matchId, seat: open.seat, key };
       sessionStorage.setItem(JOINING_KEY, JSON.stringify(pending));
     }
-    const claimed = await client.claimSeat({ state: latest, seat: pending.seat, claimKey: unb64(pending.key) }, opts());
+    const claimed = await client.claimSeat(
+      { state: latest, seat: pending.seat, claimKey: unb64(pending.key), displayName: name },
+      opts(),
+    );
     sessionStorage.removeItem(JOINING_KEY);
     form.hidden = true;
     startGame({ state: claimed.state, credential: claimed.credential!.credential, seat: pending.seat }, claimed.view!);
@@ -485,6 +495,7 @@ function inviteLink(g: Game): string {
 // --- Rendering. ----------------------------------------------------------------------
 function render() {
   const g = game;
+  if (g) setNames(g.view);
   $("game").hidden = !g;
   $("new-match-button").hidden = !g;
   if (!g) return;
@@ -678,6 +689,8 @@ function seatsFields() {
 
 function showForm() {
   form.hidden = false;
+  const name = form.elements.namedItem("name") as HTMLInputElement;
+  if (!name.value) name.value = localStorage.getItem(NAME_KEY) ?? "";
   $("cancel-new-match").hidden = !game;
   seatsFields();
   (form.elements.namedItem("players") as HTMLSelectElement).focus({ preventScroll: true });
@@ -783,7 +796,20 @@ if (window.matchMedia("(max-width: 640px)").matches) $("log-box").removeAttribut
 const saved = load();
 const invite = /^#join=([A-Za-z0-9_-]+)$/.exec(window.location.hash)?.[1];
 if (invite) {
-  void join(unb64url(invite), saved);
+  // The invited player says its name first (a tap on Join: nothing is claimed before).
+  const joinForm = $<HTMLFormElement>("join");
+  const nameField = joinForm.elements.namedItem("name") as HTMLInputElement;
+  nameField.value = localStorage.getItem(NAME_KEY) ?? "";
+  joinForm.hidden = false;
+  document.body.dataset.state = "idle";
+  joinForm.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const name = nameField.value.trim();
+    localStorage.setItem(NAME_KEY, name);
+    joinForm.hidden = true;
+    void join(unb64url(invite), saved, name);
+  });
+  nameField.focus();
 } else if (saved) {
   void resume(saved);
 } else {

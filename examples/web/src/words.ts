@@ -19,8 +19,15 @@ export function levelName(level: BotLevel): string {
 }
 
 /** Seat 0 is the player at this page; the others are the server's bots. */
+/** The seats' display names (GameView.seats), as the page last drew them. */
+let displayNames: string[] = [];
+export function setNames(view: { seats: { displayName: string }[] }) {
+  displayNames = view.seats.map((s) => s.displayName);
+}
+
+/** "You", a seat's display name, or "Seat 2" for a seat without one. Text: escape it for markup. */
 export function seatName(seat: number, you: number): string {
-  return seat === you ? "You" : `Seat ${seat + 1}`;
+  return seat === you ? "You" : displayNames[seat] || `Seat ${seat + 1}`;
 }
 
 export function endName(end: End): string {

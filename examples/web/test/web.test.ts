@@ -118,6 +118,8 @@ const body = (page: Page) =>
 const errorText = async (page: Page) => ((await page.locator("#error").isVisible()) ? await page.locator("#error").innerText() : "");
 
 interface Rules {
+  /** The player's display name. */
+  name?: string;
   players: number;
   bots: string[]; // "1" easy, "2" medium, "3" hard, for seats 2..n
   partnership?: boolean;
@@ -126,6 +128,7 @@ interface Rules {
   settlement?: string;
 }
 async function newMatch(page: Page, rules: Rules) {
+  if (rules.name !== undefined) await page.fill("#new-match input[name=name]", rules.name);
   await page.selectOption("select[name=players]", String(rules.players));
   for (const [i, level] of rules.bots.entries()) await page.selectOption(`select[name=bot${i + 1}]`, level);
   if (rules.partnership) await page.check("input[name=partnership]");
@@ -407,7 +410,7 @@ async function staleTab(page: Page): Promise<{ page: Page; release: () => void }
 webTest("two friends on two devices play a whole match, each move pushed to the other's page", 600_000, async () => {
   // The host leaves seat 2 open for a friend: no deal yet, an invite link instead.
   const host = await open(at(PAGE_URL, SERVER_URL));
-  await newMatch(host, { players: 2, bots: ["friend"], handSize: "2", target: 50, settlement: "2" });
+  await newMatch(host, { name: "Ana", players: 2, bots: ["friend"], handSize: "2", target: 50, settlement: "2" });
   assert.equal(await errorText(host), "");
   assert.equal((await body(host)).phase, "DEALING", "the first hand waits for the friend");
   assert.ok(await host.locator("#deal").isHidden(), "no deal while a seat is open");
@@ -415,14 +418,22 @@ webTest("two friends on two devices play a whole match, each move pushed to the 
   assert.match(link, /^http:\/\/127\.0\.0\.1:\d+\/\?server=[^#]+#join=[A-Za-z0-9_-]+$/);
   await host.screenshot({ path: join(OUTPUT, "6-invite.png") });
 
-  // The friend opens the link on another device (another browser context): it claims
-  // the open seat, and the host's page, told by its Watch stream, deals the first hand.
+  // The friend opens the link on another device (another browser context), says its
+  // name (markup in it stays text) and claims the open seat; the host's page, told by
+  // its Watch stream, deals the first hand.
   const guest = await open(link);
+  assert.ok(await guest.locator("#join").isVisible(), "the invite asks for a name first");
+  await guest.fill("#join input[name=name]", "<b>Bob</b>");
+  await guest.click("#join button[type=submit]");
   await guest.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
   assert.equal(await errorText(guest), "");
   assert.ok(!(await guest.evaluate(() => window.location.hash)), "the invite is taken off the address");
   await host.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
   assert.ok(called.get(guest)!.includes("ClaimSeat"));
+  // Each sees the other's name, as text.
+  assert.match((await host.locator("g.opponent").getAttribute("aria-label"))!, /^<b>Bob<\/b>: /);
+  assert.match((await guest.locator("g.opponent").getAttribute("aria-label"))!, /^Ana: /);
+  assert.equal(await host.locator("b").count(), 0, "a name is never markup");
   assert.ok(!called.get(guest)!.includes("Deal") && called.get(host)!.includes("Deal"), "the host dealt");
 
   // Every move: the player on turn clicks; the other page makes no call that moves
@@ -478,7 +489,7 @@ webTest("two friends on two devices play a whole match, each move pushed to the 
   // The final scores on both pages are the server's.
   const score = await serverScore(host);
   assert.equal(score.view!.phase, Phase.OVER);
-  const names = [["You", "Seat 2"], ["Seat 1", "You"]];
+  const names = [["You", "<b>Bob</b>"], ["Ana", "You"]];
   for (const [i, page] of [host, guest].entries()) {
     assert.deepEqual(
       await page.locator("[data-testid^=score-side]").allTextContents(),
@@ -501,6 +512,7 @@ webTest("two windows of one browser play each other, and a reload keeps each win
   const second = await host.context().newPage();
   pages.push(second);
   await second.goto(link);
+  await second.click("#join button[type=submit]");
   for (const page of [host, second]) await page.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
   const seats = async () => Promise.all([host, second].map((p) => p.locator("g.opponent").getAttribute("aria-label")));
   const before = await seats();
