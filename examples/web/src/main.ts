@@ -86,7 +86,7 @@ function load(): Held | undefined {
   }
 }
 function save() {
-  if (!game) return;
+  if (!game || spectating()) return;
   const saved: Saved = { state: b64(game.state), credential: b64(game.credential), seat: game.seat, match: game.view.matchId };
   for (const store of [sessionStorage, localStorage]) store.setItem(STORAGE_KEY, JSON.stringify(saved));
 }
@@ -104,8 +104,11 @@ interface Game extends Held {
   seen: Set<string>;
 }
 let game: Game | undefined;
-/** The page's seat: 0 for the match's maker, the claimed seat for a friend. */
+/** The page's seat: 0 for the match's maker, the claimed seat for a friend; -1 for a
+ * spectator (#watch=<match id>), who holds no seat, no token and no credential. */
 let you = 0;
+const SPECTATOR = -1;
+const spectating = () => you === SPECTATOR;
 let selected: string | undefined;
 let suggested: LegalMove | undefined;
 let hint = "";
@@ -167,7 +170,7 @@ function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event
   game = { ...held, match: view.matchId, view, sheet, log: [], seen: new Set([b64(view.stateId)]) };
   you = held.seat;
   for (const e of events) game.log.push(describe(e, view));
-  save();
+  if (!spectating()) save();
   watch();
 }
 
@@ -192,7 +195,7 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
   hint = "";
   save();
   await playBack(catchUp ? [] : (answer.events ?? []), g.view);
-  if (g.view.phase !== Phase.PLAYING) {
+  if (g.view.phase !== Phase.PLAYING && !spectating()) {
     g.sheet = (await client.score({ state: g.state, ...me() }, opts())).sheet;
   }
 }
@@ -395,7 +398,10 @@ function watch() {
     let pause = 500;
     while (!stop.signal.aborted && game === g) {
       try {
-        const request = { state: g.state, viewer: you, credential: g.credential, lastStateId: g.view.stateId };
+        // A spectator names the match by its id (it holds no token) and no seat.
+        const request = spectating()
+          ? { matchId: g.view.matchId, lastStateId: g.view.stateId }
+          : { state: g.state, viewer: you, credential: g.credential, lastStateId: g.view.stateId };
         for await (const message of client.watch(request, { signal: stop.signal })) {
           pause = 500;
           document.body.dataset.watching = "yes";
@@ -492,6 +498,31 @@ function inviteLink(g: Game): string {
   return url.toString();
 }
 
+/** A link that lets anyone watch the match (no hand shown, nothing to play). */
+function watchLink(g: Game): string {
+  const url = new URL(window.location.href);
+  url.hash = `watch=${g.view.matchId}`;
+  return url.toString();
+}
+
+/**
+ * Watches a match as a spectator: its latest state (a Watch by match id, which needs a
+ * match store), then every change pushed; the page shows every seat's tile backs and
+ * no hand, until the rules reveal the hands at a hand's end.
+ */
+async function spectate(matchId: string) {
+  await call(async () => {
+    for await (const message of client.watch({ matchId }, opts())) {
+      if (message.kind.case === "change" && message.kind.value.view) {
+        form.hidden = true;
+        startGame({ state: new Uint8Array(), credential: new Uint8Array(), seat: SPECTATOR }, message.kind.value.view, undefined, message.kind.value.events);
+        break;
+      }
+    }
+  });
+  if (!game) showForm();
+}
+
 // --- Rendering. ----------------------------------------------------------------------
 function render() {
   const g = game;
@@ -523,6 +554,9 @@ function render() {
   else if (wasHere && !busy) focusNext(v);
   $("hint").textContent = hint;
   $("status").textContent = statusLine(v);
+  document.body.dataset.spectating = String(spectating());
+  $("watch-box").hidden = spectating();
+  $<HTMLInputElement>("watch-link").value = watchLink(g);
 
   // The log only grows (a live region: a screen reader reads each new line once).
   const log = $("log");
@@ -584,6 +618,7 @@ function statusLine(v: GameView): string {
   if (v.phase === Phase.OVER) return `The match is over: ${winnerText(v)}`;
   if (hasOpenSeat(v)) return "Waiting for players: send the invite link below.";
   if (v.phase === Phase.DEALING) return v.handNumber === 0 ? "Waiting for the deal." : "The hand is over.";
+  if (spectating()) return `Watching: ${seatName(v.turn ?? 0, you)} is on turn.`;
   if (v.turn !== you) return `${seatName(v.turn ?? 0, you)} is on turn.`;
   if (v.mustDraw) return "You have nothing to play: draw from the boneyard.";
   if (v.layout.length === 0) return "Your lead: choose any tile, then the centre.";
@@ -614,7 +649,8 @@ function renderHandEnd(g: Game) {
   const dealButton = $<HTMLButtonElement>("deal");
   const waiting = hasOpenSeat(v);
   dealButton.hidden = v.phase === Phase.OVER || waiting;
-  $("rematch").hidden = v.phase !== Phase.OVER;
+  $("rematch").hidden = v.phase !== Phase.OVER || spectating();
+  if (spectating()) dealButton.hidden = true;
   $<HTMLButtonElement>("rematch").disabled = isBusy();
   dealButton.disabled = isBusy();
   if (box.hidden) return;
@@ -622,10 +658,11 @@ function renderHandEnd(g: Game) {
     // Seats left open for friends: the invite, until every seat is taken.
     const open = v.seats.filter((s) => s.kind === SeatKind.OPEN).map((s) => esc(seatName(s.seat, you)));
     $("hand-end-title").textContent = "Waiting for players";
-    $("hand-end-body").innerHTML =
-      `<p>Open: ${open.join(", ")}. Send a friend this link (or open it in another window); the first hand is dealt once every seat is taken.</p>` +
-      `<p class="invite"><input id="invite-link" readonly aria-label="Invite link" value="${esc(inviteLink(g))}"/>` +
-      `<button type="button" id="copy-invite">Copy</button></p>`;
+    $("hand-end-body").innerHTML = spectating()
+      ? `<p>Open: ${open.join(", ")}. The first hand is dealt once every seat is taken.</p>`
+      : `<p>Open: ${open.join(", ")}. Send a friend this link (or open it in another window); the first hand is dealt once every seat is taken.</p>` +
+        `<p class="invite"><input id="invite-link" readonly aria-label="Invite link" value="${esc(inviteLink(g))}"/>` +
+        `<button type="button" id="copy-invite">Copy</button></p>`;
     return;
   }
   if (!result) {
@@ -795,7 +832,10 @@ $("server").textContent = `server ${SERVER}`;
 if (window.matchMedia("(max-width: 640px)").matches) $("log-box").removeAttribute("open");
 const saved = load();
 const invite = /^#join=([A-Za-z0-9_-]+)$/.exec(window.location.hash)?.[1];
-if (invite) {
+const watched = /^#watch=([0-9a-f]{32})$/.exec(window.location.hash)?.[1];
+if (watched) {
+  void spectate(watched);
+} else if (invite) {
   // The invited player says its name first (a tap on Join: nothing is claimed before).
   const joinForm = $<HTMLFormElement>("join");
   const nameField = joinForm.elements.namedItem("name") as HTMLInputElement;

@@ -269,13 +269,14 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   }
 
   // --- The player's hand along the bottom, in rows that fit the width. ---
-  const hand = ended ? (revealed.get(ui.you) ?? view.hand) : view.hand;
+  const spectator = ui.you < 0;
+  const hand = spectator ? [] : ended ? (revealed.get(ui.you) ?? view.hand) : view.hand;
   const playable = new Set(playing ? view.legalMoves.map((m) => tileKey(m.tile!)) : []);
   const youTurn = playing && view.turn === ui.you;
   const capY = area.y + area.h + 28;
   parts.push(
-    seatMark(ui.you, 18, capY - 6, 7) +
-      `<text x="30" y="${capY}" class="seat-name" data-testid="caption">${esc(seatLabel(view, ui.you, ui.you))}` +
+    (spectator ? "" : seatMark(ui.you, 18, capY - 6, 7)) +
+      `<text x="${spectator ? 10 : 30}" y="${capY}" class="seat-name" data-testid="caption">${spectator ? "Watching: no hand is yours" : esc(seatLabel(view, ui.you, ui.you))}` +
       `${youTurn ? (view.mustDraw ? " · nothing to play: draw" : ui.selected ? " · now choose an end" : " · your turn: choose a tile") : ""}</text>`,
   );
   const th = compact ? 88 : 84;

@@ -434,11 +434,22 @@ webTest("two friends on two devices play a whole match, each move pushed to the 
   assert.match((await host.locator("g.opponent").getAttribute("aria-label"))!, /^<b>Bob<\/b>: /);
   assert.match((await guest.locator("g.opponent").getAttribute("aria-label"))!, /^Ana: /);
   assert.equal(await host.locator("b").count(), 0, "a name is never markup");
+  const moving = ["NewGame", "ClaimSeat", "Deal", "Play", "Draw"];
+  // A third device watches, by the host's link to watch: no hand, both players along
+  // the top, every move pushed.
+  const spectator = await open(await host.locator("#watch-link").inputValue());
+  await spectator.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+  assert.equal((await body(spectator)).stateId, (await body(host)).stateId);
+  assert.equal(await spectator.locator("g.in-hand").count(), 0, "a spectator sees no hand");
+  assert.deepEqual(
+    (await spectator.locator("g.opponent").evaluateAll((gs) => gs.map((g) => g.getAttribute("aria-label")!.split(":")[0]))),
+    ["Ana", "<b>Bob</b>"],
+  );
+  assert.ok(!called.get(spectator)!.some((m) => moving.includes(m)), "a spectator moves nothing");
   assert.ok(!called.get(guest)!.includes("Deal") && called.get(host)!.includes("Deal"), "the host dealt");
 
   // Every move: the player on turn clicks; the other page makes no call that moves
   // the match, yet shows the new state: the Watch stream brought it.
-  const moving = ["NewGame", "ClaimSeat", "Deal", "Play", "Draw"];
   const acted = { host: 0, guest: 0 };
   let tab: Page | undefined;
   for (let actions = 0; ; actions++) {
@@ -483,6 +494,15 @@ webTest("two friends on two devices play a whole match, each move pushed to the 
   assert.ok(tab, "the host had two tiles to play once");
   assert.ok(acted.host > 3 && acted.guest > 3, `both played: ${JSON.stringify(acted)}`);
   for (const page of [host, guest]) await page.locator("[data-testid=winner]").waitFor(WAIT);
+  // The spectator saw the match to its end, every hand revealed only at its end.
+  await spectator.waitForFunction((want) => document.body.dataset.stateId === want, (await body(host)).stateId, WAIT);
+  assert.equal((await body(spectator)).phase, "OVER");
+  assert.equal(await spectator.locator("[data-testid=moment]").getAttribute("aria-label"), await (async () => {
+    const v = (await serverScore(host)).view!;
+    return `${v.winnerSeats.map((s) => ["Ana", "<b>Bob</b>"][s]).join(" & ")} wins the match`;
+  })());
+  assert.ok(!called.get(spectator)!.some((m) => moving.includes(m)), "a spectator moves nothing");
+  await spectator.screenshot({ path: join(OUTPUT, "6-spectator.png"), fullPage: true });
   await host.screenshot({ path: join(OUTPUT, "6-friends-host.png"), fullPage: true });
   await guest.screenshot({ path: join(OUTPUT, "6-friends-guest.png"), fullPage: true });
 
