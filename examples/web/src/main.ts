@@ -60,12 +60,16 @@ interface Saved {
   seat?: number;
   /** The match's id (GameView.match_id). */
   match?: string;
+  /** Hot seat: every seat played at this screen, with its credential (base64). */
+  local?: [number, string][];
 }
 interface Held {
   state: Uint8Array;
   credential: Uint8Array;
   seat: number;
   match?: string;
+  /** Hot seat: every seat played at this screen (this one among them) and its credential. */
+  local?: Map<number, Uint8Array>;
 }
 const b64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 const unb64 = (text: string) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
@@ -80,14 +84,28 @@ function load(): Held | undefined {
   try {
     const text = sessionStorage.getItem(STORAGE_KEY) ?? localStorage.getItem(STORAGE_KEY);
     const saved = JSON.parse(text ?? "null") as Saved | null;
-    return saved ? { state: unb64(saved.state), credential: unb64(saved.credential), seat: saved.seat ?? 0, match: saved.match } : undefined;
+    return saved
+      ? {
+          state: unb64(saved.state),
+          credential: unb64(saved.credential),
+          seat: saved.seat ?? 0,
+          match: saved.match,
+          local: saved.local ? new Map(saved.local.map(([seat, c]) => [seat, unb64(c)])) : undefined,
+        }
+      : undefined;
   } catch {
     return undefined;
   }
 }
 function save() {
   if (!game || spectating()) return;
-  const saved: Saved = { state: b64(game.state), credential: b64(game.credential), seat: game.seat, match: game.view.matchId };
+  const saved: Saved = {
+    state: b64(game.state),
+    credential: b64(game.credential),
+    seat: you,
+    match: game.view.matchId,
+    local: game.local ? [...game.local].map(([seat, c]) => [seat, b64(c)]) : undefined,
+  };
   for (const store of [sessionStorage, localStorage]) store.setItem(STORAGE_KEY, JSON.stringify(saved));
 }
 function forget() {
@@ -261,10 +279,12 @@ function sound() {
 }
 
 function describe(e: Event, view: GameView): string {
-  const who = (seat: number) => seatLabel(view, seat, you);
+  // On a hot seat the log names every seat ("You" changes hands with the device).
+  const me = game?.local ? SPECTATOR : you;
+  const who = (seat: number) => seatLabel(view, seat, me);
   switch (e.kind.case) {
     case "dealt":
-      return `Hand ${e.kind.value.hand} dealt; ${who(e.kind.value.starter)} ${e.kind.value.starter === you ? "lead" : "leads"}.`;
+      return `Hand ${e.kind.value.hand} dealt; ${who(e.kind.value.starter)} ${e.kind.value.starter === me ? "lead" : "leads"}.`;
     case "tilePlayed": {
       const p = e.kind.value;
       const where = p.end === End.UNSPECIFIED ? "as the lead" : `on ${endName(p.end)}`;
@@ -277,7 +297,7 @@ function describe(e: Event, view: GameView): string {
     case "handEnded":
       return `Hand ${e.kind.value.hand} ended: ${handEnd(e.kind.value.reason, e.kind.value.wentOut, e.kind.value.reachedTarget)}`;
     case "gameEnded":
-      return `The match is over: ${e.kind.value.winnerSeats.map((s) => seatName(s, you)).join(" & ")} won.`;
+      return `The match is over: ${e.kind.value.winnerSeats.map((s) => seatName(s, me)).join(" & ")} won.`;
     default:
       return "";
   }
@@ -304,7 +324,7 @@ function handEnd(reason: HandEndReason, wentOut?: number, reached?: number): str
 function rematch() {
   const v = game!.view;
   const seats: { claim?: boolean; bot?: BotLevel; displayName?: string }[] = v.seats.map((s) =>
-    s.seat === you ? { claim: true } : s.kind === SeatKind.BOT ? { bot: s.bot } : { claim: false },
+    s.seat === you || game!.local?.has(s.seat) ? { claim: true } : s.kind === SeatKind.BOT ? { bot: s.bot } : { claim: false },
   );
   // This page's seat first: NewGame answers the first claimed seat's credential.
   const mine = seats.splice(you, 1)[0];
@@ -316,7 +336,9 @@ function rematch() {
 function startMatch(rules: NonNullable<GameView["rules"]> | Record<string, unknown>, seats: object[]) {
   return call(async () => {
     const answer = await client.newGame({ rules, viewer: 0, seats }, opts());
-    startGame({ state: answer.state, credential: answer.credentials[0].credential, seat: 0 }, answer.view!);
+    // More than one seat claimed here: a hot seat, every credential kept.
+    const local = answer.credentials.length > 1 ? new Map(answer.credentials.map((c) => [c.seat, c.credential])) : undefined;
+    startGame({ state: answer.state, credential: answer.credentials[0].credential, seat: 0, local }, answer.view!);
     form.hidden = true;
     // With a friend's seat open, the first hand waits for the friend (see arrive()).
     if (!hasOpenSeat(answer.view!)) await take(await client.deal({ state: game!.state, ...me() }, opts()));
@@ -327,7 +349,10 @@ function newMatch(data: FormData) {
   const players = Number(data.get("players"));
   // Each other seat: a bot of the chosen level, or open for a friend ("friend").
   const others = [...Array(players - 1)].map((_, i) => String(data.get(`bot${i + 1}`)));
-  const seats = [{ claim: true }, ...others.map((o) => (o === "friend" ? { claim: false } : { bot: Number(o) as BotLevel }))];
+  const seats = [
+    { claim: true },
+    ...others.map((o) => (o === "friend" ? { claim: false } : o === "here" ? { claim: true } : { bot: Number(o) as BotLevel })),
+  ];
   // The player's name, kept for the next match and the next invite.
   const name = String(data.get("name") ?? "").trim();
   localStorage.setItem(NAME_KEY, name);
@@ -523,6 +548,32 @@ async function spectate(matchId: string) {
   if (!game) showForm();
 }
 
+// --- A hot seat: two or more people at one screen. ---------------------------------
+/** The seat at this screen whose turn it is, when it is not the one shown: the device
+ * is passed to its player, the hand hidden meanwhile. */
+function handover(): number | undefined {
+  const g = game;
+  if (!g?.local || g.view.phase !== Phase.PLAYING || g.view.turn === undefined) return undefined;
+  const turn = g.view.turn;
+  return turn !== you && g.local.has(turn) ? turn : undefined;
+}
+
+/** The next player has the device: its seat, its credential, its view of the match. */
+function takeOver(seat: number) {
+  return call(async () => {
+    const g = game!;
+    const credential = g.local!.get(seat)!;
+    const answer = await client.score({ state: g.state, viewer: seat, credential }, opts());
+    you = seat;
+    g.seat = seat;
+    g.credential = credential;
+    g.view = answer.view!;
+    g.seen.add(b64(g.view.stateId));
+    save();
+    watch();
+  });
+}
+
 // --- Rendering. ----------------------------------------------------------------------
 function render() {
   const g = game;
@@ -555,6 +606,14 @@ function render() {
   $("hint").textContent = hint;
   $("status").textContent = statusLine(v);
   document.body.dataset.spectating = String(spectating());
+  document.body.dataset.seat = String(you);
+  const next = handover();
+  $("handover").hidden = next === undefined;
+  if (next !== undefined) {
+    $("handover-text").textContent = `${seatName(next, SPECTATOR)}'s turn: pass the device, then show the tiles.`;
+    $("handover-button").textContent = `I am ${seatName(next, SPECTATOR)}: show my tiles`;
+    $<HTMLButtonElement>("handover-button").dataset.seat = String(next);
+  }
   $("watch-box").hidden = spectating();
   $<HTMLInputElement>("watch-link").value = watchLink(g);
 
@@ -587,8 +646,9 @@ function drawTable() {
   const state = b64(game.view.stateId);
   const fresh = state !== drawnState;
   drawnState = state;
+  // While the device is passed on, no hand is shown: the table as a spectator sees it.
   const { svg: inner, height } = renderTable(game.view, {
-    you,
+    you: handover() === undefined ? you : SPECTATOR,
     width: drawnWidth,
     selected,
     suggested,
@@ -715,6 +775,7 @@ function seatsFields() {
     select.name = `bot${seat}`;
     for (const level of [BotLevel.EASY, BotLevel.MEDIUM, BotLevel.HARD]) select.add(new Option(`${levelName(level)} bot`, String(level)));
     select.add(new Option("a friend (invite link)", "friend"));
+    select.add(new Option("a player at this screen", "here"));
     select.value = before.get(select.name) ?? String(BotLevel.MEDIUM);
     label.append(select);
     box.append(label);
@@ -795,6 +856,7 @@ $("hand-end").addEventListener("click", (e) => {
 $("suggest").addEventListener("click", () => void suggest());
 $("deal").addEventListener("click", () => void deal());
 $("rematch").addEventListener("click", () => void rematch());
+$("handover-button").addEventListener("click", (e) => void takeOver(Number((e.currentTarget as HTMLElement).dataset.seat)));
 $("new-match-button").addEventListener("click", () => {
   showError("");
   showForm();

@@ -223,11 +223,11 @@ const client = createClient(AllFivesService, createGrpcWebTransport({ baseUrl: S
 async function serverScore(page: Page): Promise<ScoreResponse> {
   const saved = await page.evaluate(() => {
     const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
-    return JSON.parse(localStorage.getItem(key)!) as { state: string; credential: string };
+    return JSON.parse(localStorage.getItem(key)!) as { state: string; credential: string; seat?: number };
   });
   const bytes = (b64: string) => Uint8Array.from(Buffer.from(b64, "base64"));
   return client.score(
-    { state: bytes(saved.state), viewer: 0, credential: bytes(saved.credential), includeHandEvents: true },
+    { state: bytes(saved.state), viewer: saved.seat ?? 0, credential: bytes(saved.credential), includeHandEvents: true },
     { timeoutMs: 10_000 },
   );
 }
@@ -521,6 +521,35 @@ webTest("two friends on two devices play a whole match, each move pushed to the 
   const watches = [host, guest].map((p) => called.get(p)!.filter((m) => m === "Watch").length);
   assert.ok(watches.every((n) => n >= 2), `streams watched again as their connections aged (1 s): ${watches}`);
   console.log(`  ${acted.host} actions by the host, ${acted.guest} by the friend; ${score.view!.scores.map((s) => s.score).join(" to ")}; Watch calls ${watches.join(" and ")}`);
+});
+
+webTest("two people at one screen (a hot seat) play a whole match, passing the device", 300_000, async () => {
+  const page = await open(at(PAGE_URL, SERVER_URL));
+  await newMatch(page, { name: "Ana", players: 2, bots: ["here"], handSize: "2", target: 50, settlement: "2" });
+  assert.equal(await errorText(page), "");
+  let handovers = 0;
+  const seatsThatPlayed = new Set<number>();
+  for (let actions = 0; ; actions++) {
+    assert.ok(actions < 1000, "the match did not end in 1000 actions");
+    if (await page.locator("#handover").isVisible()) {
+      // The device is passed: no hand is shown until its next player says so.
+      assert.equal(await page.locator("g.in-hand").count(), 0, "no hand shown while the device is passed");
+      await page.click("#handover-button");
+      await idle(page);
+      handovers++;
+      continue;
+    }
+    const seat = Number(await page.evaluate(() => document.body.dataset.seat));
+    const did = await act(page);
+    assert.equal(await errorText(page), "", `a ${did} was refused`);
+    if (did === "over") break;
+    if (did === "played") seatsThatPlayed.add(seat);
+  }
+  assert.ok(handovers >= 4, `the device was passed: ${handovers}`);
+  assert.deepEqual([...seatsThatPlayed].sort(), [0, 1], "each seat played its own tiles");
+  const score = await serverScore(page);
+  assert.equal(score.view!.phase, Phase.OVER);
+  await page.screenshot({ path: join(OUTPUT, "7-hot-seat.png"), fullPage: true });
 });
 
 webTest("two windows of one browser play each other, and a reload keeps each window's seat", 120_000, async () => {
