@@ -407,9 +407,11 @@ async function staleTab(page: Page): Promise<{ page: Page; release: () => void }
   return { page: tab, release: () => (released = true) };
 }
 
-webTest("two friends on two devices play a whole match, each move pushed to the other's page", 600_000, async () => {
+webTest("two friends on two phones play a whole match by tapping, each move pushed to the other's page", 600_000, async () => {
+  // Phones: 390×844, touch; every move a tap.
+  const phone = SIZES[0].options;
   // The host leaves seat 2 open for a friend: no deal yet, an invite link instead.
-  const host = await open(at(PAGE_URL, SERVER_URL));
+  const host = await open(at(PAGE_URL, SERVER_URL), phone);
   await newMatch(host, { name: "Ana", players: 2, bots: ["friend"], handSize: "2", target: 50, settlement: "2" });
   assert.equal(await errorText(host), "");
   assert.equal((await body(host)).phase, "DEALING", "the first hand waits for the friend");
@@ -421,7 +423,7 @@ webTest("two friends on two devices play a whole match, each move pushed to the 
   // The friend opens the link on another device (another browser context), says its
   // name (markup in it stays text) and claims the open seat; the host's page, told by
   // its Watch stream, deals the first hand.
-  const guest = await open(link);
+  const guest = await open(link, phone);
   assert.ok(await guest.locator("#join").isVisible(), "the invite asks for a name first");
   await guest.fill("#join input[name=name]", "<b>Bob</b>");
   await guest.click("#join button[type=submit]");
@@ -437,7 +439,7 @@ webTest("two friends on two devices play a whole match, each move pushed to the 
   const moving = ["NewGame", "ClaimSeat", "Deal", "Play", "Draw"];
   // A third device watches, by the host's link to watch: no hand, both players along
   // the top, every move pushed.
-  const spectator = await open(await host.locator("#watch-link").inputValue());
+  const spectator = await open(await host.locator("#watch-link").inputValue(), phone);
   await spectator.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
   assert.equal((await body(spectator)).stateId, (await body(host)).stateId);
   assert.equal(await spectator.locator("g.in-hand").count(), 0, "a spectator sees no hand");
@@ -454,6 +456,13 @@ webTest("two friends on two devices play a whole match, each move pushed to the 
   let tab: Page | undefined;
   for (let actions = 0; ; actions++) {
     assert.ok(actions < 1000, "the match did not end in 1000 actions");
+    if (actions === 8 && (await body(guest)).phase === "PLAYING") {
+      // The friend reloads mid-hand: the same seat, the same state, watched again.
+      await guest.reload();
+      await idle(guest);
+      await guest.waitForFunction((want) => document.body.dataset.stateId === want, (await body(host)).stateId, WAIT);
+      assert.match((await guest.locator("g.opponent").getAttribute("aria-label"))!, /^Ana: /, "the same seat after a reload");
+    }
     const [h, g] = await Promise.all([body(host), body(guest)]);
     assert.equal(h.stateId, g.stateId, "both pages show the same state");
     if (h.phase === "OVER") break;
@@ -466,7 +475,7 @@ webTest("two friends on two devices play a whole match, each move pushed to the 
     // answered as the first was.)
     const stale = !tab && hostActs && (await host.locator("g.in-hand.playable").count()) >= 2 ? await staleTab(host) : undefined;
     const before = called.get(other)!.length;
-    const did = await act(actor);
+    const did = await act(actor, true);
     assert.equal(await errorText(actor), "", `a ${did} was refused`);
     acted[hostActs ? "host" : "guest"]++;
     const id = (await body(actor)).stateId;
