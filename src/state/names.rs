@@ -5,9 +5,13 @@
 //!
 //! What a name may hold is bounded here: at most [`MAX_NAME_BYTES`] bytes of UTF-8
 //! (the token's largest size grows by at most four of them), no control characters
-//! (a name is one line of text) and no bidirectional formatting characters (an
-//! override could make a name read as another, or reorder the text around it where a
-//! client shows it), no space at either end.
+//! and no line or paragraph separators (a name is one line of text), no bidirectional
+//! formatting characters (an override could make a name read as another, or reorder
+//! the text around it where a client shows it), no invisible characters that would
+//! let a name look empty or like another's (zero-width spaces and joiners' kin, the
+//! soft hyphen, word joiner, byte-order mark, tag characters, blank-looking fillers),
+//! no more than two combining marks in a row (a stack of them spills over the text
+//! around it), something visible, and no space at either end.
 
 /// The most bytes of UTF-8 in a display name.
 pub const MAX_NAME_BYTES: usize = 24;
@@ -30,8 +34,64 @@ fn bidirectional(c: char) -> bool {
     matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
+/// Characters that show nothing, or look like a space, though they are not one: a
+/// name made of them would look empty, or like another name.
+fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}' // soft hyphen
+            | '\u{034F}' // combining grapheme joiner
+            | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' // Hangul fillers
+            | '\u{17B4}' | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}' // zero-width space (ZWNJ and ZWJ, U+200C and U+200D, are letters' business)
+            | '\u{2028}' | '\u{2029}' // line and paragraph separators
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2800}' // braille blank
+            | '\u{FE00}'..='\u{FE0F}' // variation selectors: only after an emoji (below)
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{E0000}'..='\u{E007F}' // tags
+            | '\u{E0100}'..='\u{E01EF}'
+    )
+}
+
+/// The combining marks that stack above or below a letter (the Thai and other
+/// scripts' vowel and tone signs, at most two on a letter, are not counted).
+fn combining(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0300}'..='\u{036F}'
+            | '\u{0483}'..='\u{0489}'
+            | '\u{1AB0}'..='\u{1AFF}'
+            | '\u{1DC0}'..='\u{1DFF}'
+            | '\u{20D0}'..='\u{20FF}'
+            | '\u{FE20}'..='\u{FE2F}'
+    )
+}
+
 /// Why a display name is refused; `None`: it may be shown.
 pub fn refusal(name: &str) -> Option<&'static str> {
+    let mut marks = 0;
+    let mut previous = ' ';
+    for c in name.chars() {
+        marks = if combining(c) { marks + 1 } else { 0 };
+        if marks > 2 {
+            return Some("a display name has at most two combining marks in a row");
+        }
+        // A variation selector picks an emoji's look: after a symbol, never alone.
+        if ('\u{FE00}'..='\u{FE0F}').contains(&c)
+            && !previous.is_alphanumeric()
+            && (previous as u32) >= 0x2000
+        {
+            previous = c;
+            continue;
+        }
+        if invisible(c) {
+            return Some("a display name holds no invisible characters");
+        }
+        previous = c;
+    }
     if name.len() > MAX_NAME_BYTES {
         Some("a display name is at most 24 bytes of UTF-8")
     } else if name.chars().any(char::is_control) {
@@ -67,6 +127,9 @@ mod tests {
             }
         }
         assert_eq!(refusal(&"a".repeat(24)), None);
+        // Two combining marks on a letter, an emoji with its variation selector.
+        assert_eq!(refusal("Ngo\u{0302}\u{0301}"), None);
+        assert_eq!(refusal("Ana \u{2764}\u{FE0F}"), None);
         // 8 Thai letters of 3 bytes each.
         assert_eq!(refusal(&"ส".repeat(8)), None);
     }
@@ -86,6 +149,14 @@ mod tests {
             " Ana".into(),
             "Ana ".into(),
             "\u{3000}Ana".into(),
+            "Ana\u{2028}Bob".into(),
+            "A\u{200B}na".into(),
+            "\u{3164}".into(),
+            "Ana\u{00AD}".into(),
+            "\u{FEFF}Ana".into(),
+            "Ana\u{E0041}".into(),
+            "A\u{0300}\u{0301}\u{0302}".into(),
+            "A\u{FE0F}".into(),
         ];
         for name in &refused {
             assert!(refusal(name).is_some(), "{name:?}");

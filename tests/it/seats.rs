@@ -835,6 +835,10 @@ async fn display_names_are_shown_to_everyone_and_bounded() {
         " Ana",
         "twenty-five bytes, too ..",
         "สมชายสมชาย",
+        "A\u{200B}na",
+        "Ana\u{2028}Bob",
+        "\u{3164}",
+        "A\u{0300}\u{0301}\u{0302}",
     ] {
         let status = client
             .claim_seat(pb::ClaimSeatRequest {

@@ -203,6 +203,13 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
     const id = b64(answer.view.stateId);
     if (g.seen.has(id)) return;
     g.seen.add(id);
+    // An answer older than what the page shows (a call's answer that arrived after the
+    // stream had brought a later state): never go back to it.
+    const older =
+      answer.view.matchId === g.view.matchId &&
+      (answer.view.handNumber < g.view.handNumber ||
+        (answer.view.handNumber === g.view.handNumber && answer.view.moves < g.view.moves));
+    if (older) return;
     g.view = answer.view;
   }
   if (answer.state && answer.state.length > 0) g.state = answer.state;
@@ -291,7 +298,8 @@ function describe(e: Event, view: GameView): string {
       return `${who(p.seat)} played ${tileName(p.tile!)} ${where}: count ${p.count}${p.points ? `, scoring ${p.points}` : ""}.`;
     }
     case "tileDrawn":
-      return `${who(e.kind.value.seat)} drew ${e.kind.value.tile ? tileName(e.kind.value.tile) : "a tile"}.`;
+      // On a hot seat the log is seen by every player at the screen: no drawn tile named.
+      return `${who(e.kind.value.seat)} drew ${e.kind.value.tile && !game?.local ? tileName(e.kind.value.tile) : "a tile"}.`;
     case "passed":
       return `${who(e.kind.value.seat)} passed.`;
     case "handEnded":
@@ -326,11 +334,12 @@ function rematch() {
   const seats: { claim?: boolean; bot?: BotLevel; displayName?: string }[] = v.seats.map((s) =>
     s.seat === you || game!.local?.has(s.seat) ? { claim: true } : s.kind === SeatKind.BOT ? { bot: s.bot } : { claim: false },
   );
-  // This page's seat first: NewGame answers the first claimed seat's credential.
-  const mine = seats.splice(you, 1)[0];
+  // This page's seat first (NewGame answers the first claimed seat's credential): the
+  // seats turned round, so partners stay partners.
+  const turned = [...seats.slice(Math.max(you, 0)), ...seats.slice(0, Math.max(you, 0))];
   const name = localStorage.getItem(NAME_KEY) ?? "";
-  seats.unshift(name ? { ...mine, displayName: name } : mine);
-  return startMatch(v.rules!, seats);
+  if (name) turned[0] = { ...turned[0], displayName: name };
+  return startMatch(v.rules!, turned);
 }
 
 function startMatch(rules: NonNullable<GameView["rules"]> | Record<string, unknown>, seats: object[]) {
@@ -475,7 +484,7 @@ async function arrive(change: WatchChange) {
  */
 async function join(invite: Uint8Array, held: Held | undefined, name: string) {
   let declined = false;
-  await call(async () => {
+  const err = await call(async () => {
     let latest = invite;
     let view: GameView | undefined;
     try {
@@ -511,6 +520,8 @@ async function join(invite: Uint8Array, held: Held | undefined, name: string) {
     form.hidden = true;
     startGame({ state: claimed.state, credential: claimed.credential!.credential, seat: pending.seat }, claimed.view!);
   });
+  // A claim the server refused (the seat taken, say) is not tried again as it was.
+  if (err !== undefined && !isNetworkFailure(err)) sessionStorage.removeItem(JOINING_KEY);
   // The invite is used (or declined): off the address, so a reload does not use it again.
   history.replaceState(null, "", window.location.pathname + window.location.search);
   if (declined && held) await resume(held);

@@ -121,8 +121,13 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
     parts.push(`<g class="opponent${onTurn ? " on-turn" : ""}" role="group" aria-label="${esc(label)}" data-seat="${seat}">`);
     // On a phone the name's second part (the level) goes on a line of its own.
     const status = view.seats[seat];
-    const detail = status?.bot ? `${levelName(status.bot)} bot` : status?.kind === SeatKind.OPEN ? "open" : "";
-    const name = compact ? seatName(seat, ui.you) + (isPartner(view, seat, ui.you) ? ", partner" : "") : seatLabel(view, seat, ui.you);
+    const level = status?.bot ? `${levelName(status.bot)} bot` : status?.kind === SeatKind.OPEN ? "open" : "";
+    const detail = [isPartner(view, seat, ui.you) ? "partner" : "", level].filter(Boolean).join(" · ");
+    // On a phone the name alone on its line; "partner" goes with the level below it.
+    const full = compact ? seatName(seat, ui.you) : seatLabel(view, seat, ui.you);
+    // Drawn within its box (the label keeps it whole): about 8 px a character.
+    const fits = Math.max(4, Math.floor((slot - 36) / (compact ? 7.5 : 9)));
+    const name = [...full].length > fits ? `${[...full].slice(0, fits - 1).join("")}…` : full;
     parts.push(
       `<rect x="${x0 + 4}" y="4" width="${slot - 8}" height="${oppH - 8}" rx="8" class="seat-box" style="stroke:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
       seatMark(seat, x0 + 18, 20, 7),

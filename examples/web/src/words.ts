@@ -25,9 +25,24 @@ export function setNames(view: { seats: { displayName: string }[] }) {
   displayNames = view.seats.map((s) => s.displayName);
 }
 
-/** "You", a seat's display name, or "Seat 2" for a seat without one. Text: escape it for markup. */
+const RTL = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFC]/;
+
+/**
+ * "You", a seat's display name, or "Seat 2" for a seat without one. Text: escape it for
+ * markup. A name that could pass for one of the page's own labels ("You", "Seat 3") or
+ * that another seat also has carries its seat's number; a right-to-left name is
+ * isolated (U+2068 … U+2069, which no name may hold) so it does not reorder the text
+ * around it.
+ */
 export function seatName(seat: number, you: number): string {
-  return seat === you ? "You" : displayNames[seat] || `Seat ${seat + 1}`;
+  if (seat === you) return "You";
+  const name = displayNames[seat];
+  if (!name) return `Seat ${seat + 1}`;
+  const folded = name.toLowerCase();
+  const label = folded === "you" || /^seat\s*\d+$/.test(folded);
+  const shared = displayNames.some((other, s) => s !== seat && other.toLowerCase() === folded);
+  const shown = RTL.test(name) ? `\u2068${name}\u2069` : name;
+  return label || shared ? `${shown} (Seat ${seat + 1})` : shown;
 }
 
 export function endName(end: End): string {

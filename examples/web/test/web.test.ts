@@ -555,6 +555,9 @@ webTest("two people at one screen (a hot seat) play a whole match, passing the d
     if (did === "played") seatsThatPlayed.add(seat);
   }
   assert.ok(handovers >= 4, `the device was passed: ${handovers}`);
+  // Everyone at the screen sees the log: a drawn tile is never named there.
+  const drew = (await page.locator("#log").innerText()).split("\n").filter((l) => / drew /.test(l));
+  assert.ok(drew.every((l) => l.endsWith("drew a tile.")), `drawn tiles named in the log: ${drew.join(" | ")}`);
   assert.deepEqual([...seatsThatPlayed].sort(), [0, 1], "each seat played its own tiles");
   const score = await serverScore(page);
   assert.equal(score.view!.phase, Phase.OVER);
@@ -570,11 +573,13 @@ webTest("two windows of one browser play each other, and a reload keeps each win
   const second = await host.context().newPage();
   pages.push(second);
   await second.goto(link);
+  // A name that reads like one of the page's own labels is shown with its seat.
+  await second.fill("#join input[name=name]", "You");
   await second.click("#join button[type=submit]");
   for (const page of [host, second]) await page.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
   const seats = async () => Promise.all([host, second].map((p) => p.locator("g.opponent").getAttribute("aria-label")));
   const before = await seats();
-  assert.match(before[0]!, /^Seat 2: /, "the first window plays seat 1");
+  assert.match(before[0]!, /^You \(Seat 2\): /, "the first window plays seat 1; the other's name 'You' carries its seat");
   assert.match(before[1]!, /^Seat 1: /, "the second window plays seat 2");
   for (const page of [host, second]) {
     await page.reload();
