@@ -842,7 +842,38 @@ function whyNot(v: GameView, key: string): string {
 }
 const PIP_WORDS = ["blank", "one", "two", "three", "four", "five", "six"];
 
-tableContent.addEventListener("click", (e) => activate(e.target as Element, false));
+// Drag to play: press on a playable tile, move (its ends light up), release over one.
+let drag: { tile: string; x: number; y: number; moved: boolean } | undefined;
+let dragged = false;
+tableContent.addEventListener("pointerdown", (e) => {
+  const el = (e.target as Element).closest<SVGGElement>("g.in-hand.playable");
+  drag = el && !isBusy() && game ? { tile: el.dataset.tile!, x: e.clientX, y: e.clientY, moved: false } : undefined;
+});
+window.addEventListener("pointermove", (e) => {
+  if (!drag || drag.moved || Math.hypot(e.clientX - drag.x, e.clientY - drag.y) < 8) return;
+  drag.moved = true;
+  selected = drag.tile;
+  suggested = undefined;
+  render();
+});
+window.addEventListener("pointerup", (e) => {
+  const d = drag;
+  drag = undefined;
+  if (!d?.moved || !game) return;
+  dragged = true; // the click that may follow is not a tap
+  const end = document.elementFromPoint(e.clientX, e.clientY)?.closest<SVGGElement>("g.target")?.dataset.end;
+  if (end === undefined) return; // dropped elsewhere: the tile stays chosen
+  const [a, b] = d.tile.split("-").map(Number);
+  void play({ a, b }, Number(end) as End);
+});
+
+tableContent.addEventListener("click", (e) => {
+  if (dragged) {
+    dragged = false;
+    return;
+  }
+  activate(e.target as Element, false);
+});
 tableContent.addEventListener("keydown", (e) => {
   if (e.key === "Enter" || e.key === " ") {
     e.preventDefault();

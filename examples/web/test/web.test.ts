@@ -710,6 +710,32 @@ for (const size of SIZES) {
       }
     }
     assert.match(why, /^The [a-z -]+ fits no open end \(they show [a-z, ]+\)(: draw from the boneyard)?\.$/);
+    // Drag to play, with a mouse: press on a playable tile, move (its ends light up),
+    // release over a lit end: the move is made.
+    if (!size.phone) {
+      for (let i = 0; i < 20; i++) {
+        const { phase } = await body(page);
+        if (phase === "PLAYING" && (await page.locator("g.in-hand.playable").count()) > 0) break;
+        await act(page);
+      }
+      const tile = page.locator("g.in-hand.playable").first();
+      assert.ok((await body(page)).phase === "PLAYING" && (await tile.count()) > 0, "a tile to drag");
+      {
+        const before = Number((await body(page)).moves);
+        await tile.scrollIntoViewIfNeeded();
+        const from = (await tile.boundingBox())!;
+        await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
+        await page.mouse.down();
+        await page.mouse.move(from.x + from.width / 2, from.y - 30, { steps: 4 });
+        const target = page.locator("g.target").first();
+        const to = (await target.boundingBox())!;
+        await page.mouse.move(to.x + to.width / 2, to.y + to.height / 2, { steps: 6 });
+        await page.mouse.up();
+        await idle(page);
+        assert.equal(await errorText(page), "");
+        assert.ok(Number((await body(page)).moves) > before, "the dragged tile was played");
+      }
+    }
     // After a click or a tap the page stays where it was (no scroll of its own), to the
     // hand's end (where the focus moves on to Deal, far below). Each move from the top
     // of the page, its clicks dispatched in the page: Playwright's own would first
