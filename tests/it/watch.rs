@@ -317,22 +317,26 @@ async fn two_devices_play_a_match_through_the_memory_store() {
     .await;
 }
 
-#[tokio::test]
-async fn two_devices_on_two_replicas_play_a_match_through_redis() {
-    let redis = common::redis::Redis::standalone();
-    let urls = redis.urls();
-    // Connections aged every second: every stream ends with its connection, and is
-    // watched again from the last state seen.
+/// A replica on the Redis store at `urls`, its connections aged every second: every
+/// stream ends with its connection, and is watched again from the last state seen.
+async fn aged_replica(urls: &str) -> TestServer {
     let args = [
         "--match-store",
         "redis",
         "--match-store-url",
-        &urls,
+        urls,
         "--max-connection-age-secs",
         "1",
     ];
-    let one = TestServer::start_with(ring(1, 1), &args).await;
-    let two = TestServer::start_with(ring(1, 1), &args).await;
+    TestServer::start_with(ring(1, 1), &args).await
+}
+
+#[tokio::test]
+async fn two_devices_on_two_replicas_play_a_match_through_redis() {
+    let redis = common::redis::Redis::standalone();
+    let urls = redis.urls();
+    let one = aged_replica(&urls).await;
+    let two = aged_replica(&urls).await;
     // Each device calls on one replica and watches on the other.
     let clients = [
         one.client().await,
@@ -362,17 +366,9 @@ async fn two_devices_on_two_replicas_play_a_match_through_redis() {
 async fn a_match_goes_on_through_a_replica_s_drain() {
     let redis = common::redis::Redis::standalone();
     let urls = redis.urls();
-    let args = [
-        "--match-store",
-        "redis",
-        "--match-store-url",
-        &urls,
-        "--max-connection-age-secs",
-        "1",
-    ];
-    let one = TestServer::start_with(ring(1, 1), &args).await;
-    let mut two = TestServer::start_with(ring(1, 1), &args).await;
-    let three = TestServer::start_with(ring(1, 1), &args).await;
+    let one = aged_replica(&urls).await;
+    let mut two = aged_replica(&urls).await;
+    let three = aged_replica(&urls).await;
     let clients = [
         one.client().await,
         two.client().await,
