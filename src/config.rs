@@ -326,6 +326,30 @@ pub struct Config {
         value_parser = clap::value_parser!(u64).range(1..=3_600)
     )]
     pub watch_heartbeat_secs: u64,
+
+    /// Seconds an invite code lives (CreateInviteCode): long enough to read it out to
+    /// a friend and have it typed; the shorter, the fewer codes live for a guesser
+    /// (docs/security.md, "Invite codes").
+    #[arg(
+        long,
+        env = "ALLFIVES_INVITE_TTL_SECS",
+        default_value_t = 900,
+        value_parser = clap::value_parser!(u64).range(10..=86_400)
+    )]
+    pub invite_ttl_secs: u64,
+
+    /// Invite codes that may be tried in vain in a minute, counted across every
+    /// replica of the match store; past it every OpenInviteCode is refused
+    /// RESOURCE_EXHAUSTED INVITE_RATE_LIMITED until the minute is over. It bounds how
+    /// many codes a guesser can try (docs/security.md, "Invite codes"); a limit per
+    /// client belongs in the gateway, which knows the clients.
+    #[arg(
+        long,
+        env = "ALLFIVES_INVITE_MISSES_PER_MINUTE",
+        default_value_t = 6_000,
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub invite_misses_per_minute: u32,
 }
 
 impl Config {
@@ -346,12 +370,16 @@ impl Config {
             .and_then(std::num::NonZeroUsize::new)
             .unwrap_or(std::num::NonZeroUsize::MIN);
         let ttl = std::time::Duration::from_secs(self.match_store_ttl_secs);
+        let invites = crate::store::InviteRules {
+            ttl: std::time::Duration::from_secs(self.invite_ttl_secs),
+            misses_per_minute: self.invite_misses_per_minute,
+        };
         Ok(match self.match_store {
             StoreKind::None => None,
-            StoreKind::Memory => Some(MatchStore::memory(capacity, ttl)),
+            StoreKind::Memory => Some(MatchStore::memory(capacity, ttl, invites)),
             StoreKind::Redis | StoreKind::RedisCluster => {
                 let cluster = self.match_store == StoreKind::RedisCluster;
-                Some(MatchStore::redis(&self.match_store_url, cluster, ttl).await?)
+                Some(MatchStore::redis(&self.match_store_url, cluster, ttl, invites).await?)
             }
         })
     }

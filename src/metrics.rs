@@ -47,6 +47,8 @@ pub enum Route {
     Suggest,
     ClaimSeat,
     Watch,
+    CreateInviteCode,
+    OpenInviteCode,
     HealthCheck,
     HealthWatch,
     ReflectionV1,
@@ -55,7 +57,7 @@ pub enum Route {
     Other,
 }
 
-const ROUTES: usize = 13;
+const ROUTES: usize = 15;
 const API: &str = "allfives.v1.AllFivesService";
 const HEALTH: &str = "grpc.health.v1.Health";
 const REFLECTION_V1: &str = "grpc.reflection.v1.ServerReflection";
@@ -71,6 +73,8 @@ impl Route {
         Route::Suggest,
         Route::ClaimSeat,
         Route::Watch,
+        Route::CreateInviteCode,
+        Route::OpenInviteCode,
         Route::HealthCheck,
         Route::HealthWatch,
         Route::ReflectionV1,
@@ -92,6 +96,8 @@ impl Route {
             (API, "Suggest") => Route::Suggest,
             (API, "ClaimSeat") => Route::ClaimSeat,
             (API, "Watch") => Route::Watch,
+            (API, "CreateInviteCode") => Route::CreateInviteCode,
+            (API, "OpenInviteCode") => Route::OpenInviteCode,
             (HEALTH, "Check") => Route::HealthCheck,
             (HEALTH, "Watch") => Route::HealthWatch,
             (REFLECTION_V1, "ServerReflectionInfo") => Route::ReflectionV1,
@@ -111,6 +117,8 @@ impl Route {
             Route::Suggest => (API, "Suggest"),
             Route::ClaimSeat => (API, "ClaimSeat"),
             Route::Watch => (API, "Watch"),
+            Route::CreateInviteCode => (API, "CreateInviteCode"),
+            Route::OpenInviteCode => (API, "OpenInviteCode"),
             Route::HealthCheck => (HEALTH, "Check"),
             Route::HealthWatch => (HEALTH, "Watch"),
             Route::ReflectionV1 => (REFLECTION_V1, "ServerReflectionInfo"),

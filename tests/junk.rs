@@ -234,6 +234,8 @@ fn decodes(method: &str, bytes: &[u8]) -> bool {
         "Draw" => pb::DrawRequest::decode(bytes).is_ok(),
         "Score" => pb::ScoreRequest::decode(bytes).is_ok(),
         "Suggest" => pb::SuggestRequest::decode(bytes).is_ok(),
+        "CreateInviteCode" => pb::CreateInviteCodeRequest::decode(bytes).is_ok(),
+        "OpenInviteCode" => pb::OpenInviteCodeRequest::decode(bytes).is_ok(),
         "Check" | "Watch" => tonic_health::pb::HealthCheckRequest::decode(bytes).is_ok(),
         "ServerReflectionInfo" => {
             tonic_reflection::pb::v1::ServerReflectionRequest::decode(bytes).is_ok()

@@ -90,6 +90,8 @@ fn is_request<U: 'static>() -> bool {
         TypeId::of::<pb::ScoreRequest>(),
         TypeId::of::<pb::SuggestRequest>(),
         TypeId::of::<pb::WatchRequest>(),
+        TypeId::of::<pb::CreateInviteCodeRequest>(),
+        TypeId::of::<pb::OpenInviteCodeRequest>(),
     ];
     #[cfg(feature = "bench-echo")]
     if u == TypeId::of::<crate::proto::bench::EchoRequest>() {
@@ -107,6 +109,11 @@ mod tests {
         assert!(is_request::<pb::PlayRequest>() && is_request::<pb::NewGameRequest>());
         assert!(is_request::<pb::ClaimSeatRequest>() && is_request::<pb::SuggestRequest>());
         assert!(is_request::<pb::WatchRequest>() && !is_request::<pb::WatchResponse>());
+        assert!(
+            is_request::<pb::OpenInviteCodeRequest>()
+                && is_request::<pb::CreateInviteCodeRequest>()
+        );
+        assert!(!is_request::<pb::OpenInviteCodeResponse>());
         assert!(!is_request::<pb::PlayResponse>() && !is_request::<pb::GameView>());
     }
 }

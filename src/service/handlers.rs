@@ -19,7 +19,9 @@ use super::convert::{
     view_out, viewer_in, worlds_in,
 };
 use super::status::ApiError;
+use crate::state::MatchId;
 use crate::store::Move;
+use crate::store::invites::{CANDIDATES, Code};
 
 /// What the server allows beyond the rules, from its configuration.
 #[derive(Clone, Copy, Debug)]
@@ -596,6 +598,75 @@ pub fn watched(
     };
     tokens.keep(opened);
     Ok(change)
+}
+
+/// A CreateInviteCode request read: the match, once the token opened and the viewer's
+/// credential holds (the match's latest state, from the store, is what
+/// [`invitable`] then checks).
+pub fn invite_in(tokens: &Tokens, req: &pb::CreateInviteCodeRequest) -> Result<MatchId, ApiError> {
+    let (opened, _) = open(tokens, &req.state, Some(req.viewer), &req.credential)?;
+    Ok(opened.match_id)
+}
+
+/// Whether the match in `token` (its latest state) takes a friend: not dealt yet, and a
+/// human seat open.
+pub fn invitable(tokens: &Tokens, token: &[u8]) -> Result<(), ApiError> {
+    let opened = tokens.open(token)?;
+    let takes = takes_a_friend(&opened);
+    tokens.keep(opened);
+    takes
+}
+
+fn takes_a_friend(opened: &Opened) -> Result<(), ApiError> {
+    if opened.game.hand_number() != 0 {
+        return Err(ApiError::Rules(crate::engine::Error::WrongPhase {
+            phase: opened.game.phase(),
+        }));
+    }
+    if !opened.seats.any_open(opened.game.rules().players) {
+        return Err(ApiError::NoOpenSeat);
+    }
+    Ok(())
+}
+
+/// Fresh random codes for a match's first ask, from the operating system (a code is a
+/// secret, as a credential is).
+pub fn invite_candidates() -> Result<[Code; CANDIDATES], ApiError> {
+    let bytes: [u8; 8 * CANDIDATES] = secret_bytes()?;
+    let mut codes = [Code::from_random([0; 8]); CANDIDATES];
+    for (code, chunk) in codes.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(chunk);
+        *code = Code::from_random(eight);
+    }
+    Ok(codes)
+}
+
+/// An invite code as typed (`store::invites::Code::parse`), or the field's refusal.
+pub fn code_in(typed: &str) -> Result<Code, ApiError> {
+    Code::parse(typed).ok_or(ApiError::field(
+        "code",
+        "an invite code is 12 letters and digits (CreateInviteCodeResponse.code)",
+    ))
+}
+
+/// OpenInviteCode's answer from the match's latest token: the token and the public
+/// view, if the match still takes a friend; else the code is as good as gone
+/// (`INVITE_NOT_FOUND`, as for a code nobody made).
+pub fn invite_opened(
+    tokens: &Tokens,
+    token: &[u8],
+) -> Result<pb::OpenInviteCodeResponse, ApiError> {
+    let opened = tokens.open(token)?;
+    if takes_a_friend(&opened).is_err() {
+        return Err(ApiError::InviteNotFound);
+    }
+    let view = render(&opened, None)?;
+    tokens.keep(opened);
+    Ok(pb::OpenInviteCodeResponse {
+        state: token.to_vec(),
+        view: Some(view),
+    })
 }
 
 /// The most worlds a HARD Suggest samples, whatever it asks for (up to 1024 may be

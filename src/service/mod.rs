@@ -11,6 +11,8 @@
 //! - [`codec`]: the generated services' gRPC codec: prost's, with undecodable requests
 //!   answered as the client's error.
 //! - [`status`]: errors -> `tonic::Status` with rich error details.
+//! - [`watch`] and [`invites`]: the calls that need the match store (a stream of a
+//!   match's changes; invite codes).
 //!
 //! Each call records its outcome in [`Metrics`](crate::metrics::Metrics) (games, hands,
 //! moves, token refusals); the HTTP endpoint that shows them lives elsewhere.
@@ -18,6 +20,7 @@
 pub mod codec;
 pub mod convert;
 pub mod handlers;
+pub mod invites;
 pub mod searches;
 pub mod status;
 pub mod watch;
@@ -142,16 +145,13 @@ impl Api {
                 false => Ok(answer),
             };
         };
-        let deadline = tokio::time::Instant::from_std(deadline);
         let events = u32::try_from(answer.events.len()).unwrap_or(u32::MAX);
-        let advanced = store.advance(&answer.moved, events, &answer.state);
-        match tokio::time::timeout_at(deadline, advanced).await {
-            Ok(Ok(())) => Ok(answer),
-            Ok(Err(refused)) => Err(refused.into()),
-            Err(_) => Err(ApiError::StoreUnavailable(
-                "no answer before the call's deadline".into(),
-            )),
-        }
+        within(
+            deadline,
+            store.advance(&answer.moved, events, &answer.state),
+        )
+        .await?;
+        Ok(answer)
     }
 
     /// The same service, with a call's searches stopped `timeout` after the call
@@ -333,6 +333,20 @@ impl Api {
     }
 }
 
+/// What the store answers before the call's `deadline`, else `STORE_UNAVAILABLE`.
+async fn within<T>(
+    deadline: Instant,
+    asked: impl std::future::Future<Output = Result<T, crate::store::Refused>>,
+) -> Result<T, ApiError> {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    match tokio::time::timeout_at(deadline, asked).await {
+        Ok(answered) => Ok(answered?),
+        Err(_) => Err(ApiError::StoreUnavailable(
+            "no answer before the call's deadline".into(),
+        )),
+    }
+}
+
 /// A call whose deadline passed before its search finished.
 fn expired() -> Status {
     Status::deadline_exceeded("the call's deadline passed before its search finished")
@@ -387,6 +401,20 @@ impl AllFivesService for Api {
         req: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         self.watch_call(req).await
+    }
+
+    async fn create_invite_code(
+        &self,
+        req: Request<pb::CreateInviteCodeRequest>,
+    ) -> Result<Response<pb::CreateInviteCodeResponse>, Status> {
+        self.create_invite_code_call(req).await
+    }
+
+    async fn open_invite_code(
+        &self,
+        req: Request<pb::OpenInviteCodeRequest>,
+    ) -> Result<Response<pb::OpenInviteCodeResponse>, Status> {
+        self.open_invite_code_call(req).await
     }
 
     async fn new_game(

@@ -55,6 +55,12 @@ pub enum ApiError {
     /// As many Watch streams are open as the server takes (on the connection, or in
     /// all).
     TooManyWatches,
+    /// No live invite code is the one typed (or its match has no open seat left).
+    InviteNotFound,
+    /// The minute's misses of invite codes are spent.
+    InviteRateLimited,
+    /// An invite code for a match with no open seat.
+    NoOpenSeat,
 }
 
 impl From<crate::store::Refused> for ApiError {
@@ -65,6 +71,7 @@ impl From<crate::store::Refused> for ApiError {
             Refused::Unavailable(why) => ApiError::StoreUnavailable(why),
             Refused::Forgotten => ApiError::MatchForgotten,
             Refused::Crowded => ApiError::TooManyWatches,
+            Refused::RateLimited => ApiError::InviteRateLimited,
         }
     }
 }
@@ -120,6 +127,9 @@ impl ApiError {
             ApiError::MatchForgotten => R::MatchForgotten,
             ApiError::StoreRequired => R::StoreRequired,
             ApiError::TooManyWatches => R::TooManyWatches,
+            ApiError::InviteNotFound => R::InviteNotFound,
+            ApiError::InviteRateLimited => R::InviteRateLimited,
+            ApiError::NoOpenSeat => R::NoOpenSeat,
         }
     }
 }
@@ -236,10 +246,27 @@ impl From<ApiError> for Status {
                  with backoff",
                 info(HashMap::new()),
             ),
+            ApiError::InviteNotFound => Status::with_error_details(
+                Code::NotFound,
+                "no match waits with an open seat under this invite code: it may be \
+                 mistyped, expired, or its seats are all taken",
+                info(HashMap::new()),
+            ),
+            ApiError::InviteRateLimited => Status::with_error_details(
+                Code::ResourceExhausted,
+                "too many invite codes were tried in vain this minute: retry in a minute \
+                 (an invite link still works)",
+                info(HashMap::new()),
+            ),
+            ApiError::NoOpenSeat => Status::with_error_details(
+                Code::FailedPrecondition,
+                "every seat of this match is taken: nobody is left to invite",
+                info(HashMap::new()),
+            ),
             ApiError::StoreRequired => Status::with_error_details(
                 Code::FailedPrecondition,
-                "this match was made with a match store and this server has none: \
-                 nothing was done",
+                "this server has no match store, which this call needs (a match made \
+                 with one, Watch, invite codes): nothing was done",
                 info(HashMap::new()),
             ),
             ApiError::StoreUnavailable(_) => Status::with_error_details(

@@ -22,8 +22,12 @@
 //! checked and written by one Lua script). Each store tells [`changes`] of every move
 //! it takes (the Redis one through pub/sub, from any replica), and the `Watch` streams
 //! of this process follow their matches there.
+//!
+//! The store also keeps the matches' invite codes ([`invites`]): a short code a friend
+//! types, mapped to its match for a while.
 
 pub mod changes;
+pub mod invites;
 pub mod memory;
 pub mod redis;
 
@@ -35,6 +39,7 @@ use crate::state::lineage::{ID_LEN, StateId};
 
 pub use crate::state::MatchId;
 pub use changes::{Changes, Notice, Watching};
+pub use invites::{Code, Invite, InviteRules};
 
 /// What a call that changed a match made: the match, the state it came from (none for
 /// a new match) and the state it made, and whether the match was made with a store
@@ -71,6 +76,10 @@ pub enum Refused {
     /// ([`changes::MAX_WATCHERS_PER_MATCH`]).
     #[error("the match has as many watchers here as it may")]
     Crowded,
+    /// As many invite codes were looked up in vain this minute as the store allows
+    /// (`invites`).
+    #[error("too many invite codes were tried in vain this minute")]
+    RateLimited,
 }
 
 /// A match's latest state as the store holds it: its id, the id of the state it was
@@ -123,29 +132,34 @@ pub struct MatchStore {
 #[derive(Debug)]
 enum Kind {
     /// This process's memory: one replica.
-    Memory(memory::MemoryStore),
+    Memory(memory::MemoryStore, invites::MemoryInvites),
     /// A Redis-protocol server or cluster: every replica.
     Redis(redis::RedisStore),
 }
 
 impl MatchStore {
     /// A store in this process's memory holding at most `capacity` matches, each
-    /// forgotten `ttl` after its last move.
-    pub fn memory(capacity: NonZeroUsize, ttl: Duration) -> MatchStore {
+    /// forgotten `ttl` after its last move, and their invite codes under `rules`.
+    pub fn memory(capacity: NonZeroUsize, ttl: Duration, rules: InviteRules) -> MatchStore {
         MatchStore {
-            kind: Kind::Memory(memory::MemoryStore::new(capacity, ttl)),
+            kind: Kind::Memory(
+                memory::MemoryStore::new(capacity, ttl),
+                invites::MemoryInvites::new(capacity, rules),
+            ),
             changes: Changes::new(None),
         }
     }
 
     /// The Redis-protocol server at `urls` (one), or the cluster whose nodes include
-    /// them (`cluster`), connected, with its subscription for this process's watchers.
+    /// them (`cluster`), connected, with its subscription for this process's watchers;
+    /// invite codes under `rules`.
     pub async fn redis(
         urls: &[String],
         cluster: bool,
         ttl: Duration,
+        rules: InviteRules,
     ) -> Result<MatchStore, ::redis::RedisError> {
-        let (store, changes) = redis::RedisStore::connect(urls, cluster, ttl).await?;
+        let (store, changes) = redis::RedisStore::connect(urls, cluster, ttl, rules).await?;
         Ok(MatchStore {
             kind: Kind::Redis(store),
             changes,
@@ -166,7 +180,7 @@ impl MatchStore {
             token: token.to_vec(),
         };
         match &self.kind {
-            Kind::Memory(store) => {
+            Kind::Memory(store, _) => {
                 if let Some(moved) = store.advance(m, head, Instant::now())? {
                     self.changes
                         .publish(&m.match_id, Notice::Moved(Arc::new(moved)));
@@ -180,7 +194,7 @@ impl MatchStore {
     /// Whether the store answers (a Redis `PING`; the memory store always does).
     pub async fn ping(&self) -> Result<(), Refused> {
         match &self.kind {
-            Kind::Memory(_) => Ok(()),
+            Kind::Memory(..) => Ok(()),
             Kind::Redis(store) => store.ping().await,
         }
     }
@@ -188,7 +202,7 @@ impl MatchStore {
     /// The match's head, if the store holds it.
     pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, Refused> {
         match &self.kind {
-            Kind::Memory(store) => Ok(store.latest(match_id, Instant::now())),
+            Kind::Memory(store, _) => Ok(store.latest(match_id, Instant::now())),
             Kind::Redis(store) => store.latest(match_id).await,
         }
     }
@@ -198,5 +212,29 @@ impl MatchStore {
     /// of [`MatchStore::latest`] made after it misses nothing.
     pub async fn watch(&self, match_id: MatchId) -> Result<Watching, Refused> {
         self.changes.watch(match_id).await
+    }
+
+    /// The match's invite code while it lives, else a new one: the first of
+    /// `candidates` (fresh random codes) that is no live code.
+    pub async fn invite(
+        &self,
+        match_id: &MatchId,
+        candidates: [Code; invites::CANDIDATES],
+    ) -> Result<Invite, Refused> {
+        match &self.kind {
+            Kind::Memory(_, codes) => codes.invite(match_id, candidates, Instant::now()),
+            Kind::Redis(store) => store.invite(match_id, candidates).await,
+        }
+    }
+
+    /// The match a live invite code was made for, or `None` (a miss: counted, for
+    /// every replica of the store); refused [`Refused::RateLimited`] once this minute
+    /// has had as many misses as allowed, found or not.
+    pub async fn open_invite(&self, code: &Code) -> Result<Option<MatchId>, Refused> {
+        let minute = invites::minute_now();
+        match &self.kind {
+            Kind::Memory(_, codes) => codes.open(code, Instant::now(), minute),
+            Kind::Redis(store) => store.open_invite(code, minute).await,
+        }
     }
 }

@@ -14,6 +14,12 @@
 //! the messages; the crate resubscribes after a reconnection, and every reconnection
 //! or subscription confirmed is told to the watchers as a [`Notice::Resync`] (they
 //! read the head again: what was published meanwhile is not lost, only read late).
+//!
+//! Invite codes (`invites`) have keys of their own, all in one cluster slot (hash tag
+//! `{allfives-invites}`) so that each of their two scripts ([`INVITE`],
+//! [`OPEN_INVITE`]) is one step: `allfives:{allfives-invites}:code:<code>` holds the
+//! code's match id, `…:match:<match id in hex>` the match's code, both with the code's
+//! time to live, and `…:misses:<minute>` the misses counted in that minute.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -23,6 +29,7 @@ use redis::{ProtocolVersion, PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
 use super::changes::{Changes, Notice, Ready, Subscription};
+use super::invites::{CANDIDATES, Code, Invite, InviteRules};
 use super::{Head, MatchId, Move, Refused, Stale};
 
 /// The compare-and-set, one step in the store: KEYS[1] the match's head key, holding
@@ -50,6 +57,46 @@ redis.call(ARGV[6], ARGV[7], ARGV[5])
 return {'ok'}
 "#;
 
+/// A match's invite code: KEYS[1] the match's code key, KEYS[2..] the candidates'
+/// keys; ARGV the match id, the candidate codes, the time to live in milliseconds.
+/// Answers the match's live code and its time left, or the first candidate that no
+/// live code is (written both ways), or nothing if every candidate was taken.
+pub const INVITE: &str = r#"
+local ttl = tonumber(ARGV[#ARGV])
+local held = redis.call('GET', KEYS[1])
+if held then
+  local left = redis.call('PTTL', KEYS[1])
+  if left < 0 then left = ttl end
+  return {held, left}
+end
+for i = 2, #KEYS do
+  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ttl) then
+    redis.call('SET', KEYS[1], ARGV[i], 'PX', ttl)
+    return {ARGV[i], ttl}
+  end
+end
+return {}
+"#;
+
+/// A code typed: KEYS[1] the code's key, KEYS[2] this minute's misses; ARGV the misses
+/// a minute allows, and how long to keep the count (milliseconds). Answers
+/// `{"limited"}` once the minute's misses are spent (nothing looked up),
+/// `{"found", match id}`, or `{"unknown"}` (a miss, counted).
+pub const OPEN_INVITE: &str = r#"
+local misses = tonumber(redis.call('GET', KEYS[2]) or '0')
+if misses >= tonumber(ARGV[1]) then
+  return {'limited'}
+end
+local found = redis.call('GET', KEYS[1])
+if found then
+  return {'found', found}
+end
+if redis.call('INCR', KEYS[2]) == 1 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
+return {'unknown'}
+"#;
+
 /// The longest the store may take to answer one command (or to connect) before the
 /// call is refused `STORE_UNAVAILABLE` (the call's own deadline may end it sooner).
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -67,6 +114,9 @@ pub struct RedisStore {
     connection: Connection,
     script: redis::Script,
     ttl: Duration,
+    invite: redis::Script,
+    open_invite: redis::Script,
+    invites: InviteRules,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -87,6 +137,7 @@ impl RedisStore {
         urls: &[String],
         cluster: bool,
         ttl: Duration,
+        invites: InviteRules,
     ) -> Result<(RedisStore, Arc<Changes>), redis::RedisError> {
         let (commands, subscriptions) = mpsc::unbounded_channel();
         let changes = Changes::new(Some(commands));
@@ -146,6 +197,9 @@ impl RedisStore {
             connection,
             script: redis::Script::new(ADVANCE),
             ttl,
+            invite: redis::Script::new(INVITE),
+            open_invite: redis::Script::new(OPEN_INVITE),
+            invites,
         };
         Ok((store, changes))
     }
@@ -216,6 +270,89 @@ impl RedisStore {
                 Ok(latest) => Err(Refused::Stale(Stale { latest })),
                 Err(_) => Err(Refused::Unavailable(
                     "the store holds a head that is not a state id".into(),
+                )),
+            },
+            _ => Err(Refused::Unavailable(
+                "the store answered the script with something else".into(),
+            )),
+        }
+    }
+}
+
+impl RedisStore {
+    /// The key of an invite code's match.
+    fn code_key(code: &Code) -> Vec<u8> {
+        [&b"allfives:{allfives-invites}:code:"[..], &code.symbols()].concat()
+    }
+
+    /// See `MatchStore::invite` and [`INVITE`].
+    pub async fn invite(
+        &self,
+        match_id: &MatchId,
+        candidates: [Code; CANDIDATES],
+    ) -> Result<Invite, Refused> {
+        let ttl_ms = u64::try_from(self.invites.ttl.as_millis()).unwrap_or(u64::MAX);
+        let mut invocation = self.invite.key(format!(
+            "allfives:{{allfives-invites}}:match:{}",
+            hex(match_id)
+        ));
+        for code in &candidates {
+            invocation.key(RedisStore::code_key(code));
+        }
+        invocation.arg(&match_id[..]);
+        for code in &candidates {
+            invocation.arg(&code.symbols()[..]);
+        }
+        invocation.arg(ttl_ms);
+        let answer: redis::RedisResult<Vec<Value>> = match self.connection.clone() {
+            Connection::Single(mut c) => invocation.invoke_async(&mut c).await,
+            Connection::Cluster(mut c) => invocation.invoke_async(&mut c).await,
+        };
+        match answer
+            .map_err(|e| Refused::Unavailable(e.to_string()))?
+            .as_slice()
+        {
+            [Value::BulkString(code), Value::Int(left)] => {
+                let code = std::str::from_utf8(code).ok().and_then(Code::parse);
+                code.map(|code| Invite {
+                    code,
+                    expires_in: Duration::from_millis(u64::try_from(*left).unwrap_or(0)),
+                })
+                .ok_or_else(|| {
+                    Refused::Unavailable("the store holds a code that is not one".into())
+                })
+            }
+            [] => Err(Refused::Unavailable(
+                "every new invite code was taken".into(),
+            )),
+            _ => Err(Refused::Unavailable(
+                "the store answered the script with something else".into(),
+            )),
+        }
+    }
+
+    /// See `MatchStore::open_invite` and [`OPEN_INVITE`]: misses counted in `minute`.
+    pub async fn open_invite(&self, code: &Code, minute: u64) -> Result<Option<MatchId>, Refused> {
+        let mut invocation = self.open_invite.key(RedisStore::code_key(code));
+        invocation
+            .key(format!("allfives:{{allfives-invites}}:misses:{minute}"))
+            .arg(self.invites.misses_per_minute)
+            // Kept past its minute, for replicas whose clocks are a little behind.
+            .arg(120_000);
+        let answer: redis::RedisResult<Vec<Vec<u8>>> = match self.connection.clone() {
+            Connection::Single(mut c) => invocation.invoke_async(&mut c).await,
+            Connection::Cluster(mut c) => invocation.invoke_async(&mut c).await,
+        };
+        match answer
+            .map_err(|e| Refused::Unavailable(e.to_string()))?
+            .as_slice()
+        {
+            [limited] if limited == b"limited" => Err(Refused::RateLimited),
+            [unknown] if unknown == b"unknown" => Ok(None),
+            [found, id] if found == b"found" => match <MatchId>::try_from(id.as_slice()) {
+                Ok(id) => Ok(Some(id)),
+                Err(_) => Err(Refused::Unavailable(
+                    "the store holds a code of no match".into(),
                 )),
             },
             _ => Err(Refused::Unavailable(

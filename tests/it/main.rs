@@ -18,6 +18,7 @@ mod common;
 mod api;
 mod connections;
 mod hostile;
+mod invites;
 mod lifecycle;
 mod match_store;
 mod memory;

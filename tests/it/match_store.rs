@@ -11,7 +11,7 @@
 use crate::common;
 
 use allfives::proto::v1 as pb;
-use common::{Client, Creds, TestServer, reason, ring};
+use common::{Client, Creds, TestServer, reason, replicas, ring};
 use tonic::Code;
 use tonic_types::StatusExt;
 
@@ -164,15 +164,6 @@ async fn the_memory_store_refuses_forks_and_answers_retries() {
     let (mut a, mut b) = (server.client().await, server.client().await);
     refuses_forks(&mut a, &mut b).await;
     claims_once(&mut a, &mut b).await;
-}
-
-/// Two replicas on one Redis-protocol store (`kind`: redis or redis-cluster).
-async fn replicas(kind: &str, urls: &str) -> (TestServer, TestServer) {
-    let args = ["--match-store", kind, "--match-store-url", urls];
-    (
-        TestServer::start_with(ring(1, 1), &args).await,
-        TestServer::start_with(ring(1, 1), &args).await,
-    )
 }
 
 #[tokio::test]
@@ -565,10 +556,17 @@ async fn stored_head(
 ) -> allfives::store::Head {
     let urls: Vec<String> = redis.urls().split(',').map(String::from).collect();
     let cluster = kind == "redis-cluster";
-    let store =
-        allfives::store::MatchStore::redis(&urls, cluster, std::time::Duration::from_secs(60))
-            .await
-            .expect("connect");
+    let store = allfives::store::MatchStore::redis(
+        &urls,
+        cluster,
+        std::time::Duration::from_secs(60),
+        allfives::store::InviteRules {
+            ttl: std::time::Duration::from_secs(60),
+            misses_per_minute: 100,
+        },
+    )
+    .await
+    .expect("connect");
     let id: Vec<u8> = (0..match_id.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&match_id[i..i + 2], 16).expect("hex"))

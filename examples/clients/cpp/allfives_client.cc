@@ -117,6 +117,11 @@ const std::map<pb::ErrorReason, ReasonText> kReasons = {
      {grpc::FAILED_PRECONDITION, "This server cannot continue this match; try again later."}},
     {pb::TOO_MANY_WATCHES,
      {grpc::RESOURCE_EXHAUSTED, "Too many matches are being followed; try again in a moment."}},
+    {pb::INVITE_NOT_FOUND,
+     {grpc::NOT_FOUND, "No match is waiting under that code; check it or ask for a new one."}},
+    {pb::INVITE_RATE_LIMITED,
+     {grpc::RESOURCE_EXHAUSTED, "Too many codes were tried; wait a minute or use the link."}},
+    {pb::NO_OPEN_SEAT, {grpc::FAILED_PRECONDITION, "Every seat is taken already."}},
 };
 
 const char* CodeName(grpc::StatusCode code) {

@@ -190,11 +190,23 @@ REASONS: dict[int, tuple[grpc.StatusCode, str]] = {
     ),
     pb.STORE_REQUIRED: (
         grpc.StatusCode.FAILED_PRECONDITION,
-        "this match was made with a match store and this server has none: a deployment fault",
+        "this server has no match store, which this call needs: a deployment fault",
     ),
     pb.TOO_MANY_WATCHES: (
         grpc.StatusCode.RESOURCE_EXHAUSTED,
         "as many Watch streams are open as the server takes: close one, or retry with backoff",
+    ),
+    pb.INVITE_NOT_FOUND: (
+        grpc.StatusCode.NOT_FOUND,
+        "no match waits under that invite code: check it, or ask for a new one",
+    ),
+    pb.INVITE_RATE_LIMITED: (
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "too many invite codes were tried this minute: retry in a minute, or use the invite link",
+    ),
+    pb.NO_OPEN_SEAT: (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "every seat is taken: there is nobody left to invite",
     ),
 }
 # Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
@@ -208,7 +220,8 @@ RETRYABLE_CODES = {
 # well-formed client: MALFORMED_REQUEST and REQUEST_BODY_TIMEOUT need broken bytes or a
 # stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE,
 # STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store,
-# TOO_MANY_WATCHES many Watch streams; tests/ provoke them).
+# TOO_MANY_WATCHES many Watch streams, INVITE_NOT_FOUND, INVITE_RATE_LIMITED and
+# NO_OPEN_SEAT invite codes, which need a store too; tests/ provoke them).
 UNPROVOKABLE = {
     pb.BONEYARD_EMPTY,
     pb.RANDOM_UNAVAILABLE,
@@ -221,6 +234,9 @@ UNPROVOKABLE = {
     pb.MATCH_FORGOTTEN,
     pb.STORE_REQUIRED,
     pb.TOO_MANY_WATCHES,
+    pb.INVITE_NOT_FOUND,
+    pb.INVITE_RATE_LIMITED,
+    pb.NO_OPEN_SEAT,
 }
 
 

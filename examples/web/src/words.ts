@@ -138,6 +138,9 @@ const SENTENCES: Record<ErrorReason, string> = {
   [ErrorReason.MATCH_FORGOTTEN]: "The server no longer keeps this match. Start a new one.",
   [ErrorReason.STORE_REQUIRED]: "This server cannot continue this match. Try again later.",
   [ErrorReason.TOO_MANY_WATCHES]: "Too many matches are being followed from here. Close one and try again.",
+  [ErrorReason.INVITE_NOT_FOUND]: "No match is waiting under that code: it may have expired, or its seats are taken.",
+  [ErrorReason.INVITE_RATE_LIMITED]: "Too many codes were tried just now. Wait a minute and try again.",
+  [ErrorReason.NO_OPEN_SEAT]: "Every seat of this match is taken: there is no one left to invite.",
 };
 
 const FIELDS: Record<string, string> = {

@@ -204,6 +204,16 @@ pub fn ring(id: u8, byte: u8) -> KeyRing {
     KeyRing::new(vec![(id, [byte; 32])], None).expect("ring")
 }
 
+/// Two replicas on one Redis-protocol store (`kind`: redis or redis-cluster), sharing a
+/// key ring.
+pub async fn replicas(kind: &str, urls: &str) -> (TestServer, TestServer) {
+    let args = ["--match-store", kind, "--match-store-url", urls];
+    (
+        TestServer::start_with(ring(1, 1), &args).await,
+        TestServer::start_with(ring(1, 1), &args).await,
+    )
+}
+
 /// The `ErrorInfo` reason of a status.
 pub fn reason(status: &tonic::Status) -> String {
     use tonic_types::StatusExt;

@@ -165,12 +165,18 @@ const REASONS = new Map<ErrorReason, [Code, string]>([
   [ErrorReason.MATCH_FORGOTTEN, [Code.NotFound, "the server's match store no longer holds this match: start another"]],
   [
     ErrorReason.STORE_REQUIRED,
-    [Code.FailedPrecondition, "this match was made with a match store and this server has none: a deployment fault"],
+    [Code.FailedPrecondition, "this server has no match store, which this call needs: a deployment fault"],
   ],
   [
     ErrorReason.TOO_MANY_WATCHES,
     [Code.ResourceExhausted, "as many Watch streams are open as the server takes: close one, or retry with backoff"],
   ],
+  [ErrorReason.INVITE_NOT_FOUND, [Code.NotFound, "no match waits under that invite code: check it, or ask for a new one"]],
+  [
+    ErrorReason.INVITE_RATE_LIMITED,
+    [Code.ResourceExhausted, "too many invite codes were tried this minute: retry in a minute, or use the invite link"],
+  ],
+  [ErrorReason.NO_OPEN_SEAT, [Code.FailedPrecondition, "every seat is taken: there is nobody left to invite"]],
 ]);
 // Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled]);
@@ -178,7 +184,8 @@ const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.
 // well-formed client: MALFORMED_REQUEST and REQUEST_BODY_TIMEOUT need broken bytes or a
 // stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE,
 // STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store,
-// TOO_MANY_WATCHES many Watch streams; tests/ provoke them).
+// TOO_MANY_WATCHES many Watch streams, INVITE_NOT_FOUND, INVITE_RATE_LIMITED and
+// NO_OPEN_SEAT invite codes, which need a store too; tests/ provoke them).
 const UNPROVOKABLE = new Set([
   ErrorReason.BONEYARD_EMPTY,
   ErrorReason.RANDOM_UNAVAILABLE,
@@ -191,6 +198,9 @@ const UNPROVOKABLE = new Set([
   ErrorReason.MATCH_FORGOTTEN,
   ErrorReason.STORE_REQUIRED,
   ErrorReason.TOO_MANY_WATCHES,
+  ErrorReason.INVITE_NOT_FOUND,
+  ErrorReason.INVITE_RATE_LIMITED,
+  ErrorReason.NO_OPEN_SEAT,
 ]);
 const reasonName = (r: ErrorReason) => ErrorReason[r] ?? String(r);
 
