@@ -258,11 +258,7 @@ impl RedisStore {
                 "PUBLISH"
             })
             .arg(RedisStore::channel(&m.match_id));
-        let answer: redis::RedisResult<Vec<Vec<u8>>> = match self.connection.clone() {
-            Connection::Single(mut c) => invocation.invoke_async(&mut c).await,
-            Connection::Cluster(mut c) => invocation.invoke_async(&mut c).await,
-        };
-        let answer = answer.map_err(|e| Refused::Unavailable(e.to_string()))?;
+        let answer: Vec<Vec<u8>> = self.run(&invocation).await?;
         match answer.as_slice() {
             [ok] if ok == b"ok" => Ok(()),
             [forgotten] if forgotten == b"forgotten" => Err(Refused::Forgotten),
@@ -277,9 +273,19 @@ impl RedisStore {
             )),
         }
     }
-}
 
-impl RedisStore {
+    /// A script run on the store; any error of the store's is its unavailability.
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> Result<T, Refused> {
+        let answer = match self.connection.clone() {
+            Connection::Single(mut c) => invocation.invoke_async(&mut c).await,
+            Connection::Cluster(mut c) => invocation.invoke_async(&mut c).await,
+        };
+        answer.map_err(|e| Refused::Unavailable(e.to_string()))
+    }
+
     /// The key of an invite code's match.
     fn code_key(code: &Code) -> Vec<u8> {
         [&b"allfives:{allfives-invites}:code:"[..], &code.symbols()].concat()
@@ -304,14 +310,8 @@ impl RedisStore {
             invocation.arg(&code.symbols()[..]);
         }
         invocation.arg(ttl_ms);
-        let answer: redis::RedisResult<Vec<Value>> = match self.connection.clone() {
-            Connection::Single(mut c) => invocation.invoke_async(&mut c).await,
-            Connection::Cluster(mut c) => invocation.invoke_async(&mut c).await,
-        };
-        match answer
-            .map_err(|e| Refused::Unavailable(e.to_string()))?
-            .as_slice()
-        {
+        let answer: Vec<Value> = self.run(&invocation).await?;
+        match answer.as_slice() {
             [Value::BulkString(code), Value::Int(left)] => {
                 let code = std::str::from_utf8(code).ok().and_then(Code::parse);
                 code.map(|code| Invite {
@@ -339,14 +339,8 @@ impl RedisStore {
             .arg(self.invites.misses_per_minute)
             // Kept past its minute, for replicas whose clocks are a little behind.
             .arg(120_000);
-        let answer: redis::RedisResult<Vec<Vec<u8>>> = match self.connection.clone() {
-            Connection::Single(mut c) => invocation.invoke_async(&mut c).await,
-            Connection::Cluster(mut c) => invocation.invoke_async(&mut c).await,
-        };
-        match answer
-            .map_err(|e| Refused::Unavailable(e.to_string()))?
-            .as_slice()
-        {
+        let answer: Vec<Vec<u8>> = self.run(&invocation).await?;
+        match answer.as_slice() {
             [limited] if limited == b"limited" => Err(Refused::RateLimited),
             [unknown] if unknown == b"unknown" => Ok(None),
             [found, id] if found == b"found" => match <MatchId>::try_from(id.as_slice()) {
