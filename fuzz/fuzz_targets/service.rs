@@ -427,7 +427,9 @@ fuzz_target!(|data: &[u8]| {
             ApiError::StoreUnavailable(_) => Code::Unavailable,
             ApiError::MatchForgotten => Code::NotFound,
             ApiError::StoreRequired => Code::FailedPrecondition,
-            ApiError::TooManyWatches => Code::ResourceExhausted,
+            ApiError::TooManyWatches | ApiError::InviteRateLimited => Code::ResourceExhausted,
+            ApiError::InviteNotFound => Code::NotFound,
+            ApiError::NoOpenSeat => Code::FailedPrecondition,
         };
         assert_eq!(status.code(), expected, "{error:?}");
     }
