@@ -99,7 +99,8 @@ pub fn chained(table: usize, match_id: [u8; 16], games: Vec<Game>) -> Vec<Option
                 secret: SECRET,
                 previous,
                 stored: false,
-             names: Default::default(), };
+                names: Default::default(),
+            };
             previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
             Some(record)
         })
@@ -487,7 +488,8 @@ fn record_of(game: &Game) -> Record {
         secret: [moves.to_le_bytes()[0]; 16],
         previous: (dealt || game.seed() % 2 == 1).then_some([moves.to_le_bytes()[1]; 16]),
         stored: game.seed() % 3 == 0,
-     names: Default::default(), }
+        names: Default::default(),
+    }
 }
 
 /// Whether the game's scorecard is past a limit `check::scorecard` holds a token to:
