@@ -123,9 +123,11 @@ pub struct Config {
     #[arg(long, env = "ALLFIVES_DRAIN_SECONDS", default_value_t = 10)]
     pub drain_seconds: u64,
 
-    /// Connections open at once; at the cap the server stops accepting (new ones wait
-    /// in the kernel's backlog) until one closes. Keep it below the open-files limit.
-    /// An idle HTTP/2 connection holds about 16 KiB: 4096 of them about 66 MiB.
+    /// Connections open at once; at the cap the connection idle the longest (else one
+    /// holding only Watch streams) is closed (GOAWAY) to make room, and with every
+    /// connection busy the server stops accepting (new ones wait in the kernel's
+    /// backlog) until one closes or turns idle. Keep it below the open-files limit. An
+    /// idle HTTP/2 connection holds about 16 KiB: 4096 of them about 66 MiB.
     #[arg(
         long,
         env = "ALLFIVES_MAX_CONNECTIONS",
