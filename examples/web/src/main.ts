@@ -26,9 +26,11 @@ import {
   type WatchChange,
 } from "./gen/allfives/v1/allfives_pb.js";
 import { renderTable, seatLabel, tileKey } from "./table.js";
+import { LANGUAGES, T, dir, isLang, lang, pickLanguage, setLanguage, type TextKey } from "./lang/index.js";
 import {
-  endName,
   isNetworkFailure,
+  onEnd,
+  pipName,
   levelName,
   playAndSettlement,
   reasonOf,
@@ -40,6 +42,7 @@ import {
   whyUnreachable,
 } from "./words.js";
 import { ErrorReason } from "./gen/allfives/v1/allfives_pb.js";
+import { normaliseCode } from "./code.js";
 
 const params = new URLSearchParams(window.location.search);
 // By default the service on the page's own host (127.0.0.1 when the page is opened
@@ -116,7 +119,8 @@ function forget() {
 interface Game extends Held {
   view: GameView;
   sheet?: ScoreSheet;
-  log: string[];
+  /** What happened, each line said in the page's language when it is shown. */
+  log: (() => string)[];
   /** Every state id the page has taken (base64): an answer or a pushed change that
    * brings one again (the page's own move comes both ways) is not taken twice. */
   seen: Set<string>;
@@ -144,6 +148,12 @@ function settle() {
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const form = $<HTMLFormElement>("new-match");
+/** "Join with a code", shown with the new-match form. */
+const codeForm = $<HTMLFormElement>("code-join");
+function hideForms() {
+  form.hidden = true;
+  codeForm.hidden = true;
+}
 const tableContent = document.getElementById("table-content") as unknown as SVGGElement;
 
 function showError(text: string) {
@@ -187,7 +197,7 @@ const opts = () => ({ timeoutMs: CALL_TIMEOUT_MS });
 function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event[] = []) {
   game = { ...held, match: view.matchId, view, sheet, log: [], seen: new Set([b64(view.stateId)]) };
   you = held.seat;
-  for (const e of events) game.log.push(describe(e, view));
+  for (const e of events) game.log.push(() => describe(e, view));
   if (!spectating()) save();
   watch();
 }
@@ -214,7 +224,8 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
   }
   if (answer.state && answer.state.length > 0) g.state = answer.state;
   if (catchUp) g.log = [];
-  for (const e of answer.events ?? []) g.log.push(describe(e, g.view));
+  const at = g.view;
+  for (const e of answer.events ?? []) g.log.push(() => describe(e, at));
   selected = undefined;
   suggested = undefined;
   hint = "";
@@ -291,21 +302,24 @@ function describe(e: Event, view: GameView): string {
   const who = (seat: number) => seatLabel(view, seat, me);
   switch (e.kind.case) {
     case "dealt":
-      return `Hand ${e.kind.value.hand} dealt; ${who(e.kind.value.starter)} ${e.kind.value.starter === me ? "lead" : "leads"}.`;
+      return T.logDealt(e.kind.value.hand, who(e.kind.value.starter), e.kind.value.starter === me);
     case "tilePlayed": {
       const p = e.kind.value;
-      const where = p.end === End.UNSPECIFIED ? "as the lead" : `on ${endName(p.end)}`;
-      return `${who(p.seat)} played ${tileName(p.tile!)} ${where}: count ${p.count}${p.points ? `, scoring ${p.points}` : ""}.`;
+      return T.logPlayed(who(p.seat), p.seat === me, tileName(p.tile!), onEnd(p.end), p.count, p.points);
     }
-    case "tileDrawn":
+    case "tileDrawn": {
       // On a hot seat the log is seen by every player at the screen: no drawn tile named.
-      return `${who(e.kind.value.seat)} drew ${e.kind.value.tile && !game?.local ? tileName(e.kind.value.tile) : "a tile"}.`;
+      const { seat, tile } = e.kind.value;
+      return tile && !game?.local ? T.logDrew(who(seat), seat === me, tileName(tile)) : T.logDrewHidden(who(seat), seat === me);
+    }
     case "passed":
-      return `${who(e.kind.value.seat)} passed.`;
+      return T.logPassed(who(e.kind.value.seat), e.kind.value.seat === me);
     case "handEnded":
-      return `Hand ${e.kind.value.hand} ended: ${handEnd(e.kind.value.reason, e.kind.value.wentOut, e.kind.value.reachedTarget)}`;
-    case "gameEnded":
-      return `The match is over: ${e.kind.value.winnerSeats.map((s) => seatName(s, me)).join(" & ")} won.`;
+      return T.logHandEnded(e.kind.value.hand, handEnd(e.kind.value.reason, e.kind.value.wentOut, e.kind.value.reachedTarget));
+    case "gameEnded": {
+      const winners = e.kind.value.winnerSeats;
+      return T.logMatchOver(winners.map((s) => seatName(s, me)).join(" & "), winners.length);
+    }
     default:
       return "";
   }
@@ -314,11 +328,11 @@ function describe(e: Event, view: GameView): string {
 function handEnd(reason: HandEndReason, wentOut?: number, reached?: number): string {
   switch (reason) {
     case HandEndReason.DOMINO:
-      return `${seatName(wentOut ?? 0, you)} went out.`;
+      return T.wentOut(seatName(wentOut ?? 0, you), (wentOut ?? 0) === you);
     case HandEndReason.BLOCKED:
-      return "blocked: nobody could play.";
+      return T.blocked;
     case HandEndReason.TARGET_REACHED:
-      return `${seatName(reached ?? 0, you)} reached the target.`;
+      return T.reachedTarget(seatName(reached ?? 0, you), (reached ?? 0) === you);
     default:
       return "";
   }
@@ -348,7 +362,7 @@ function startMatch(rules: NonNullable<GameView["rules"]> | Record<string, unkno
     // More than one seat claimed here: a hot seat, every credential kept.
     const local = answer.credentials.length > 1 ? new Map(answer.credentials.map((c) => [c.seat, c.credential])) : undefined;
     startGame({ state: answer.state, credential: answer.credentials[0].credential, seat: 0, local }, answer.view!);
-    form.hidden = true;
+    hideForms();
     // With a friend's seat open, the first hand waits for the friend (see arrive()).
     if (!hasOpenSeat(answer.view!)) await take(await client.deal({ state: game!.state, ...me() }, opts()));
   });
@@ -387,12 +401,11 @@ function suggest() {
     const g = game!;
     const answer = await client.suggest({ state: g.state, seat: you, level, credential: g.credential }, opts());
     if (answer.draw) {
-      hint = `The ${levelName(level)} bot says: draw.`;
+      hint = T.botSaysDraw(levelName(level));
     } else if (answer.play?.tile) {
       suggested = answer.play;
       selected = tileKey(answer.play.tile);
-      const where = answer.play.end === End.UNSPECIFIED ? "as the lead" : `on ${endName(answer.play.end)}`;
-      hint = `The ${levelName(level)} bot suggests ${tileName(answer.play.tile)} ${where} (${answer.play.points} points).`;
+      hint = T.botSuggests(levelName(level), tileName(answer.play.tile), onEnd(answer.play.end), answer.play.points);
     }
   });
 }
@@ -446,7 +459,7 @@ function watch() {
         document.body.dataset.watching = "no";
         const reason = reasonOf(err);
         if (reason === ErrorReason.STORE_REQUIRED || (err instanceof ConnectError && err.code === Code.Unimplemented)) {
-          if (hasOtherPlayer(g.view)) showError(NO_STORE);
+          if (hasOtherPlayer(g.view)) showError(T.noStore);
           return;
         }
         if (refusesSaved(err) || reason === ErrorReason.MATCH_FORGOTTEN) {
@@ -460,8 +473,6 @@ function watch() {
     }
   })();
 }
-const NO_STORE =
-  "This server keeps no match store, so the other players' moves cannot reach this page. Start it with --match-store memory.";
 
 /** A change the Watch stream pushed. */
 async function arrive(change: WatchChange) {
@@ -500,14 +511,14 @@ async function join(invite: Uint8Array, held: Held | undefined, name: string) {
       if (reasonOf(err) !== ErrorReason.STORE_REQUIRED) throw err;
     }
     view ??= (await client.score({ state: latest }, opts())).view;
-    if (held && held.match !== view!.matchId && !window.confirm("Leave the match this page holds, to join the one you were invited to?")) {
+    if (held && held.match !== view!.matchId && !window.confirm(T.confirmLeave)) {
       declined = true;
       return;
     }
     let pending = JSON.parse(sessionStorage.getItem(JOINING_KEY) ?? "null") as { match: string; seat: number; key: string } | null;
     if (pending?.match !== view!.matchId) {
       const open = view!.seats.find((s) => s.kind === SeatKind.OPEN);
-      if (!open) throw new PageRefusal("Every seat of this match has been taken.");
+      if (!open) throw new PageRefusal(T.everySeatTaken);
       const key = b64(crypto.getRandomValues(new Uint8Array(16)));
       pending = { match: view!.matchId, seat: open.seat, key };
       sessionStorage.setItem(JOINING_KEY, JSON.stringify(pending));
@@ -517,7 +528,7 @@ async function join(invite: Uint8Array, held: Held | undefined, name: string) {
       opts(),
     );
     sessionStorage.removeItem(JOINING_KEY);
-    form.hidden = true;
+    hideForms();
     startGame({ state: claimed.state, credential: claimed.credential!.credential, seat: pending.seat }, claimed.view!);
   });
   // A claim the server refused (the seat taken, say) is not tried again as it was.
@@ -532,6 +543,60 @@ function inviteLink(g: Game): string {
   const url = new URL(window.location.href);
   url.hash = `join=${b64url(g.state)}`;
   return url.toString();
+}
+
+// --- The invite code: a short code to read out, beside the link. --------------------
+/** The code of the page's match, once asked: `none` on a server without a match store. */
+let code: { match: string; code?: string; expiresAt?: number; none?: boolean } | undefined;
+
+/**
+ * Asks the match's invite code (CreateInviteCode) once per match, while a seat is open
+ * before the deal; the answer is drawn beside the link. A server without a match store
+ * has no codes (STORE_REQUIRED): the link alone, and a quiet line that says why. Not
+ * through call(): the page stays free to use meanwhile, and a refusal is no error of
+ * the player's.
+ */
+function askCode(g: Game) {
+  const match = g.view.matchId;
+  if (spectating() || code?.match === match) return;
+  code = { match };
+  const asked = code;
+  void client.createInviteCode({ state: g.state, viewer: you, credential: g.credential }, opts()).then(
+    (answer) => {
+      asked.code = answer.code;
+      asked.expiresAt = Date.now() + answer.expiresInSeconds * 1000;
+      if (game === g) render();
+    },
+    (err) => {
+      if (reasonOf(err) === ErrorReason.STORE_REQUIRED) asked.none = true;
+      else console.warn("allfives: no invite code:", err);
+      if (game === g) render();
+    },
+  );
+}
+
+/** The code, large and spaced to read out (a screen reader spells it), with Copy. */
+function codeBlock(v: GameView): string {
+  if (code?.match !== v.matchId) return "";
+  if (code.none) return `<p class="muted" data-testid="no-code">${esc(T.noCodes)}</p>`;
+  if (!code.code) return "";
+  const minutes = Math.max(1, Math.round(((code.expiresAt ?? 0) - Date.now()) / 60_000));
+  const spelled = code.code.split("-").map((group) => [...group].join(" ")).join(", ");
+  return (
+    `<p>${esc(T.codeIntro)}</p>` +
+    `<p class="invite"><output id="invite-code" class="invite-code" aria-label="${esc(T.codeLabel(spelled))}">${esc(code.code)}</output>` +
+    `<button type="button" id="copy-code">${esc(T.copy)}</button></p>` +
+    `<p class="muted">${esc(T.codeLasts(minutes))}</p>`
+  );
+}
+
+/** Opens a typed code (OpenInviteCode), then asks the name as an invite link does. */
+function joinByCode(typed: string) {
+  return call(async () => {
+    const opened = await client.openInviteCode({ code: normaliseCode(typed) }, opts());
+    hideForms();
+    askToJoin(opened.state);
+  });
 }
 
 /** A link that lets anyone watch the match (no hand shown, nothing to play). */
@@ -550,7 +615,7 @@ async function spectate(matchId: string) {
   await call(async () => {
     for await (const message of client.watch({ matchId }, opts())) {
       if (message.kind.case === "change" && message.kind.value.view) {
-        form.hidden = true;
+        hideForms();
         startGame({ state: new Uint8Array(), credential: new Uint8Array(), seat: SPECTATOR }, message.kind.value.view, undefined, message.kind.value.events);
         break;
       }
@@ -621,8 +686,8 @@ function render() {
   const next = handover();
   $("handover").hidden = next === undefined;
   if (next !== undefined) {
-    $("handover-text").textContent = `${seatName(next, SPECTATOR)}'s turn: pass the device, then show the tiles.`;
-    $("handover-button").textContent = `I am ${seatName(next, SPECTATOR)}: show my tiles`;
+    $("handover-text").textContent = T.handoverText(seatName(next, SPECTATOR));
+    $("handover-button").textContent = T.handoverButton(seatName(next, SPECTATOR));
     $<HTMLButtonElement>("handover-button").dataset.seat = String(next);
   }
   $("watch-box").hidden = spectating();
@@ -630,14 +695,15 @@ function render() {
 
   // The log only grows (a live region: a screen reader reads each new line once).
   const log = $("log");
-  if (log.dataset.match !== v.matchId || Number(log.dataset.lines) > g.log.length) {
+  if (log.dataset.match !== v.matchId || log.dataset.lang !== lang || Number(log.dataset.lines) > g.log.length) {
     log.replaceChildren();
     log.dataset.match = v.matchId;
+    log.dataset.lang = lang;
     log.dataset.lines = "0";
   }
   for (const line of g.log.slice(Number(log.dataset.lines))) {
     const li = document.createElement("li");
-    li.textContent = line;
+    li.textContent = line();
     log.append(li);
   }
   log.dataset.lines = String(g.log.length);
@@ -686,20 +752,20 @@ function focusNext(v: GameView) {
 }
 
 function statusLine(v: GameView): string {
-  if (v.phase === Phase.OVER) return `The match is over: ${winnerText(v)}`;
-  if (hasOpenSeat(v)) return "Waiting for players: send the invite link below.";
-  if (v.phase === Phase.DEALING) return v.handNumber === 0 ? "Waiting for the deal." : "The hand is over.";
-  if (spectating()) return `Watching: ${seatName(v.turn ?? 0, you)} is on turn.`;
-  if (v.turn !== you) return `${seatName(v.turn ?? 0, you)} is on turn.`;
-  if (v.mustDraw) return "You have nothing to play: draw from the boneyard.";
-  if (v.layout.length === 0) return "Your lead: choose any tile, then the centre.";
-  return selected ? "Now choose an end (highlighted, with the points it scores)." : "Your turn: choose a tile (playable ones are raised).";
+  if (v.phase === Phase.OVER) return T.matchOver(winnerText(v));
+  if (hasOpenSeat(v)) return T.waitingInvite;
+  if (v.phase === Phase.DEALING) return v.handNumber === 0 ? T.waitingDeal : T.handIsOver;
+  if (spectating()) return T.watchingTurn(seatName(v.turn ?? 0, you), false);
+  if (v.turn !== you) return T.onTurn(seatName(v.turn ?? 0, you), false);
+  if (v.mustDraw) return T.mustDraw;
+  if (v.layout.length === 0) return T.yourLead;
+  return selected ? T.chooseEnd : T.chooseTile;
 }
 
 function winnerText(v: GameView): string {
   const seats = v.winnerSeats;
-  if (seats.includes(you)) return seats.length > 1 ? `you and ${seatName(seats.find((s) => s !== you)!, you)} won.` : "you won!";
-  return `${seats.map((s) => seatName(s, you)).join(" & ")} won.`;
+  if (seats.includes(you)) return seats.length > 1 ? T.wonYouAnd(seatName(seats.find((s) => s !== you)!, you)) : T.wonYou;
+  return T.won(seats.map((s) => seatName(s, you)).join(" & "), seats.length);
 }
 
 const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
@@ -707,7 +773,7 @@ const sideName = (v: GameView, side: number) =>
   (v.scores.find((s) => s.side === side)?.seats ?? [side]).map((s) => seatName(s, you)).join(" & ");
 
 function miniTile(t: Tile): string {
-  return `<svg class="mini" width="40" height="20" viewBox="0 0 40 20" role="img" aria-label="${tileName(t)}"><title>${tileName(t)}</title>` +
+  return `<svg class="mini" width="40" height="20" viewBox="0 0 40 20" role="img" aria-label="${esc(tileName(t))}"><title>${esc(tileName(t))}</title>` +
     `<rect x="0.5" y="0.5" width="39" height="19" rx="3" fill="#fbf8ef" stroke="#333"/><line x1="20" y1="3" x2="20" y2="17" stroke="#888"/>` +
     `<text x="10" y="15" text-anchor="middle" font-size="13">${t.a}</text><text x="30" y="15" text-anchor="middle" font-size="13">${t.b}</text></svg>`;
 }
@@ -728,33 +794,35 @@ function renderHandEnd(g: Game) {
   if (waiting) {
     // Seats left open for friends: the invite, until every seat is taken.
     const open = v.seats.filter((s) => s.kind === SeatKind.OPEN).map((s) => esc(seatName(s.seat, you)));
-    $("hand-end-title").textContent = "Waiting for players";
+    $("hand-end-title").textContent = T.waitingTitle;
     $("hand-end-body").innerHTML = spectating()
-      ? `<p>Open: ${open.join(", ")}. The first hand is dealt once every seat is taken.</p>`
-      : `<p>Open: ${open.join(", ")}. Send a friend this link (or open it in another window); the first hand is dealt once every seat is taken.</p>` +
-        `<p class="invite"><input id="invite-link" readonly aria-label="Invite link" value="${esc(inviteLink(g))}"/>` +
-        `<button type="button" id="copy-invite">Copy</button></p>`;
+      ? `<p>${T.openSeatsWatching(open.join(", "))}</p>`
+      : `<p>${T.openSeatsInvite(open.join(", "))}</p>` +
+        `<p class="invite"><input id="invite-link" readonly aria-label="${esc(T.inviteLink)}" value="${esc(inviteLink(g))}"/>` +
+        `<button type="button" id="copy-invite">${esc(T.copy)}</button></p>` +
+        codeBlock(v);
+    askCode(g);
     return;
   }
   if (!result) {
     // Before the first deal (its Deal failed): offer it again.
-    $("hand-end-title").textContent = "Ready to deal the first hand";
+    $("hand-end-title").textContent = T.readyFirstHand;
     $("hand-end-body").innerHTML = "";
     return;
   }
-  $("hand-end-title").textContent = `Hand ${result.hand}: ${handEnd(result.reason, result.wentOut, result.reachedTarget)}`;
+  $("hand-end-title").textContent = T.handTitle(result.hand, handEnd(result.reason, result.wentOut, result.reachedTarget));
   const hands = result.hands
     .map(
       (h) =>
         `<li data-testid="revealed-${h.seat}"><strong>${esc(seatName(h.seat, you))}</strong>: ` +
-        `${h.tiles.length ? h.tiles.map(miniTile).join(" ") : "no tiles"} — ${h.pips} pips, counting ${h.rounded}</li>`,
+        `${h.tiles.length ? h.tiles.map(miniTile).join(" ") : esc(T.noTiles)} — ${esc(T.pipsCounting(h.pips, h.rounded))}</li>`,
     )
     .join("");
   const settlement =
     result.reason === HandEndReason.TARGET_REACHED
-      ? "<p>A placement reached the target, so the hand was not settled.</p>"
-      : `<p>Settlement: ${result.settlement.map((s) => `${esc(sideName(v, s.side))} ${s.points > 0 ? "+" : ""}${s.points}`).join(", ")}.</p>`;
-  const over = v.phase === Phase.OVER ? `<p class="winner" data-testid="winner">The match is over: ${esc(winnerText(v))}</p>` : "";
+      ? `<p>${esc(T.notSettled)}</p>`
+      : `<p>${T.settled(result.settlement.map((s) => `${esc(sideName(v, s.side))} ${s.points > 0 ? "+" : ""}${s.points}`).join(", "))}</p>`;
+  const over = v.phase === Phase.OVER ? `<p class="winner" data-testid="winner">${esc(T.matchOver(winnerText(v)))}</p>` : "";
   $("hand-end-body").innerHTML =
     `<ul class="revealed-hands">${hands}</ul>${settlement}${over}${g.sheet ? sheetTable(g.sheet, v) : ""}`;
 }
@@ -768,9 +836,9 @@ function sheetTable(sheet: ScoreSheet, v: GameView): string {
       return `<tr><th>${label}</th>${r.sides.map((l) => `<td><strong class="total">${l.total}</strong> <small>${playAndSettlement(l.play, l.settlement)}</small></td>`).join("")}</tr>`;
     })
     .join("");
-  return `<table class="sheet" data-testid="sheet"><caption>Score sheet, target ${sheet.target}</caption>` +
-    `<thead><tr><th>hand</th>${head}</tr></thead><tbody>${rows}</tbody></table>` +
-    `<p class="muted">Each cell: the running total, then the hand's points from play + settlement.</p>`;
+  return `<table class="sheet" data-testid="sheet"><caption>${esc(T.sheetCaption(sheet.target))}</caption>` +
+    `<thead><tr><th>${esc(T.sheetHand)}</th>${head}</tr></thead><tbody>${rows}</tbody></table>` +
+    `<p class="muted">${esc(T.sheetNote)}</p>`;
 }
 
 // --- The new-match form. -------------------------------------------------------------
@@ -778,15 +846,15 @@ function seatsFields() {
   const players = Number((form.elements.namedItem("players") as HTMLSelectElement).value);
   const box = $("seats");
   const before = new Map([...box.querySelectorAll("select")].map((s) => [s.name, s.value]));
-  box.innerHTML = "<legend>Opponents: the server's bots, or friends you invite</legend>";
+  box.innerHTML = `<legend>${esc(T.opponentsLegend)}</legend>`;
   for (let seat = 1; seat < players; seat++) {
     const label = document.createElement("label");
     label.textContent = `${seatName(seat, 0)} `;
     const select = document.createElement("select");
     select.name = `bot${seat}`;
-    for (const level of [BotLevel.EASY, BotLevel.MEDIUM, BotLevel.HARD]) select.add(new Option(`${levelName(level)} bot`, String(level)));
-    select.add(new Option("a friend (invite link)", "friend"));
-    select.add(new Option("a player at this screen", "here"));
+    for (const level of [BotLevel.EASY, BotLevel.MEDIUM, BotLevel.HARD]) select.add(new Option(T.bot(levelName(level)), String(level)));
+    select.add(new Option(T.friendOption, "friend"));
+    select.add(new Option(T.hereOption, "here"));
     select.value = before.get(select.name) ?? String(BotLevel.MEDIUM);
     label.append(select);
     box.append(label);
@@ -798,6 +866,7 @@ function seatsFields() {
 
 function showForm() {
   form.hidden = false;
+  codeForm.hidden = false;
   const name = form.elements.namedItem("name") as HTMLInputElement;
   if (!name.value) name.value = localStorage.getItem(NAME_KEY) ?? "";
   $("cancel-new-match").hidden = !game;
@@ -833,14 +902,11 @@ function activate(target: Element | null, byKeyboard: boolean) {
 /** Why a tile of the hand cannot be played now, in a sentence. */
 function whyNot(v: GameView, key: string): string {
   const [a, b] = key.split("-").map(Number);
-  if (v.phase !== Phase.PLAYING) return "The hand is over.";
-  if (v.turn !== you) return `Wait for your turn: ${seatName(v.turn ?? 0, you)} is on turn.`;
-  const ends = v.openEnds.map((e) => PIP_WORDS[e.pip]);
-  const shown = [...new Set(ends)];
-  const list = shown.length > 1 ? `${shown.slice(0, -1).join(", ")} and ${shown[shown.length - 1]}` : shown[0];
-  return `The ${tileName({ a, b })} fits no open end (they show ${list})${v.mustDraw ? ": draw from the boneyard" : ""}.`;
+  if (v.phase !== Phase.PLAYING) return T.handIsOver;
+  if (v.turn !== you) return T.waitYourTurn(seatName(v.turn ?? 0, you), false);
+  const shown = [...new Set(v.openEnds.map((e) => pipName(e.pip)))];
+  return T.fitsNoEnd(tileName({ a, b }), shown, v.mustDraw);
 }
-const PIP_WORDS = ["blank", "one", "two", "three", "four", "five", "six"];
 
 // Drag to play: press on a playable tile, move (its ends light up), release over one.
 let drag: { tile: string; x: number; y: number; moved: boolean } | undefined;
@@ -852,15 +918,35 @@ tableContent.addEventListener("pointerdown", (e) => {
 window.addEventListener("pointermove", (e) => {
   if (!drag || drag.moved || Math.hypot(e.clientX - drag.x, e.clientY - drag.y) < 8) return;
   drag.moved = true;
+  // The tile is drawn again (chosen) at once, and a finger's events stay with the
+  // element it touched first, even once that is gone: the table takes them instead.
+  ($("table") as unknown as SVGSVGElement).setPointerCapture?.(e.pointerId);
   selected = drag.tile;
   suggested = undefined;
   render();
 });
+window.addEventListener("pointercancel", () => (drag = undefined));
+// A finger on a playable tile drags it rather than scrolling the page. (CSS
+// touch-action does not reach into an SVG's shapes in chromium, which then takes the
+// move for a scroll and cancels the pointer.) A touch's events keep the element first
+// touched as their target, even once the table is drawn again without it, so the
+// listener goes on that element.
+tableContent.addEventListener(
+  "touchstart",
+  (e) => {
+    if (!(e.target as Element).closest("g.in-hand.playable")) return;
+    e.target!.addEventListener("touchmove", (m) => drag && m.cancelable && m.preventDefault(), { passive: false });
+  },
+  { passive: true },
+);
 window.addEventListener("pointerup", (e) => {
   const d = drag;
   drag = undefined;
   if (!d?.moved || !game) return;
-  dragged = true; // the click that may follow is not a tap
+  // The click that may follow (a mouse's) is not a tap; a finger's drag is followed by
+  // none, so the mark goes after a moment, lest it swallow the next tap.
+  dragged = true;
+  setTimeout(() => (dragged = false), 300);
   const end = document.elementFromPoint(e.clientX, e.clientY)?.closest<SVGGElement>("g.target")?.dataset.end;
   if (end === undefined) return; // dropped elsewhere: the tile stays chosen
   const [a, b] = d.tile.split("-").map(Number);
@@ -887,11 +973,18 @@ tableContent.addEventListener("keydown", (e) => {
 });
 $("draw").addEventListener("click", () => void draw());
 $("hand-end").addEventListener("click", (e) => {
+  if ((e.target as Element).id === "copy-code" && code?.code) {
+    void navigator.clipboard?.writeText(code.code).then(
+      () => ($("hint").textContent = T.codeCopied),
+      () => {},
+    );
+    return;
+  }
   if ((e.target as Element).id !== "copy-invite") return;
   const link = $<HTMLInputElement>("invite-link");
   link.select();
   void navigator.clipboard?.writeText(link.value).then(
-    () => ($("hint").textContent = "Invite link copied."),
+    () => ($("hint").textContent = T.linkCopied),
     () => {},
   );
 });
@@ -903,18 +996,42 @@ $("new-match-button").addEventListener("click", () => {
   showError("");
   showForm();
 });
-$("cancel-new-match").addEventListener("click", () => {
-  form.hidden = true;
-});
+$("cancel-new-match").addEventListener("click", hideForms);
 (form.elements.namedItem("players") as HTMLSelectElement).addEventListener("change", seatsFields);
 form.addEventListener("submit", (e) => {
   e.preventDefault();
   // A match in progress ends here: ask first.
-  if (game && game.view.phase !== Phase.OVER && !window.confirm("Start a new match? The match in progress is left where it stands.")) return;
+  if (game && game.view.phase !== Phase.OVER && !window.confirm(T.confirmNewMatch)) return;
   void newMatch(new FormData(form));
 });
 // A refusal's sentence is about what was sent: it goes once the form is changed.
 form.addEventListener("input", () => showError(""));
+
+// The invited player says its name first (a tap on Join: nothing is claimed before),
+// whether the invite came as a link or as a code.
+const joinForm = $<HTMLFormElement>("join");
+const nameField = joinForm.elements.namedItem("name") as HTMLInputElement;
+let invited: Uint8Array | undefined;
+function askToJoin(token: Uint8Array) {
+  invited = token;
+  nameField.value = localStorage.getItem(NAME_KEY) ?? "";
+  joinForm.hidden = false;
+  nameField.focus();
+}
+joinForm.addEventListener("submit", (e) => {
+  e.preventDefault();
+  if (!invited || isBusy()) return;
+  const name = nameField.value.trim();
+  localStorage.setItem(NAME_KEY, name);
+  joinForm.hidden = true;
+  void join(invited, load(), name);
+});
+codeForm.addEventListener("submit", (e) => {
+  e.preventDefault();
+  const typed = (codeForm.elements.namedItem("code") as HTMLInputElement).value;
+  void joinByCode(typed);
+});
+codeForm.addEventListener("input", () => showError(""));
 
 // Hooks for the browser tests (only with ?debug=1): send a Play the page would not
 // offer, through the same path as a click, to show how a refusal reads; and draw a view
@@ -931,7 +1048,46 @@ if (params.get("debug") === "1") {
   };
 }
 
-$("server").textContent = `server ${SERVER}`;
+// --- The page's language. -------------------------------------------------------------
+const LANG_KEY = "allfives-lang";
+const langSelect = $<HTMLSelectElement>("lang");
+for (const [code, words] of Object.entries(LANGUAGES)) {
+  const option = new Option(words.languageName, code);
+  option.lang = code;
+  langSelect.add(option);
+}
+/**
+ * Says the page's own text in the current language: `lang` and `dir` on <html>, the
+ * title, and every element of static/index.html marked with the key of its words
+ * (data-t: its text; data-t-placeholder, data-t-label: those attributes).
+ */
+function applyLanguage() {
+  document.documentElement.lang = lang;
+  document.documentElement.dir = dir(lang);
+  document.title = T.appTitle;
+  const words = (el: Element, attr: string) => T[el.getAttribute(attr) as TextKey];
+  for (const el of document.querySelectorAll("[data-t]")) el.textContent = words(el, "data-t");
+  for (const el of document.querySelectorAll("[data-t-placeholder]")) el.setAttribute("placeholder", words(el, "data-t-placeholder"));
+  for (const el of document.querySelectorAll("[data-t-label]")) el.setAttribute("aria-label", words(el, "data-t-label"));
+  for (const [i, option] of [...$<HTMLSelectElement>("hint-level").options].entries()) option.text = T.levels[i];
+  $("server").textContent = T.server(SERVER);
+  langSelect.value = lang;
+}
+
+// The page's language: chosen before, else the browser's, else English.
+setLanguage(pickLanguage(localStorage.getItem(LANG_KEY), navigator.languages ?? [navigator.language]));
+applyLanguage();
+langSelect.addEventListener("change", () => {
+  if (!isLang(langSelect.value)) return;
+  localStorage.setItem(LANG_KEY, langSelect.value);
+  setLanguage(langSelect.value);
+  applyLanguage();
+  // What was said in the other language goes; the rest is said again in this one.
+  showError("");
+  hint = "";
+  if (!form.hidden) seatsFields();
+  render();
+});
 // On a phone the log starts folded: a tap away.
 if (window.matchMedia("(max-width: 640px)").matches) $("log-box").removeAttribute("open");
 const saved = load();
@@ -940,20 +1096,8 @@ const watched = /^#watch=([0-9a-f]{32})$/.exec(window.location.hash)?.[1];
 if (watched) {
   void spectate(watched);
 } else if (invite) {
-  // The invited player says its name first (a tap on Join: nothing is claimed before).
-  const joinForm = $<HTMLFormElement>("join");
-  const nameField = joinForm.elements.namedItem("name") as HTMLInputElement;
-  nameField.value = localStorage.getItem(NAME_KEY) ?? "";
-  joinForm.hidden = false;
+  askToJoin(unb64url(invite));
   document.body.dataset.state = "idle";
-  joinForm.addEventListener("submit", (e) => {
-    e.preventDefault();
-    const name = nameField.value.trim();
-    localStorage.setItem(NAME_KEY, name);
-    joinForm.hidden = true;
-    void join(unb64url(invite), saved, name);
-  });
-  nameField.focus();
 } else if (saved) {
   void resume(saved);
 } else {

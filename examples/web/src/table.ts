@@ -4,7 +4,8 @@
 // played it), the open ends (as targets for the chosen tile, with the points each
 // move would score), the count, the boneyard, the scores, and the player's hand.
 import { Arm, End, Phase, SeatKind, type GameView, type LegalMove, type PlacedTile } from "./gen/allfives/v1/allfives_pb.js";
-import { SEAT_COLOURS, endName, levelName, pointsWord, seatMark, seatName, tileName } from "./words.js";
+import { SEAT_COLOURS, endName, levelName, pipName, pointsWord, seatMark, seatName, tileName } from "./words.js";
+import { T } from "./lang/index.js";
 import { U, boundingBox, fitLine } from "./line.js";
 
 /** Below this width (CSS pixels), the compact table of a phone held upright. */
@@ -71,30 +72,20 @@ export function isPartner(view: GameView, seat: number, you: number): boolean {
 /** "Seat 3, partner (medium bot)", "Seat 2 (easy bot)", "You". */
 export function seatLabel(view: GameView, seat: number, you: number): string {
   const status = view.seats[seat];
-  const level = status?.bot ? ` (${levelName(status.bot)} bot)` : status?.kind === SeatKind.OPEN ? " (open)" : "";
-  return seatName(seat, you) + (isPartner(view, seat, you) ? ", partner" : "") + level;
+  const level = status?.bot ? ` (${T.bot(levelName(status.bot))})` : status?.kind === SeatKind.OPEN ? ` (${T.open})` : "";
+  return seatName(seat, you) + (isPartner(view, seat, you) ? `, ${T.partner}` : "") + level;
 }
-
-const ARMS: Partial<Record<Arm, string>> = {
-  [Arm.LEFT]: "the left arm",
-  [Arm.RIGHT]: "the right arm",
-  [Arm.UP]: "the upper arm",
-  [Arm.DOWN]: "the lower arm",
-};
 
 /** Where a placed tile lies: "the lead", "the left arm, 2nd from the lead". */
 function placeName(t: PlacedTile): string {
-  if (t.arm === Arm.LEAD) return "the lead";
-  const n = t.index + 1;
-  const nth = n % 10 === 1 && n % 100 !== 11 ? "st" : n % 10 === 2 && n % 100 !== 12 ? "nd" : n % 10 === 3 && n % 100 !== 13 ? "rd" : "th";
-  return `${ARMS[t.arm] ?? "the line"}, ${n}${nth} from the ${t.arm === Arm.UP || t.arm === Arm.DOWN ? "spinner" : "lead"}`;
+  if (t.arm === Arm.LEAD || t.arm < Arm.LEFT) return T.placeLead;
+  return T.placeOnArm(T.arms[t.arm - Arm.LEFT], t.index + 1, t.arm === Arm.UP || t.arm === Arm.DOWN);
 }
 
 /** What an open end shows: "the left end: five (counts 5)". */
 function openEndName(end: End, pip: number, value: number): string {
-  return `${endName(end)}: ${PIP_WORDS[pip] ?? pip} (counts ${value})`;
+  return T.openEnd(endName(end), pipName(pip), value);
 }
-const PIP_WORDS = ["blank", "one", "two", "three", "four", "five", "six"];
 
 /** The table drawn for the view, and its height (its width is `ui.width`). */
 export function renderTable(view: GameView, ui: TableUi): { svg: string; height: number } {
@@ -115,14 +106,14 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
     const x0 = i * slot;
     const n = view.handSizes[seat] ?? 0;
     const onTurn = playing && view.turn === seat;
-    const label = `${seatLabel(view, seat, ui.you)}: ${n} tile${n === 1 ? "" : "s"}${onTurn ? ", on turn" : ""}`;
+    const label = `${seatLabel(view, seat, ui.you)}: ${T.tiles(n)}${onTurn ? `, ${T.onTurnMark}` : ""}`;
     // A labelled group (its tiles, once revealed, are images inside it); the drawn
     // name and count repeat the label, so they are hidden from screen readers.
     parts.push(`<g class="opponent${onTurn ? " on-turn" : ""}" role="group" aria-label="${esc(label)}" data-seat="${seat}">`);
     // On a phone the name's second part (the level) goes on a line of its own.
     const status = view.seats[seat];
-    const level = status?.bot ? `${levelName(status.bot)} bot` : status?.kind === SeatKind.OPEN ? "open" : "";
-    const detail = [isPartner(view, seat, ui.you) ? "partner" : "", level].filter(Boolean).join(" · ");
+    const level = status?.bot ? T.bot(levelName(status.bot)) : status?.kind === SeatKind.OPEN ? T.open : "";
+    const detail = [isPartner(view, seat, ui.you) ? T.partner : "", level].filter(Boolean).join(" · ");
     // On a phone the name alone on its line; "partner" goes with the level below it.
     const full = compact ? seatName(seat, ui.you) : seatLabel(view, seat, ui.you);
     // Drawn within its box (the label keeps it whole): about 8 px a character.
@@ -133,7 +124,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
       seatMark(seat, x0 + 18, 20, 7),
       `<text x="${x0 + 30}" y="25" class="seat-name" aria-hidden="true">${esc(name)}</text>`,
       compact && detail ? `<text x="${x0 + slot - 12}" y="${oppH - 14}" class="seat-detail" aria-hidden="true" text-anchor="end">${esc(detail)}</text>` : "",
-      `<text x="${compact ? x0 + 12 : x0 + slot - 14}" y="${oppH - 14}" ${compact ? "" : 'text-anchor="end" '}class="hand-size" data-testid="hand-size-${seat}" aria-hidden="true">${n} tile${n === 1 ? "" : "s"}</text>`,
+      `<text x="${compact ? x0 + 12 : x0 + slot - 14}" y="${oppH - 14}" ${compact ? "" : 'text-anchor="end" '}class="hand-size" data-testid="hand-size-${seat}" aria-hidden="true">${esc(T.tiles(n))}</text>`,
     );
     const shown = ended ? revealed.get(seat) : undefined;
     const count = shown ? shown.length : n;
@@ -162,13 +153,13 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   const line1 = oppH + (compact ? 22 : 30);
   const line2 = compact ? line1 + 22 : line1;
   // On a phone the target ends the first line, so the scores have the second to themselves.
-  const target = view.rules?.target ?? "";
+  const target = view.rules?.target ?? 0;
   parts.push(
-    `<text x="10" y="${line1}" class="status-line"><tspan data-testid="count">Count ${view.count}</tspan><tspan class="sep"> · </tspan>` +
-      `<tspan data-testid="boneyard">Boneyard ${view.boneyardSize}</tspan><tspan class="sep"> · </tspan>Hand ${view.handNumber}` +
-      `${compact ? `<tspan class="sep"> · </tspan>target ${target}` : ""}</text>`,
+    `<text x="10" y="${line1}" class="status-line"><tspan data-testid="count">${esc(T.count(view.count))}</tspan><tspan class="sep"> · </tspan>` +
+      `<tspan data-testid="boneyard">${esc(T.boneyard(view.boneyardSize))}</tspan><tspan class="sep"> · </tspan>${esc(T.hand(view.handNumber))}` +
+      `${compact ? `<tspan class="sep"> · </tspan>${esc(T.targetIs(target))}` : ""}</text>`,
     `<text x="${compact ? 10 : W - 10}" y="${line2}" ${compact ? "" : 'text-anchor="end" '}class="status-line" data-testid="scores">${scores}` +
-      `${compact ? "" : `<tspan class="sep"> (target ${target})</tspan>`}</text>`,
+      `${compact ? "" : `<tspan class="sep"> (${esc(T.targetIs(target))})</tspan>`}</text>`,
   );
 
   // --- The line of play: bent at the felt's edges rather than shrunk below a
@@ -192,11 +183,11 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   // The placed tiles, in the order they were played: a list of its own. The last
   // placed is marked.
   const last = Math.max(-1, ...layout.map((t) => t.order));
-  parts.push(`<g role="list" aria-label="The line of play: ${layout.length} tile${layout.length === 1 ? "" : "s"}" data-testid="line">`);
+  parts.push(`<g role="list" aria-label="${esc(T.lineOfPlay(layout.length))}" data-testid="line">`);
   for (const { tile: t, box, first, second, horizontal } of [...line.tiles].sort((p, q) => p.tile.order - q.tile.order)) {
     const who = seatName(t.seat, ui.you);
     const isLast = playing && t.order === last;
-    const label = `${tileName(t.tile!)}${t.spinner ? ", the spinner" : ""}, on ${placeName(t)}, played by ${who}${isLast ? ", the last played" : ""}`;
+    const label = T.placed(tileName(t.tile!), t.spinner, placeName(t), who, isLast);
     parts.push(
       `<g class="placed${t.spinner ? " spinner" : ""}${isLast ? " last" : ""}${isLast && ui.fresh ? " arriving" : ""}" role="listitem" aria-label="${esc(label)}" data-order="${t.order}" data-tile="${tileKey(t.tile!)}" data-arm="${Arm[t.arm]}" style="--seat:${SEAT_COLOURS[t.seat]}">`,
       `<title>${esc(label)}</title>`,
@@ -219,11 +210,11 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
     const open = view.openEnds.find((e) => e.end === end);
     const lead = end === End.UNSPECIFIED;
     if (replaying || (!open && !(lead && playing))) continue;
-    const name = open ? openEndName(end, open.pip, open.value) : "the centre: empty, the lead is any tile";
+    const name = open ? openEndName(end, open.pip, open.value) : T.centreEmpty;
     endItems.push(`<g role="listitem" aria-label="${esc(name)}" data-testid="open-end" data-end="${end}">`);
     if (move) {
       const advised = ui.suggested && ui.suggested.end === end && tileKey(ui.suggested.tile!) === ui.selected;
-      const label = `Place ${tileName(move.tile!)} on ${endName(end)}: ${move.points} point${move.points === 1 ? "" : "s"}`;
+      const label = T.placeOn(tileName(move.tile!), endName(end), move.points);
       const hw = Math.max(box.w, reach);
       const hh = Math.max(box.h, reach);
       endItems.push(
@@ -239,7 +230,8 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
     }
     endItems.push("</g>");
   }
-  parts.push(`<g role="list" aria-label="Open ends: ${view.openEnds.length}${playing ? `, count ${view.count}` : ""}" data-testid="open-ends">`, ...endItems, "</g>");
+  const endsLabel = playing ? T.openEndsCount(view.openEnds.length, view.count) : T.openEnds(view.openEnds.length);
+  parts.push(`<g role="list" aria-label="${esc(endsLabel)}" data-testid="open-ends">`, ...endItems, "</g>");
   parts.push("</g>");
   // The points a move scored, called on the felt ("+15", "Seat 2: fifteen"); the
   // log says it to a screen reader.
@@ -260,10 +252,10 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
     const title = over
       ? winners.includes(ui.you)
         ? winners.length > 1
-          ? "You and your partner win the match!"
-          : "You win the match!"
-        : `${winners.map((s) => seatName(s, ui.you)).join(" & ")} win${winners.length > 1 ? "" : "s"} the match`
-      : `Hand ${view.lastHand.hand} is over`;
+          ? T.winMatchYouPartner
+          : T.winMatchYou
+        : T.winMatch(winners.map((s) => seatName(s, ui.you)).join(" & "), winners.length)
+      : T.handIsOverMoment(view.lastHand.hand);
     const cy = area.y + area.h / 2;
     parts.push(
       `<g class="moment${over ? " match-over" : ""}" data-testid="moment" role="img" aria-label="${esc(title)}">`,
@@ -281,8 +273,8 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   const capY = area.y + area.h + 28;
   parts.push(
     (spectator ? "" : seatMark(ui.you, 18, capY - 6, 7)) +
-      `<text x="${spectator ? 10 : 30}" y="${capY}" class="seat-name" data-testid="caption">${spectator ? "Watching: no hand is yours" : esc(seatLabel(view, ui.you, ui.you))}` +
-      `${youTurn ? (view.mustDraw ? " · nothing to play: draw" : ui.selected ? " · now choose an end" : " · your turn: choose a tile") : ""}</text>`,
+      `<text x="${spectator ? 10 : 30}" y="${capY}" class="seat-name" data-testid="caption">${esc(spectator ? T.watchingNoHand : seatLabel(view, ui.you, ui.you))}` +
+      `${youTurn ? ` · ${esc(view.mustDraw ? T.captionDraw : ui.selected ? T.captionEnd : T.captionTile)}` : ""}</text>`,
   );
   const th = compact ? 88 : 84;
   const tw = th / 2;
@@ -291,7 +283,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   const rows = Math.max(1, Math.ceil(hand.length / perRow));
   const handTop = capY + 42;
   const rowH = th + 40;
-  parts.push(`<g class="hand" role="group" aria-label="Your hand: ${hand.length} tiles">`);
+  parts.push(`<g class="hand" role="group" aria-label="${esc(T.yourHand(hand.length))}">`);
   hand.forEach((t, k) => {
     const key = tileKey(t);
     const can = playable.has(key);
@@ -299,7 +291,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
     const advised = ui.suggested && tileKey(ui.suggested.tile!) === key;
     const lift = chosen ? 14 : can ? 6 : 0;
     const best = Math.max(...view.legalMoves.filter((m) => tileKey(m.tile!) === key).map((m) => m.points), 0);
-    const label = `${tileName(t)}${can ? `, playable${best ? `, scores up to ${best}` : ""}` : youTurn ? ", cannot be played now" : ""}${advised ? ", suggested" : ""}`;
+    const label = `${tileName(t)}${can ? `, ${T.playable}${best ? `, ${T.scoresUpTo(best)}` : ""}` : youTurn ? `, ${T.cannotPlayNow}` : ""}${advised ? `, ${T.suggestedMark}` : ""}`;
     const row = Math.floor(k / perRow);
     const inRow = Math.min(perRow, hand.length - row * perRow);
     const x = W / 2 - (inRow * step - (step - tw)) / 2 + (k % perRow) * step;

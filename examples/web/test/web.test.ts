@@ -85,7 +85,8 @@ type ContextOptions = NonNullable<Parameters<Browser["newContext"]>[0]>;
  * the page then shows each answer at once instead of playing its tiles back one by one.
  */
 async function open(url: string, options: ContextOptions = { viewport: { width: 1280, height: 860 } }): Promise<Page> {
-  const context = await browser.newContext({ reducedMotion: "reduce", ...options });
+  // English unless the test says otherwise (the page speaks the browser's language).
+  const context = await browser.newContext({ reducedMotion: "reduce", locale: "en-US", ...options });
   const page = await context.newPage();
   const n = pages.push(page);
   // The page asks before it leaves a match (a new one over it, an invite): yes.
@@ -315,7 +316,7 @@ webTest("a whole match against the server's bots, played by clicking: the final 
     result.hands.map((h) => ({
       seat: `revealed-${h.seat}`,
       tiles: h.tiles.map((t) => nameOf(`${t.a}-${t.b}`)),
-      text: `${h.pips} pips, counting ${h.rounded}`,
+      text: `${h.pips} pip${h.pips === 1 ? "" : "s"}, counting ${h.rounded}`,
     })),
     "every hand revealed at the end is the server's",
   );
@@ -589,6 +590,154 @@ webTest("two windows of one browser play each other, and a reload keeps each win
   assert.equal(await errorText(second), "");
 });
 
+// The sentences of the refusals a code can meet, written here again (not imported from
+// the page) so that a changed or missing sentence fails.
+const NO_SUCH_CODE =
+  "No match is waiting under that code. Check it with your friend: it may have expired, or every seat may be taken.";
+const NOT_A_CODE = "That is not an invite code: a code is 12 letters and digits, like K7QM-4XPR-2D9F.";
+
+webTest("a friend types the invite code on another phone (lower case, no dashes), joins, and each move is pushed to the other", 300_000, async () => {
+  const phone = SIZES[0].options;
+  // The host leaves seat 2 open: the page shows the link and, beside it, the code.
+  const host = await open(at(PAGE_URL, SERVER_URL), phone);
+  await newMatch(host, { name: "Ana", players: 2, bots: ["friend"], handSize: "2", target: 50, settlement: "2" });
+  assert.equal(await errorText(host), "");
+  await host.locator("#invite-code").waitFor(WAIT);
+  const code = await host.locator("#invite-code").innerText();
+  assert.match(code, /^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/, "12 symbols of Crockford's base 32, in fours");
+  assert.equal(await host.locator("#invite-code").getAttribute("aria-label"), `Invite code: ${code.split("-").map((g) => [...g].join(" ")).join(", ")}`);
+  assert.ok(await host.locator("#copy-code").isVisible(), "a Copy button beside the code");
+  assert.ok(await host.locator("#invite-link").isVisible(), "the link too");
+  await host.screenshot({ path: join(OUTPUT, "11-code-host.png"), fullPage: true });
+  assert.ok(called.get(host)!.includes("CreateInviteCode"));
+
+  // Another phone, with no match: the start screen offers "Join with a code".
+  const guest = await open(at(PAGE_URL, SERVER_URL), phone);
+  const field = guest.locator("#code-join input[name=code]");
+  assert.ok(await field.isVisible(), "the start screen has a field for a code");
+  for (const [attr, want] of [["autocapitalize", "characters"], ["autocorrect", "off"], ["spellcheck", "false"], ["inputmode", "text"]]) {
+    assert.equal(await field.getAttribute(attr), want, `the code field's ${attr}`);
+  }
+  for (const el of [field, guest.locator("#code-join button[type=submit]")]) {
+    const box = (await el.boundingBox())!;
+    assert.ok(box.height >= 44 && box.width >= 44, `a 44 px target: ${JSON.stringify(box)}`);
+  }
+  // Not a code at all, then a code nobody made (the real one with its first symbol
+  // changed): each refusal as its sentence, and no seat claimed.
+  await field.fill("abc");
+  await guest.click("#code-join button[type=submit]");
+  await idle(guest);
+  assert.equal(await errorText(guest), NOT_A_CODE);
+  const wrong = (code[0] === "7" ? "8" : "7") + code.slice(1);
+  await field.fill(wrong.toLowerCase().replace(/-/g, ""));
+  await guest.click("#code-join button[type=submit]");
+  await idle(guest);
+  assert.equal(await errorText(guest), NO_SUCH_CODE);
+  assert.ok(await field.isVisible(), "still on the start screen");
+  await guest.screenshot({ path: join(OUTPUT, "11-code-wrong.png"), fullPage: true });
+  // The right code as a person types it from hearing it: lower case, no dashes.
+  await field.fill(code.toLowerCase().replace(/-/g, ""));
+  await guest.click("#code-join button[type=submit]");
+  await idle(guest);
+  assert.equal(await errorText(guest), "");
+  assert.ok(await guest.locator("#join").isVisible(), "the code asks for a name, as the link does");
+  await guest.fill("#join input[name=name]", "Bob");
+  await guest.click("#join button[type=submit]");
+  await guest.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+  await host.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+  assert.deepEqual(called.get(guest)!.filter((m) => ["OpenInviteCode", "ClaimSeat"].includes(m)), ["OpenInviteCode", "OpenInviteCode", "OpenInviteCode", "ClaimSeat"]);
+  assert.match((await host.locator("g.opponent").getAttribute("aria-label"))!, /^Bob: /);
+  assert.match((await guest.locator("g.opponent").getAttribute("aria-label"))!, /^Ana: /);
+  assert.equal(await guest.evaluate(() => document.body.dataset.seat), "1", "the guest plays seat 2");
+
+  // They play on until each has made a move the other's page learnt by push alone.
+  const moving = ["NewGame", "ClaimSeat", "Deal", "Play", "Draw"];
+  const pushed = { host: 0, guest: 0 };
+  for (let actions = 0; pushed.host < 2 || pushed.guest < 2; actions++) {
+    assert.ok(actions < 200, `moves pushed both ways: ${JSON.stringify(pushed)}`);
+    const [h, g] = await Promise.all([body(host), body(guest)]);
+    assert.equal(h.stateId, g.stateId, "both pages show the same state");
+    if (h.phase === "OVER") break;
+    const hostActs = h.yourTurn === "true" || h.phase === "DEALING";
+    const [actor, other] = hostActs ? [host, guest] : [guest, host];
+    const before = called.get(other)!.length;
+    const did = await act(actor, true);
+    assert.equal(await errorText(actor), "", `a ${did} was refused`);
+    await other.waitForFunction((want) => document.body.dataset.stateId === want, (await body(actor)).stateId, WAIT);
+    assert.deepEqual(called.get(other)!.slice(before).filter((m) => moving.includes(m)), [], "the other page learnt the move by push alone");
+    if (did === "played" || did === "drew") pushed[hostActs ? "host" : "guest"]++;
+  }
+  assert.ok(pushed.host >= 2 && pushed.guest >= 2, `both played: ${JSON.stringify(pushed)}`);
+  await guest.screenshot({ path: join(OUTPUT, "11-code-guest.png"), fullPage: true });
+
+  // A server without a match store has no codes: the link alone, said quietly, no error.
+  const plain = await open(at(PAGE_URL, RESTRICTED_SERVER_URL), phone);
+  await newMatch(plain, { players: 2, bots: ["friend"] });
+  await plain.locator("[data-testid=no-code]").waitFor(WAIT);
+  // (The page says, as before codes, that a friend's moves cannot reach it; nothing about codes.)
+  assert.equal(
+    await errorText(plain),
+    "This server keeps no match store, so the other players' moves cannot reach this page. Start it with --match-store memory.",
+  );
+  assert.ok(await plain.locator("#invite-link").isVisible());
+  assert.equal(await plain.locator("#invite-code").count(), 0);
+});
+
+// --- Dragging a tile onto a lit end. ------------------------------------------------------
+type Locator = ReturnType<Page["locator"]>;
+/** The middle of an element, in the viewport's CSS pixels. */
+async function middle(el: Locator): Promise<{ x: number; y: number }> {
+  const box = (await el.boundingBox())!;
+  return { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+}
+
+/** Drags `tile` with the mouse onto the first lit end; says which tile it dragged. */
+async function mouseDrag(page: Page, tile: Locator): Promise<string> {
+  await tile.scrollIntoViewIfNeeded();
+  const name = (await tile.getAttribute("data-tile"))!;
+  const from = await middle(tile);
+  await page.mouse.move(from.x, from.y);
+  await page.mouse.down();
+  await page.mouse.move(from.x, from.y - 30, { steps: 4 });
+  const to = await middle(page.locator("g.target").first());
+  await page.mouse.move(to.x, to.y, { steps: 6 });
+  await page.mouse.up();
+  return name;
+}
+
+/**
+ * Drags `tile` with a finger onto the first lit end: touchStart on the tile, touchMoves
+ * (the ends light up after the first), touchEnd over the end, dispatched by chromium's
+ * DevTools protocol as a touchscreen's events (the page sees pointer events of type
+ * touch). The table is scrolled so that the tile and the felt are both on the screen.
+ */
+async function fingerDrag(page: Page, tile: Locator): Promise<string> {
+  const name = (await tile.getAttribute("data-tile"))!;
+  await page.evaluate(() => {
+    const felt = document.querySelector("#table rect.felt")!.getBoundingClientRect();
+    window.scrollBy(0, felt.top - 8);
+  });
+  const cdp = await page.context().newCDPSession(page);
+  const touch = (type: "touchStart" | "touchMove" | "touchEnd", at?: { x: number; y: number }) =>
+    cdp.send("Input.dispatchTouchEvent", { type, touchPoints: at ? [{ x: at.x, y: at.y, id: 1, radiusX: 6, radiusY: 6, force: 1 }] : [] });
+  const from = await middle(tile);
+  const viewport = page.viewportSize()!;
+  assert.ok(from.y > 0 && from.y < viewport.height, `the tile is on the screen: ${from.y}`);
+  await touch("touchStart", from);
+  for (let k = 1; k <= 4; k++) await touch("touchMove", { x: from.x, y: from.y - 8 * k });
+  const target = page.locator("g.target").first();
+  await target.waitFor({ state: "attached", ...WAIT });
+  const to = await middle(target);
+  assert.ok(to.y > 0 && to.y < viewport.height, `the lit end is on the screen: ${to.y}`);
+  const steps = 8;
+  for (let k = 1; k <= steps; k++) {
+    await touch("touchMove", { x: from.x + ((to.x - from.x) * k) / steps, y: from.y - 32 + ((to.y - from.y + 32) * k) / steps });
+  }
+  await touch("touchEnd");
+  await cdp.detach();
+  return name;
+}
+
 // --- The layout at three sizes. --------------------------------------------------------
 const SIZES: { name: string; options: ContextOptions; phone: boolean }[] = [
   { name: "phone", phone: true, options: { viewport: { width: 390, height: 844 }, deviceScaleFactor: 3, isMobile: true, hasTouch: true } },
@@ -710,31 +859,23 @@ for (const size of SIZES) {
       }
     }
     assert.match(why, /^The [a-z -]+ fits no open end \(they show [a-z, ]+\)(: draw from the boneyard)?\.$/);
-    // Drag to play, with a mouse: press on a playable tile, move (its ends light up),
-    // release over a lit end: the move is made.
-    if (!size.phone) {
-      for (let i = 0; i < 20; i++) {
-        const { phase } = await body(page);
-        if (phase === "PLAYING" && (await page.locator("g.in-hand.playable").count()) > 0) break;
-        await act(page);
-      }
-      const tile = page.locator("g.in-hand.playable").first();
-      assert.ok((await body(page)).phase === "PLAYING" && (await tile.count()) > 0, "a tile to drag");
-      {
-        const before = Number((await body(page)).moves);
-        await tile.scrollIntoViewIfNeeded();
-        const from = (await tile.boundingBox())!;
-        await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
-        await page.mouse.down();
-        await page.mouse.move(from.x + from.width / 2, from.y - 30, { steps: 4 });
-        const target = page.locator("g.target").first();
-        const to = (await target.boundingBox())!;
-        await page.mouse.move(to.x + to.width / 2, to.y + to.height / 2, { steps: 6 });
-        await page.mouse.up();
-        await idle(page);
-        assert.equal(await errorText(page), "");
-        assert.ok(Number((await body(page)).moves) > before, "the dragged tile was played");
-      }
+    // Drag to play: press on a playable tile, move (its ends light up), release over a
+    // lit end: the move is made. With a mouse on the laptop and the desktop; on the
+    // phone with a finger, as real touch events through the DevTools protocol
+    // (Playwright's touchscreen only taps).
+    for (let i = 0; i < 20; i++) {
+      const { phase } = await body(page);
+      if (phase === "PLAYING" && (await page.locator("g.in-hand.playable").count()) > 0) break;
+      await act(page, size.phone);
+    }
+    const tile = page.locator("g.in-hand.playable").first();
+    assert.ok((await body(page)).phase === "PLAYING" && (await tile.count()) > 0, "a tile to drag");
+    {
+      const before = Number((await body(page)).moves);
+      const played = await (size.phone ? fingerDrag(page, tile) : mouseDrag(page, tile));
+      await idle(page);
+      assert.equal(await errorText(page), "");
+      assert.ok(Number((await body(page)).moves) > before, `the tile dragged by ${size.phone ? "a finger" : "the mouse"} was played (${played})`);
     }
     // After a click or a tap the page stays where it was (no scroll of its own), to the
     // hand's end (where the focus moves on to Deal, far below). Each move from the top
