@@ -11,7 +11,7 @@
 //! | 4 | [`CallLog`] | `call_log.rs` | logs and counts every call's outcome below it | nothing of its own |
 //! | 5 | [`Admitted`] | `admission.rs` | the calls-in-flight budget, fair between connections; the call's deadline | RESOURCE_EXHAUSTED `OVERLOADED`; CANCELLED past the deadline |
 //! | 6 | [`RequestBody`] | `request_body.rs`, `framing.rs` | follows the body's gRPC framing; its deadline; health's and reflection's messages decoded | INVALID_ARGUMENT `MALFORMED_REQUEST`; CANCELLED `REQUEST_BODY_TIMEOUT`; CANCELLED when the transport broke the body |
-//! | 7 | routes | tonic | the API (`crate::service`), health, reflection (and `bench-echo`'s echo) | UNIMPLEMENTED for an unknown method; the API's codec INVALID_ARGUMENT `MALFORMED_REQUEST` for an undecodable request, RESOURCE_EXHAUSTED past `--max-message-bytes`; the handlers' statuses (`service::status`) |
+//! | 7 | routes | tonic | the API (`crate::service`), health, reflection (and `bench-echo`'s echo) | UNIMPLEMENTED for an unknown method; the API's codec INVALID_ARGUMENT `MALFORMED_REQUEST` for an undecodable request, OUT_OF_RANGE past `--max-message-bytes` (tonic's decoder); the handlers' statuses (`service::status`) |
 //!
 //! Layers 2 to 7 are built once ([`build`]) and shared by every connection; layer 1
 //! is put in front of them for each connection ([`Stack::for_connection`]).
