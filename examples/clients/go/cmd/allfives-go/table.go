@@ -72,13 +72,12 @@ func (t *table) firstHuman() uint32 {
 }
 
 // [START go_game_loop]
-// play plays the match to its end: deal between hands, and for the human seat on turn
-// (the server has played the bots by the time a call returns) its view from Score,
-// then Draw if it must, else the first of its legal moves.
+// play plays the match to its end: deal between hands, and for the seat on turn (a
+// human's: the server has played its bots by the time a call returns) its own view
+// from Score, then Draw if it must, else the first of its legal moves.
 func (t *table) play(ctx context.Context) error {
 	for t.view.GetPhase() != allfivesv1.Phase_PHASE_OVER {
-		switch t.view.GetPhase() {
-		case allfivesv1.Phase_PHASE_DEALING:
+		if t.view.GetPhase() == allfivesv1.Phase_PHASE_DEALING {
 			dealer := t.firstHuman()
 			r, err := t.c.Deal(ctx, &allfivesv1.DealRequest{State: t.token, Viewer: proto.Uint32(dealer), Credential: t.creds[dealer]})
 			if err != nil {
@@ -87,49 +86,36 @@ func (t *table) play(ctx context.Context) error {
 			if err := t.accept(r.GetState(), r.GetView(), r.GetEvents(), dealer); err != nil {
 				return err
 			}
-		case allfivesv1.Phase_PHASE_PLAYING:
-			seat := t.view.GetTurn()
-			cred, human := t.creds[seat]
-			if !human {
-				return fmt.Errorf("%s: a call returned with bot seat %d on turn", t.name, seat)
-			}
-			seen, err := t.c.Score(ctx, &allfivesv1.ScoreRequest{State: t.token, Viewer: proto.Uint32(seat), Credential: cred})
-			if err != nil {
-				return err
-			}
-			if err := t.checkOwnView(seen.GetView(), seat); err != nil {
-				return err
-			}
-			if t.onTurn != nil {
-				if err := t.onTurn(ctx, t, seat, seen.GetView()); err != nil {
-					return err
-				}
-			}
-			t.turns++
-			if seen.GetView().GetMustDraw() {
-				r, err := t.c.Draw(ctx, &allfivesv1.DrawRequest{State: t.token, Seat: seat, Viewer: proto.Uint32(seat), Credential: cred})
-				if err != nil {
-					return err
-				}
-				err = t.accept(r.GetState(), r.GetView(), r.GetEvents(), seat)
-				if err != nil {
-					return err
-				}
-				continue
-			}
+			continue
+		}
+		seat := t.view.GetTurn()
+		cred := t.creds[seat]
+		seen, err := t.c.Score(ctx, &allfivesv1.ScoreRequest{State: t.token, Viewer: proto.Uint32(seat), Credential: cred})
+		if err != nil {
+			return err
+		}
+		if err := t.beforeMove(ctx, seat, seen.GetView()); err != nil {
+			return err
+		}
+		var r interface {
+			GetState() []byte
+			GetView() *allfivesv1.GameView
+			GetEvents() []*allfivesv1.Event
+		}
+		if seen.GetView().GetMustDraw() {
+			r, err = t.c.Draw(ctx, &allfivesv1.DrawRequest{State: t.token, Seat: seat, Viewer: proto.Uint32(seat), Credential: cred})
+		} else {
 			move := seen.GetView().GetLegalMoves()[0]
-			r, err := t.c.Play(ctx, &allfivesv1.PlayRequest{
+			r, err = t.c.Play(ctx, &allfivesv1.PlayRequest{
 				State: t.token, Seat: seat, Tile: move.GetTile(), End: move.GetEnd(),
 				Viewer: proto.Uint32(seat), Credential: cred,
 			})
-			if err != nil {
-				return err
-			}
-			if err := t.accept(r.GetState(), r.GetView(), r.GetEvents(), seat); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s: phase %v", t.name, t.view.GetPhase())
+		}
+		if err != nil {
+			return err
+		}
+		if err := t.accept(r.GetState(), r.GetView(), r.GetEvents(), seat); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -137,8 +123,22 @@ func (t *table) play(ctx context.Context) error {
 
 // [END go_game_loop]
 
-// checkOwnView: Score for the seat on turn changes nothing and shows that seat's hand
-// and what it may do.
+// beforeMove checks the view of the seat on turn (a human seat's; Score changed
+// nothing, and shows that seat's hand and what it may do), then runs the onTurn hook.
+func (t *table) beforeMove(ctx context.Context, seat uint32, v *allfivesv1.GameView) error {
+	t.turns++
+	if _, human := t.creds[seat]; !human {
+		return fmt.Errorf("%s: a call returned with bot seat %d on turn", t.name, seat)
+	}
+	if err := t.checkOwnView(v, seat); err != nil {
+		return err
+	}
+	if t.onTurn != nil {
+		return t.onTurn(ctx, t, seat, v)
+	}
+	return nil
+}
+
 func (t *table) checkOwnView(v *allfivesv1.GameView, seat uint32) error {
 	switch {
 	case !bytes.Equal(v.GetStateId(), t.view.GetStateId()):
