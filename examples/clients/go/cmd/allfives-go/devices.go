@@ -209,7 +209,10 @@ func twoDevices(ctx context.Context, addr string, timeout time.Duration, target 
 		}
 	}
 	v := host.view
-	return fmt.Sprintf("match over in %.1f s, scores %d %d, side %d wins; seat 0: %d changes from %d Watch streams (%d catch-ups), seat 1: %d changes from %d streams (%d catch-ups); both at last state %x",
+	// Calls sent while a connection aged were resent by grpc-go itself, unseen here: the
+	// retries counted are the engine package's, after a failure grpc-go reported.
+	return fmt.Sprintf("match over in %.1f s, scores %d %d, side %d wins; seat 0: %d changes from %d Watch streams (%d catch-ups), seat 1: %d changes from %d streams (%d catch-ups); %d calls, %d retried; both at last state %x",
 		time.Since(started).Seconds(), v.GetScores()[0].GetScore(), v.GetScores()[1].GetScore(), v.GetWinnerSide(),
-		host.changes, host.watches, host.catchUp, guest.changes, guest.watches, guest.catchUp, a), nil
+		host.changes, host.watches, host.catchUp, guest.changes, guest.watches, guest.catchUp,
+		hostClient.Calls()+guestClient.Calls(), hostClient.Retries()+guestClient.Retries(), a), nil
 }
