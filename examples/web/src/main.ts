@@ -737,6 +737,23 @@ function drawTable() {
   });
   svg.setAttribute("viewBox", `0 0 ${Math.max(280, drawnWidth)} ${height}`);
   tableContent.innerHTML = inner;
+  fitTexts(Math.max(280, drawnWidth));
+}
+
+/**
+ * A line of the table's text longer than the room it has (a language with longer
+ * words than English's, on a phone) is narrowed to fit, rather than run off the table.
+ */
+function fitTexts(width: number) {
+  for (const text of tableContent.querySelectorAll<SVGTextElement>("text")) {
+    const x = Number(text.getAttribute("x") ?? 0);
+    const anchor = text.getAttribute("text-anchor");
+    const room = anchor === "end" ? x - 8 : anchor === "middle" ? 2 * Math.min(x, width - x) - 16 : width - x - 8;
+    if (room > 0 && text.getComputedTextLength() > room) {
+      text.setAttribute("textLength", String(room));
+      text.setAttribute("lengthAdjust", "spacingAndGlyphs");
+    }
+  }
 }
 // Drawn again when the page's width changes (a phone turned, a window resized).
 new ResizeObserver(() => {

@@ -113,7 +113,15 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
     // On a phone the name's second part (the level) goes on a line of its own.
     const status = view.seats[seat];
     const level = status?.bot ? T.bot(levelName(status.bot)) : status?.kind === SeatKind.OPEN ? T.open : "";
-    const detail = [isPartner(view, seat, ui.you) ? T.partner : "", level].filter(Boolean).join(" · ");
+    const partnerWord = isPartner(view, seat, ui.you) ? T.partner : "";
+    // On a phone the detail shares its line with the hand size: a level alone ("easy"
+    // rather than "easy bot") when the whole would not fit (about 7.5 px a character),
+    // and cut short if even that does not.
+    const letters = Math.floor((slot - 32) / 7.5) - [...T.tiles(n)].length;
+    const fit = (text: string) => ([...text].length <= letters ? text : `${[...text].slice(0, Math.max(1, letters - 1)).join("")}…`);
+    const joined = (lvl: string) => [partnerWord, lvl].filter(Boolean).join(" · ");
+    const short = status?.bot ? levelName(status.bot) : level;
+    const detail = compact && [...joined(level)].length > letters ? fit(joined(short)) : joined(level);
     // On a phone the name alone on its line; "partner" goes with the level below it.
     const full = compact ? seatName(seat, ui.you) : seatLabel(view, seat, ui.you);
     // Drawn within its box (the label keeps it whole): about 8 px a character.

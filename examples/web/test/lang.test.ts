@@ -91,6 +91,20 @@ test("every language has every key of English, none empty, each with English's p
   }
 });
 
+// The strings a language writes as English does (the same word in both), by key; any
+// other string equal to English's is one left untranslated.
+const SAME_AS_ENGLISH: Record<string, string[]> = { nl: ["en.partner", "en.sheetHand"] };
+
+test("no string is left in English, but for the words the language shares with it", () => {
+  const english = new Map(leaves(en, "en"));
+  for (const [code, words] of others) {
+    const same = leaves(words, "en")
+      .filter(([path, v]) => typeof v === "string" && v === english.get(path))
+      .map(([path]) => path);
+    assert.deepEqual(same, SAME_AS_ENGLISH[code] ?? [], `${code}: strings as in English`);
+  }
+});
+
 test("plurals take the language's forms, numbers its digits' grouping", () => {
   const tiles = (code: keyof typeof LANGUAGES, n: number) => LANGUAGES[code].tiles(n);
   assert.deepEqual([1, 2, 5].map((n) => tiles("en", n)), ["1 tile", "2 tiles", "5 tiles"]);

@@ -18,6 +18,8 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { AllFivesService, End, Phase, type GameView, type ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
+import { en } from "../src/lang/en.js";
+import { LANGUAGES, type Lang } from "../src/lang/index.js";
 
 function env(name: string): string {
   const value = process.env[name];
@@ -910,6 +912,94 @@ for (const size of SIZES) {
     assert.ok(line.shortest >= 21.5 && line.longest >= 43, `tiles at a readable size: ${line.shortest} by ${line.longest} px at least`);
     assert.deepEqual(await layoutFaults(page, size.phone), [], "the long line: nothing overflows");
     await page.screenshot({ path: join(OUTPUT, `8-${size.name}-long-line.png`), fullPage: true });
+  });
+}
+
+// --- The page in the four other languages. ---------------------------------------------
+/** Every string of a dictionary with letters in it, the fixed parts of its sentences too. */
+function texts(words: object): string[] {
+  const out: string[] = [];
+  const walk = (v: unknown) => {
+    if (typeof v === "string") out.push(v);
+    else if (typeof v === "function") {
+      // The fixed parts of a sentence with parameters: what it says around them, with
+      // marks for text, 901, 902 … for numbers, both values for yes-or-no.
+      const f = v as (...a: unknown[]) => string;
+      const names = (/^\(([^)]*)\)/.exec(f.toString())?.[1] ?? "").split(",").map((p) => p.trim().split(/[\s:=]/)[0]);
+      const TEXT = /^(url|hi|lo|pip|level|name|arm|tile|place|who|end|names|how|winners|partner|seats|spelled|where|server|origin)$/;
+      for (const flag of [false, true]) {
+        const args = names.map((p, i) =>
+          /^(you|spinner|last|fromSpinner|mustDraw)$/.test(p) ? flag : p === "pips" && f.length === 3 ? [`\u0001${i}\u0001`] : TEXT.test(p) ? `\u0001${i}\u0001` : 901 + i,
+        );
+        out.push(...f(...args).split(/\u0001\d+\u0001|9\d\d/));
+      }
+    } else if (v && typeof v === "object") Object.values(v).forEach(walk);
+  };
+  walk(words);
+  return out.map((t) => t.replace(/^[\s\p{P}]+|[\s\p{P}]+$/gu, "")).filter((t) => /\p{L}{3}/u.test(t));
+}
+
+/**
+ * English's strings (and the fixed parts of its sentences) that must not be seen on a
+ * page in `code`: those of four letters or more that appear nowhere in that language's
+ * own words ("partner" is Dutch too; "server" is in Romanian's "serverul").
+ */
+function englishOnly(code: Lang): string[] {
+  const theirs = texts(LANGUAGES[code]).join("\n");
+  // (The switch names each language in itself: "English" among them.)
+  const { languageName: _, ...english } = en;
+  return [...new Set(texts(english))].filter((t) => t.length >= 4 && !theirs.includes(t));
+}
+
+/** The page's visible text: the document's and the table's (its SVG text). */
+const visibleText = (page: Page) =>
+  page.evaluate(() =>
+    [document.body.innerText, ...[...document.querySelectorAll("svg text")].map((t) => t.textContent ?? ""), document.title].join("\n"),
+  );
+
+const OTHER_LANGUAGES: Lang[] = ["ro", "nl", "sr", "th"];
+for (const size of SIZES) {
+  webTest(`the ${size.name} in Romanian, Dutch, Serbian and Thai: no English seen, nothing overflows`, 180_000, async () => {
+    const page = await open(at(PAGE_URL, SERVER_URL), size.options);
+    const press = (l: ReturnType<Page["locator"]>) => (size.phone ? l.tap() : l.click());
+    for (const code of OTHER_LANGUAGES) {
+      // The header's switch: the language is said on <html> and kept for the next visit.
+      if (!(await page.locator("#new-match").isVisible())) await press(page.locator("#new-match-button"));
+      await page.selectOption("#lang", code);
+      assert.deepEqual(
+        await page.evaluate(() => [document.documentElement.lang, document.documentElement.dir, localStorage.getItem("allfives-lang")]),
+        [code, "ltr", code],
+      );
+      const leaks = async (where: string) => {
+        const text = await visibleText(page);
+        const seen = englishOnly(code).filter((t) => new RegExp(`(?<!\\p{L})${t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?!\\p{L})`, "u").test(text));
+        assert.deepEqual(seen, [], `${code}, ${where}: English on the page`);
+        assert.deepEqual(await layoutFaults(page, size.phone), [], `${code}, ${where}: the layout`);
+      };
+      await leaks("the new-match form");
+      // Four players, three bots; into the hand until a tile of the hand is chosen.
+      await newMatch(page, { players: 4, bots: ["1", "2", "3"] });
+      assert.equal(await errorText(page), "");
+      for (let i = 0; i < 30; i++) {
+        const { phase, yourTurn } = await body(page);
+        if (phase === "PLAYING" && yourTurn === "true" && (await page.locator("g.in-hand.playable").count()) > 0 && i >= 2) {
+          await press(page.locator("g.in-hand.playable").first());
+          await idle(page);
+          if ((await page.locator("g.target").count()) > 0) break;
+        } else {
+          await act(page, size.phone);
+        }
+      }
+      await leaks("mid-hand");
+      await page.locator("#log-box").evaluate((d) => d.setAttribute("open", ""));
+      await page.locator("#sheet-box").evaluate((d) => d.setAttribute("open", ""));
+      await leaks("mid-hand, the log open");
+      await page.screenshot({ path: join(OUTPUT, `12-${code}-${size.name}.png`), fullPage: true });
+    }
+    // Back to English by the switch; the new-match form says it in English again.
+    await press(page.locator("#new-match-button"));
+    await page.selectOption("#lang", "en");
+    assert.equal(await page.locator("#new-match button[type=submit]").innerText(), "Start the match");
   });
 }
 
