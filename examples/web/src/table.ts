@@ -195,7 +195,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   for (const { tile: t, box, first, second, horizontal } of [...line.tiles].sort((p, q) => p.tile.order - q.tile.order)) {
     const who = seatName(t.seat, ui.you);
     const isLast = playing && t.order === last;
-    const label = T.placed(tileName(t.tile!), t.spinner, placeName(t), who, isLast);
+    const label = T.placed(tileName(t.tile!), t.spinner, placeName(t), who, t.seat === ui.you, isLast);
     parts.push(
       `<g class="placed${t.spinner ? " spinner" : ""}${isLast ? " last" : ""}${isLast && ui.fresh ? " arriving" : ""}" role="listitem" aria-label="${esc(label)}" data-order="${t.order}" data-tile="${tileKey(t.tile!)}" data-arm="${Arm[t.arm]}" style="--seat:${SEAT_COLOURS[t.seat]}">`,
       `<title>${esc(label)}</title>`,

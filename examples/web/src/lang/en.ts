@@ -90,7 +90,7 @@ export const en = {
     const th = nth % 10 === 1 && nth % 100 !== 11 ? "st" : nth % 10 === 2 && nth % 100 !== 12 ? "nd" : nth % 10 === 3 && nth % 100 !== 13 ? "rd" : "th";
     return `${arm}, ${n(nth)}${th} from the ${fromSpinner ? "spinner" : "lead"}`;
   },
-  placed: (tile: string, spinner: boolean, place: string, who: string, last: boolean) =>
+  placed: (tile: string, spinner: boolean, place: string, who: string, you: boolean, last: boolean) =>
     `${tile}${spinner ? ", the spinner" : ""}, on ${place}, played by ${who}${last ? ", the last played" : ""}`,
   openEnd: (end: string, pip: string, value: number) => `${end}: ${pip} (counts ${n(value)})`,
   centreEmpty: "the centre: empty, the lead is any tile",

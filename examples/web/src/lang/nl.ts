@@ -76,8 +76,8 @@ export const nl = {
   placeLead: "de eerste steen",
   placeOnArm: (arm: string, nth: number, fromSpinner: boolean) =>
     `${arm}, ${n(nth)}e vanaf ${fromSpinner ? "de kruissteen" : "de eerste steen"}`,
-  placed: (tile: string, spinner: boolean, place: string, who: string, last: boolean) =>
-    `${tile}${spinner ? ", de kruissteen" : ""}, op ${place}, gespeeld door ${who}${last ? ", de laatst gespeelde" : ""}`,
+  placed: (tile: string, spinner: boolean, place: string, who: string, you: boolean, last: boolean) =>
+    `${tile}${spinner ? ", de kruissteen" : ""}, op ${place}, gespeeld door ${you ? "jou" : who}${last ? ", de laatst gespeelde" : ""}`,
   openEnd: (end: string, pip: string, value: number) => `${end}: ${pip} (telt ${n(value)})`,
   centreEmpty: "het midden: leeg, elke steen mag als eerste",
   placeOn: (tile: string, end: string, points: number) => `Leg ${tile} op ${end}: ${punten(points)}`,

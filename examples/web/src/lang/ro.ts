@@ -77,8 +77,8 @@ export const ro = {
   placeLead: "prima piesă",
   placeOnArm: (arm: string, nth: number, fromSpinner: boolean) =>
     `${arm}, ${nth === 1 ? "prima" : `a ${n(nth)}-a`} de la ${fromSpinner ? "răscruce" : "prima piesă"}`,
-  placed: (tile: string, spinner: boolean, place: string, who: string, last: boolean) =>
-    `${tile}${spinner ? ", răscrucea" : ""}, pe ${place}, jucată de ${who}${last ? ", ultima jucată" : ""}`,
+  placed: (tile: string, spinner: boolean, place: string, who: string, you: boolean, last: boolean) =>
+    `${tile}${spinner ? ", răscrucea" : ""}, pe ${place}, jucată de ${you ? "tine" : who}${last ? ", ultima jucată" : ""}`,
   openEnd: (end: string, pip: string, value: number) => `${end}: ${pip} (valorează ${n(value)})`,
   centreEmpty: "centrul: gol, prima piesă poate fi oricare",
   placeOn: (tile: string, end: string, points: number) => `Pune ${tile} — ${end}: ${puncte(points)}`,

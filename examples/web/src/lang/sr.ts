@@ -78,8 +78,8 @@ export const sr = {
   placeLead: "прва плочица",
   placeOnArm: (arm: string, nth: number, fromSpinner: boolean) =>
     `${arm}, ${n(nth)}. од ${fromSpinner ? "раскрснице" : "прве плочице"}`,
-  placed: (tile: string, spinner: boolean, place: string, who: string, last: boolean) =>
-    `${tile}${spinner ? ", раскрсница" : ""}; место: ${place}; играч: ${who}${last ? "; последња одиграна" : ""}`,
+  placed: (tile: string, spinner: boolean, place: string, who: string, you: boolean, last: boolean) =>
+    `${tile}${spinner ? ", раскрсница" : ""}; место: ${place}; ${you ? "твоја" : `играч: ${who}`}${last ? "; последња одиграна" : ""}`,
   openEnd: (end: string, pip: string, value: number) => `${end}: ${pip} (вреди ${n(value)})`,
   centreEmpty: "средина: празна, прва плочица може бити било која",
   placeOn: (tile: string, end: string, points: number) => `Стави ${tile} — ${end}: ${poena(points)}`,

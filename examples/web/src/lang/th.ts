@@ -76,7 +76,7 @@ export const th = {
   placeLead: "ตัวแรก",
   placeOnArm: (arm: string, nth: number, fromSpinner: boolean) =>
     `${arm} ตัวที่ ${n(nth)} นับจาก${fromSpinner ? "ตัวแยกสี่ทาง" : "ตัวแรก"}`,
-  placed: (tile: string, spinner: boolean, place: string, who: string, last: boolean) =>
+  placed: (tile: string, spinner: boolean, place: string, who: string, you: boolean, last: boolean) =>
     `${tile}${spinner ? " (ตัวแยกสี่ทาง)" : ""} อยู่ที่${place} ลงโดย ${who}${last ? " เป็นตัวล่าสุด" : ""}`,
   openEnd: (end: string, pip: string, value: number) => `${end}: ${pip} (นับ ${n(value)})`,
   centreEmpty: "ตรงกลาง: ว่าง ตัวแรกจะลงตัวไหนก็ได้",
