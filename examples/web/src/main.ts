@@ -745,6 +745,20 @@ function drawTable() {
  * words than English's, on a phone) is narrowed to fit, rather than run off the table.
  */
 function fitTexts(width: number) {
+  // A phone's opponent: the level alone, then the count alone, where the detail and the
+  // hand size would meet.
+  for (const box of tableContent.querySelectorAll("g.compact g.opponent")) {
+    const size = box.querySelector<SVGTextElement>("text.hand-size");
+    const detail = box.querySelector<SVGTextElement>("text.seat-detail");
+    if (!size || !detail) continue;
+    const room = () => Number(detail.getAttribute("x")) - Number(size.getAttribute("x")) - size.getComputedTextLength() - 10;
+    if (detail.getComputedTextLength() > room()) detail.textContent = detail.getAttribute("data-short");
+    if (detail.getComputedTextLength() > room()) size.textContent = size.getAttribute("data-count");
+    if (detail.getComputedTextLength() > room() && room() > 0) {
+      detail.setAttribute("textLength", String(room()));
+      detail.setAttribute("lengthAdjust", "spacingAndGlyphs");
+    }
+  }
   for (const text of tableContent.querySelectorAll<SVGTextElement>("text")) {
     const x = Number(text.getAttribute("x") ?? 0);
     const anchor = text.getAttribute("text-anchor");

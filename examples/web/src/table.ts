@@ -114,14 +114,12 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
     const status = view.seats[seat];
     const level = status?.bot ? T.bot(levelName(status.bot)) : status?.kind === SeatKind.OPEN ? T.open : "";
     const partnerWord = isPartner(view, seat, ui.you) ? T.partner : "";
-    // On a phone the detail shares its line with the hand size: a level alone ("easy"
-    // rather than "easy bot") when the whole would not fit (about 7.5 px a character),
-    // and cut short if even that does not.
-    const letters = Math.floor((slot - 32) / 7.5) - [...T.tiles(n)].length;
-    const fit = (text: string) => ([...text].length <= letters ? text : `${[...text].slice(0, Math.max(1, letters - 1)).join("")}…`);
     const joined = (lvl: string) => [partnerWord, lvl].filter(Boolean).join(" · ");
-    const short = status?.bot ? levelName(status.bot) : level;
-    const detail = compact && [...joined(level)].length > letters ? fit(joined(short)) : joined(level);
+    // On a phone the detail shares its line with the hand size; where they would meet
+    // the page shows the level alone ("easy", not "easy bot"), then the count alone
+    // (see fitTexts in main.ts, which measures them).
+    const short = joined(status?.bot ? levelName(status.bot) : level);
+    const detail = joined(level);
     // On a phone the name alone on its line; "partner" goes with the level below it.
     const full = compact ? seatName(seat, ui.you) : seatLabel(view, seat, ui.you);
     // Drawn within its box (the label keeps it whole): about 8 px a character.
@@ -131,8 +129,8 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
       `<rect x="${x0 + 4}" y="4" width="${slot - 8}" height="${oppH - 8}" rx="8" class="seat-box" style="stroke:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
       seatMark(seat, x0 + 18, 20, 7),
       `<text x="${x0 + 30}" y="25" class="seat-name" aria-hidden="true">${esc(name)}</text>`,
-      compact && detail ? `<text x="${x0 + slot - 12}" y="${oppH - 14}" class="seat-detail" aria-hidden="true" text-anchor="end">${esc(detail)}</text>` : "",
-      `<text x="${compact ? x0 + 12 : x0 + slot - 14}" y="${oppH - 14}" ${compact ? "" : 'text-anchor="end" '}class="hand-size" data-testid="hand-size-${seat}" aria-hidden="true">${esc(T.tiles(n))}</text>`,
+      compact && detail ? `<text x="${x0 + slot - 12}" y="${oppH - 14}" class="seat-detail" data-short="${esc(short)}" aria-hidden="true" text-anchor="end">${esc(detail)}</text>` : "",
+      `<text x="${compact ? x0 + 12 : x0 + slot - 14}" y="${oppH - 14}" ${compact ? "" : 'text-anchor="end" '}class="hand-size" data-testid="hand-size-${seat}" data-count="${n}" aria-hidden="true">${esc(T.tiles(n))}</text>`,
     );
     const shown = ended ? revealed.get(seat) : undefined;
     const count = shown ? shown.length : n;

@@ -983,6 +983,15 @@ for (const size of SIZES) {
         const seen = englishOnly(code).filter((t) => new RegExp(`(?<!\\p{L})${t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?!\\p{L})`, "u").test(text));
         assert.deepEqual(seen, [], `${code}, ${where}: English on the page`);
         assert.deepEqual(await layoutFaults(page, size.phone), [], `${code}, ${where}: the layout`);
+        // An opponent's hand size and level (one line on a phone) never run into each other.
+        const met = await page.locator("g.opponent").evaluateAll((boxes) =>
+          boxes.flatMap((g) => {
+            const [a, b] = ["text.hand-size", "text.seat-detail"].map((sel) => g.querySelector(sel)?.getBoundingClientRect());
+            const apart = !a || !b || a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+            return apart ? [] : [`${g.getAttribute("aria-label")}: "${g.querySelector("text.hand-size")!.textContent}" meets "${g.querySelector("text.seat-detail")!.textContent}"`];
+          }),
+        );
+        assert.deepEqual(met, [], `${code}, ${where}: an opponent's texts overlap`);
       };
       await leaks("the new-match form");
       // Four players, three bots; into the hand until a tile of the hand is chosen.
@@ -999,6 +1008,11 @@ for (const size of SIZES) {
         }
       }
       await leaks("mid-hand");
+      if (size.phone) {
+        // The phone's screen as a person sees it (the README shows Serbian's and Thai's).
+        await page.evaluate(() => window.scrollTo(0, 0));
+        await page.screenshot({ path: join(OUTPUT, `12-${code}-phone-screen.png`), scale: "css" });
+      }
       await page.locator("#log-box").evaluate((d) => d.setAttribute("open", ""));
       await page.locator("#sheet-box").evaluate((d) => d.setAttribute("open", ""));
       await leaks("mid-hand, the log open");
