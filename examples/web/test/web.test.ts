@@ -1022,6 +1022,10 @@ for (const size of SIZES) {
     await press(page.locator("#new-match-button"));
     await page.selectOption("#lang", "en");
     assert.equal(await page.locator("#new-match button[type=submit]").innerText(), "Start the match");
+    // The match in progress (Thai's) is said again in English: the log from its first line.
+    assert.match(await page.locator("#log li").first().innerText(), /^Hand 1 dealt; (You lead|Seat [234] \((easy|medium|hard) bot\) leads)\.$/);
+    // (The check above had English to look for: the fixed parts of English's sentences too.)
+    assert.ok(englishOnly("th").length > 200 && englishOnly("th").includes("Boneyard"), `English looked for: ${englishOnly("th").length}`);
   });
 }
 
