@@ -1,0 +1,78 @@
+package allfives.client
+
+import allfives.v1.Allfives.Phase
+import allfives.v1.Allfives.SeatKind
+import com.google.protobuf.ByteString
+import kotlinx.coroutines.async
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+
+/**
+ * Two devices, one seat each, on a server with a match store whose connections age
+ * every second: each learns every move, its own and the other's, from its own
+ * `watch` flow alone, watched again from its last state id whenever the flow ends.
+ */
+class WatchTest {
+    /** One device: its own channel and repository, as on a phone of its own. */
+    private class Device(val name: String) {
+        val repo = AllFivesRepository(channel(Servers.storeAddr))
+        var watches = 0
+        var changes = 0
+
+        // [START kotlin_follow]
+        /** Follows the match as [me] until it is over, playing my turns (and dealing if [deals]). */
+        suspend fun follow(start: Table, me: Seat, deals: Boolean): Table {
+            var latest = start
+            var last = ByteString.EMPTY // nothing seen yet: the first change is the latest state
+            while (latest.view.phase != Phase.PHASE_OVER) {
+                watches++
+                repo.watch(latest.state, me, last).collect { change ->
+                    changes++
+                    latest = change
+                    last = change.view.stateId
+                    act(change, me, deals) // the answer comes back on this flow too
+                }
+                // The flow ended (the connection aged, or the server drained): watch again.
+            }
+            return latest
+        }
+        // [END kotlin_follow]
+
+        private suspend fun act(table: Table, me: Seat, deals: Boolean) {
+            val view = table.view
+            delay(20) // a person's pace, a little: the match outlasts several connections
+            when {
+                view.phase == Phase.PHASE_DEALING && deals && view.seatsList.none { it.kind == SeatKind.SEAT_KIND_OPEN } ->
+                    repo.deal(table, me)
+                view.phase == Phase.PHASE_PLAYING && view.hasTurn() && view.turn == me.seat ->
+                    if (view.mustDraw) repo.draw(table, me) else repo.play(table, me, view.getLegalMoves(0))
+            }
+        }
+    }
+
+    @Test
+    fun `two devices follow one match on their own watch flows to the same end`() = runBlocking {
+        val host = Device("host")
+        val guest = Device("guest")
+        withTimeout(120_000) {
+            // The host makes the match with seat 1 open; the guest claims it with a claim key.
+            val (made, hostSeat) = host.repo.newMatch(players = 2, target = 100, bots = emptyMap())
+            val (claimed, guestSeat) = guest.repo.claimSeat(made.state, seat = 1, name = "Guest")
+            val hostEnd = async { host.follow(made, hostSeat, deals = true) }
+            val guestEnd = async { guest.follow(claimed, guestSeat, deals = false) }
+            val (a, b) = hostEnd.await() to guestEnd.await()
+            assertEquals(Phase.PHASE_OVER, a.view.phase)
+            assertEquals(a.view.stateId, b.view.stateId) { "the devices ended on different states" }
+            assertEquals(0, a.view.viewer)
+            assertEquals(1, b.view.viewer)
+        }
+        // Connections aged every second: each device had to watch again at least once.
+        assertTrue(host.watches > 1 && guest.watches > 1) { "watches: ${host.watches}, ${guest.watches}" }
+        assertTrue(host.changes > 10 && guest.changes > 10)
+        println("watch: the host watched ${host.watches} times (${host.changes} changes), the guest ${guest.watches} (${guest.changes})")
+    }
+}
