@@ -147,6 +147,24 @@ func TestAnUnknownReasonFallsBackToTheCode(t *testing.T) {
 	}
 }
 
+// Only our ErrorInfo is read, the first of ours, whatever a proxy added before or after.
+func TestOnlyOurErrorInfoIsRead(t *testing.T) {
+	ours := &errdetails.ErrorInfo{Reason: "NOT_YOUR_TURN", Domain: Domain, Metadata: map[string]string{"turn": "2"}}
+	theirs := &errdetails.ErrorInfo{Reason: "RATE_LIMITED", Domain: "proxy.example", Metadata: map[string]string{"x": "y"}}
+	second := &errdetails.ErrorInfo{Reason: "GAME_OVER", Domain: Domain}
+	for _, details := range [][]*errdetails.ErrorInfo{{theirs, ours}, {ours, theirs}, {ours, second}} {
+		st := status.New(codes.FailedPrecondition, "no")
+		for _, d := range details {
+			st, _ = st.WithDetails(d)
+		}
+		e := FromError("Play", st.Err())
+		if e.Reason != allfivesv1.ErrorReason_NOT_YOUR_TURN || e.ReasonName != "NOT_YOUR_TURN" || e.Domain != Domain ||
+			e.Metadata["turn"] != "2" || len(e.Metadata) != 1 {
+			t.Fatalf("details %v were read as %+v", details, e)
+		}
+	}
+}
+
 // The caller's deadline bounds the retries: no attempt starts after it.
 func TestTheCallersDeadlineStopsTheRetries(t *testing.T) {
 	f := &flaky{failures: 100, refusal: status.Error(codes.Unavailable, "down")}

@@ -57,11 +57,13 @@ func FromError(method string, err error) *Error {
 	for _, detail := range st.Details() {
 		switch d := detail.(type) {
 		case *errdetails.ErrorInfo:
-			e.ReasonName, e.Domain, e.Metadata = d.GetReason(), d.GetDomain(), d.GetMetadata()
-			if d.GetDomain() == Domain {
-				// 0, ERROR_REASON_UNSPECIFIED, for a name this code does not know.
-				e.Reason = allfivesv1.ErrorReason(allfivesv1.ErrorReason_value[d.GetReason()])
+			// Ours only (a proxy may add its own), and the first of ours.
+			if d.GetDomain() != Domain || e.Domain == Domain {
+				continue
 			}
+			e.ReasonName, e.Domain, e.Metadata = d.GetReason(), d.GetDomain(), d.GetMetadata()
+			// 0, ERROR_REASON_UNSPECIFIED, for a name this code does not know.
+			e.Reason = allfivesv1.ErrorReason(allfivesv1.ErrorReason_value[d.GetReason()])
 		case *errdetails.BadRequest:
 			for _, v := range d.GetFieldViolations() {
 				e.Violations = append(e.Violations, Violation{v.GetField(), v.GetDescription()})

@@ -84,10 +84,13 @@ func (d *device) act(ctx context.Context) error {
 	default:
 		return nil
 	}
-	d.acted = v.GetStateId()
 	if err != nil && !engine.IsReason(err, allfivesv1.ErrorReason_STATE_STALE) {
+		// Not marked as acted on: the engine package has already retried what was
+		// safe to retry, so the caller reports the move's own failure.
 		return err
 	}
+	// Done, or STATE_STALE: the other device moved first, and its state is on the way.
+	d.acted = v.GetStateId()
 	return nil
 }
 
@@ -113,7 +116,10 @@ func (d *device) follow(ctx context.Context) error {
 				err = d.take(change)
 			} // else a heartbeat: the stream is alive
 			if err == nil {
-				err = d.act(ctx)
+				if moveErr := d.act(ctx); moveErr != nil {
+					cancel()
+					return fmt.Errorf("seat %d: a move failed: %w", d.seat, moveErr)
+				}
 			}
 		}
 		cancel()
