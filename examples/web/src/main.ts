@@ -546,47 +546,84 @@ function inviteLink(g: Game): string {
 }
 
 // --- The invite code: a short code to read out, beside the link. --------------------
-/** The code of the page's match, once asked: `none` on a server without a match store. */
-let code: { match: string; code?: string; expiresAt?: number; none?: boolean } | undefined;
+/**
+ * The code of the page's match: `none` on a server without a match store, `pending`
+ * while asked; after a failure, `retryAt` (backoff doubling from 2 s, `failures` so far).
+ */
+let code:
+  | { match: string; code?: string; expiresAt?: number; none?: boolean; pending?: boolean; retryAt?: number; failures?: number }
+  | undefined;
+let codeTimer: number | undefined;
 
 /**
- * Asks the match's invite code (CreateInviteCode) once per match, while a seat is open
- * before the deal; the answer is drawn beside the link. A server without a match store
- * has no codes (STORE_REQUIRED): the link alone, and a quiet line that says why. Not
- * through call(): the page stays free to use meanwhile, and a refusal is no error of
- * the player's.
+ * Asks the match's invite code (CreateInviteCode) while a seat is open before the deal,
+ * again once it has expired (the server then makes a new one) or after a failure; the
+ * answer is drawn beside the link. A server without a match store has no codes
+ * (STORE_REQUIRED): the link alone, and a quiet line that says why. Not through call():
+ * the page stays free to use meanwhile, and a refusal is no error of the player's.
  */
 function askCode(g: Game) {
   const match = g.view.matchId;
-  if (spectating() || code?.match === match) return;
-  code = { match };
-  const asked = code;
-  void client.createInviteCode({ state: g.state, viewer: you, credential: g.credential }, opts()).then(
-    (answer) => {
-      asked.code = answer.code;
-      asked.expiresAt = Date.now() + answer.expiresInSeconds * 1000;
-      if (game === g) render();
-    },
-    (err) => {
-      if (reasonOf(err) === ErrorReason.STORE_REQUIRED) asked.none = true;
-      else console.warn("allfives: no invite code:", err);
-      if (game === g) render();
-    },
-  );
+  if (spectating()) return;
+  const now = Date.now();
+  const same = code?.match === match ? code : undefined;
+  const current =
+    same !== undefined &&
+    (same.none || same.pending || (same.code !== undefined && now < (same.expiresAt ?? 0)) || now < (same.retryAt ?? 0));
+  if (!current) {
+    code = { match, pending: true, failures: same?.failures ?? 0 };
+    const asked = code;
+    void client.createInviteCode({ state: g.state, viewer: you, credential: g.credential }, opts()).then(
+      (answer) => {
+        Object.assign(asked, { pending: false, failures: 0, code: answer.code });
+        asked.expiresAt = Date.now() + answer.expiresInSeconds * 1000;
+        if (game === g) render();
+      },
+      (err) => {
+        asked.pending = false;
+        if (reasonOf(err) === ErrorReason.STORE_REQUIRED) asked.none = true;
+        else {
+          asked.failures = (asked.failures ?? 0) + 1;
+          asked.retryAt = Date.now() + Math.min(60_000, 1000 * 2 ** asked.failures);
+          console.warn("allfives: no invite code yet:", err);
+        }
+        if (game === g) render();
+      },
+    );
+  }
+  // Every 15 s while the invite shows: the minutes left said again, and once the code
+  // has expired (or a failed ask's wait is over) the page asks again.
+  if (codeTimer === undefined) {
+    codeTimer = window.setTimeout(() => {
+      codeTimer = undefined;
+      if (game !== g || g.view.phase !== Phase.DEALING || !hasOpenSeat(g.view)) return;
+      const lasts = document.getElementById("code-lasts");
+      const c = code?.match === match ? code : undefined;
+      if (c?.code && Date.now() < (c.expiresAt ?? 0) && lasts) {
+        lasts.textContent = T.codeLasts(minutesLeft(c.expiresAt));
+        askCode(g); // sets the next tick
+      } else render();
+    }, 15_000);
+  }
+}
+
+/** Whole minutes left until `expiresAt`, at least 1 while it has not passed. */
+function minutesLeft(expiresAt: number | undefined): number {
+  return Math.max(1, Math.ceil(((expiresAt ?? 0) - Date.now()) / 60_000));
 }
 
 /** The code, large and spaced to read out (a screen reader spells it), with Copy. */
 function codeBlock(v: GameView): string {
   if (code?.match !== v.matchId) return "";
   if (code.none) return `<p class="muted" data-testid="no-code">${esc(T.noCodes)}</p>`;
-  if (!code.code) return "";
-  const minutes = Math.max(1, Math.round(((code.expiresAt ?? 0) - Date.now()) / 60_000));
+  if (!code.code || Date.now() >= (code.expiresAt ?? 0)) return "";
+  const minutes = minutesLeft(code.expiresAt);
   const spelled = code.code.split("-").map((group) => [...group].join(" ")).join(", ");
   return (
     `<p>${esc(T.codeIntro)}</p>` +
     `<p class="invite"><output id="invite-code" class="invite-code" aria-label="${esc(T.codeLabel(spelled))}">${esc(code.code)}</output>` +
     `<button type="button" id="copy-code">${esc(T.copy)}</button></p>` +
-    `<p class="muted">${esc(T.codeLasts(minutes))}</p>`
+    `<p class="muted" id="code-lasts">${esc(T.codeLasts(minutes))}</p>`
   );
 }
 

@@ -111,7 +111,9 @@ export function playAndSettlement(play: number, settlement: number): string {
  */
 export function reasonOf(err: unknown): ErrorReason | undefined {
   const info = ConnectError.from(err).findDetails(ErrorInfoSchema)[0];
-  if (!info || !(info.reason in ErrorReason) || /^\d+$/.test(info.reason)) return undefined;
+  if (!info || info.domain !== "allfives.v1" || !Object.hasOwn(ErrorReason, info.reason) || /^\d+$/.test(info.reason)) {
+    return undefined;
+  }
   return ErrorReason[info.reason as keyof typeof ErrorReason];
 }
 

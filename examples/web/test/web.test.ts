@@ -1007,6 +1007,7 @@ for (const size of SIZES) {
           await act(page, size.phone);
         }
       }
+      assert.ok((await page.locator("g.target").count()) > 0, "the loop reached no chosen tile with lit ends");
       await leaks("mid-hand");
       if (size.phone) {
         // The phone's screen as a person sees it (the README shows Serbian's and Thai's).
