@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"time"
 
 	"example.com/allfives/goclient/engine"
@@ -125,6 +126,9 @@ func (d *device) follow(ctx context.Context) error {
 		cancel()
 		switch {
 		case err == nil || errors.Is(err, io.EOF): // over, or the stream ended: watch again
+			if d.view.GetPhase() != allfivesv1.Phase_PHASE_OVER {
+				time.Sleep(time.Duration(20+rand.IntN(30)) * time.Millisecond) // not in a tight loop
+			}
 		case engine.FromError("Watch", err).Retryable() && ctx.Err() == nil:
 			d.say("seat %d: the stream broke (%v); watching again", d.seat, err)
 			time.Sleep(200 * time.Millisecond)
@@ -144,6 +148,9 @@ func (d *device) follow(ctx context.Context) error {
 func twoDevices(ctx context.Context, addr string, timeout time.Duration, target uint32, pause time.Duration, minWatches int,
 	say func(string, ...any)) (string, error) {
 	started := time.Now()
+	// The first device to fail stops the other (it would otherwise wait out the deadline).
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	dial := func() (*engine.Client, error) { return engine.Dial(addr, timeout, engine.DefaultRetry) }
 	hostClient, err := dial()
 	if err != nil {
@@ -202,7 +209,7 @@ func twoDevices(ctx context.Context, addr string, timeout time.Duration, target 
 	}()
 	for range 2 {
 		if err := <-results; err != nil {
-			return "", err
+			return "", err // stop(), deferred, ends the other device
 		}
 	}
 	a, b := host.view.GetStateId(), guest.view.GetStateId()
