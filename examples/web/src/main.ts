@@ -27,6 +27,7 @@ import {
 } from "./gen/allfives/v1/allfives_pb.js";
 import { renderTable, seatLabel, tileKey } from "./table.js";
 import { LANGUAGES, T, dir, isLang, lang, pickLanguage, setLanguage, type TextKey } from "./lang/index.js";
+import { list, num } from "./lang/util.js";
 import {
   isNetworkFailure,
   onEnd,
@@ -318,7 +319,7 @@ function describe(e: Event, view: GameView): string {
       return T.logHandEnded(e.kind.value.hand, handEnd(e.kind.value.reason, e.kind.value.wentOut, e.kind.value.reachedTarget));
     case "gameEnded": {
       const winners = e.kind.value.winnerSeats;
-      return T.logMatchOver(winners.map((s) => seatName(s, me)).join(" & "), winners.length);
+      return T.logMatchOver(list(lang, winners.map((s) => seatName(s, me))), winners.length);
     }
     default:
       return "";
@@ -833,12 +834,12 @@ function statusLine(v: GameView): string {
 function winnerText(v: GameView): string {
   const seats = v.winnerSeats;
   if (seats.includes(you)) return seats.length > 1 ? T.wonYouAnd(seatName(seats.find((s) => s !== you)!, you)) : T.wonYou;
-  return T.won(seats.map((s) => seatName(s, you)).join(" & "), seats.length);
+  return T.won(list(lang, seats.map((s) => seatName(s, you))), seats.length);
 }
 
 const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
 const sideName = (v: GameView, side: number) =>
-  (v.scores.find((s) => s.side === side)?.seats ?? [side]).map((s) => seatName(s, you)).join(" & ");
+  list(lang, (v.scores.find((s) => s.side === side)?.seats ?? [side]).map((s) => seatName(s, you)));
 
 function miniTile(t: Tile): string {
   return `<svg class="mini" width="40" height="20" viewBox="0 0 40 20" role="img" aria-label="${esc(tileName(t))}"><title>${esc(tileName(t))}</title>` +
@@ -864,8 +865,8 @@ function renderHandEnd(g: Game) {
     const open = v.seats.filter((s) => s.kind === SeatKind.OPEN).map((s) => esc(seatName(s.seat, you)));
     $("hand-end-title").textContent = T.waitingTitle;
     $("hand-end-body").innerHTML = spectating()
-      ? `<p>${T.openSeatsWatching(open.join(", "))}</p>`
-      : `<p>${T.openSeatsInvite(open.join(", "))}</p>` +
+      ? `<p>${T.openSeatsWatching(list(lang, open))}</p>`
+      : `<p>${T.openSeatsInvite(list(lang, open))}</p>` +
         `<p class="invite"><input id="invite-link" readonly aria-label="${esc(T.inviteLink)}" value="${esc(inviteLink(g))}"/>` +
         `<button type="button" id="copy-invite">${esc(T.copy)}</button></p>` +
         codeBlock(v);
@@ -889,7 +890,7 @@ function renderHandEnd(g: Game) {
   const settlement =
     result.reason === HandEndReason.TARGET_REACHED
       ? `<p>${esc(T.notSettled)}</p>`
-      : `<p>${T.settled(result.settlement.map((s) => `${esc(sideName(v, s.side))} ${s.points > 0 ? "+" : ""}${s.points}`).join(", "))}</p>`;
+      : `<p>${T.settled(list(lang, result.settlement.map((s) => `${esc(sideName(v, s.side))} ${s.points > 0 ? "+" : ""}${num(lang, s.points)}`)))}</p>`;
   const over = v.phase === Phase.OVER ? `<p class="winner" data-testid="winner">${esc(T.matchOver(winnerText(v)))}</p>` : "";
   $("hand-end-body").innerHTML =
     `<ul class="revealed-hands">${hands}</ul>${settlement}${over}${g.sheet ? sheetTable(g.sheet, v) : ""}`;

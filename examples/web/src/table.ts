@@ -5,7 +5,8 @@
 // move would score), the count, the boneyard, the scores, and the player's hand.
 import { Arm, End, Phase, SeatKind, type GameView, type LegalMove, type PlacedTile } from "./gen/allfives/v1/allfives_pb.js";
 import { SEAT_COLOURS, endName, levelName, pipName, pointsWord, seatMark, seatName, tileName } from "./words.js";
-import { T } from "./lang/index.js";
+import { T, lang } from "./lang/index.js";
+import { list, num } from "./lang/util.js";
 import { U, boundingBox, fitLine } from "./line.js";
 
 /** Below this width (CSS pixels), the compact table of a phone held upright. */
@@ -152,8 +153,8 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   // --- The status line: count, boneyard, scores (two lines on a phone). ---
   const scores = view.scores
     .map((s) => {
-      const who = s.seats.map((seat) => seatName(seat, ui.you)).join(" & ");
-      return `<tspan data-testid="score-side-${s.side}" style="fill:${SEAT_COLOURS[s.seats[0]]}">${esc(who)} ${s.score}</tspan>`;
+      const who = list(lang, s.seats.map((seat) => seatName(seat, ui.you)));
+      return `<tspan data-testid="score-side-${s.side}" style="fill:${SEAT_COLOURS[s.seats[0]]}">${esc(who)} ${num(lang, s.score)}</tspan>`;
     })
     .join(`<tspan class="sep"> · </tspan>`);
   const line1 = oppH + (compact ? 22 : 30);
@@ -260,7 +261,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
         ? winners.length > 1
           ? T.winMatchYouPartner
           : T.winMatchYou
-        : T.winMatch(winners.map((s) => seatName(s, ui.you)).join(" & "), winners.length)
+        : T.winMatch(list(lang, winners.map((s) => seatName(s, ui.you))), winners.length)
       : T.handIsOverMoment(view.lastHand.hand);
     const cy = area.y + area.h / 2;
     parts.push(

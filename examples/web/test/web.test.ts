@@ -336,7 +336,7 @@ webTest("a whole match against the server's bots, played by clicking: the final 
     "the scores on the table are the server's",
   );
   assert.equal(score.sheet!.rows.length, hands, "the sheet has a row per hand dealt");
-  const won = view.winnerSeats.map((s) => names[s]).join(" & ");
+  const won = new Intl.ListFormat("en").format(view.winnerSeats.map((s) => names[s]));
   assert.ok(winner.includes(view.winnerSeats.includes(0) ? "you won" : `${won} won`), `winner line: ${winner}`);
   console.log(`  ${hands} hands, ${counts.played} tiles played and ${counts.drew} drawn by clicking; ${pageScores.join(", ")}; ${winner}`);
 
@@ -511,7 +511,7 @@ webTest("two friends on two phones play a whole match by tapping, each move push
   assert.equal((await body(spectator)).phase, "OVER");
   assert.equal(await spectator.locator("[data-testid=moment]").getAttribute("aria-label"), await (async () => {
     const v = (await serverScore(host)).view!;
-    return `${v.winnerSeats.map((s) => ["Ana", "<b>Bob</b>"][s]).join(" & ")} wins the match`;
+    return `${new Intl.ListFormat("en").format(v.winnerSeats.map((s) => ["Ana", "<b>Bob</b>"][s]))} wins the match`;
   })());
   assert.ok(!called.get(spectator)!.some((m) => moving.includes(m)), "a spectator moves nothing");
   await spectator.screenshot({ path: join(OUTPUT, "6-spectator.png"), fullPage: true });
@@ -676,7 +676,9 @@ webTest("a friend types the invite code on another phone (lower case, no dashes)
   const plain = await open(at(PAGE_URL, RESTRICTED_SERVER_URL), phone);
   await newMatch(plain, { players: 2, bots: ["friend"] });
   await plain.locator("[data-testid=no-code]").waitFor(WAIT);
-  // (The page says, as before codes, that a friend's moves cannot reach it; nothing about codes.)
+  // (The page says, as before codes, that a friend's moves cannot reach it; nothing about
+  // codes. The refused Watch and the refused code ask race: wait for the sentence.)
+  await plain.locator("#error").waitFor(WAIT);
   assert.equal(
     await errorText(plain),
     "This server keeps no match store, so the other players' moves cannot reach this page. Start it with --match-store memory.",
