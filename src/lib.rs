@@ -29,10 +29,12 @@
 //! `src/main.rs` parses the configuration and calls [`server::run`].
 
 pub mod call;
+#[cfg(feature = "server")]
 pub mod config;
 pub use allfives_engine as engine;
 pub mod metrics;
 pub mod proto;
+#[cfg(feature = "server")]
 pub mod server;
 pub mod service;
 pub mod state;

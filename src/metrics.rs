@@ -25,7 +25,9 @@ use crate::proto::v1 as pb;
 use crate::service::searches::Searches;
 use crate::state::cache::CacheCounts;
 
+#[cfg(feature = "server")]
 mod endpoint;
+#[cfg(feature = "server")]
 pub use endpoint::serve_metrics;
 
 /// The content type of the exposition `GET /metrics` answers.

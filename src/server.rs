@@ -286,7 +286,7 @@ async fn report_store(
 ) {
     let mut up = None;
     loop {
-        let answered = tokio::time::timeout(crate::store::redis::RESPONSE_TIMEOUT, store.ping())
+        let answered = tokio::time::timeout(crate::store::RESPONSE_TIMEOUT, store.ping())
             .await
             .map_err(|_| "no answer in time".to_string())
             .and_then(|pinged| pinged.map_err(|e| e.to_string()));

@@ -8,7 +8,9 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "server")]
 use tracing::{Event, Level, Subscriber};
+#[cfg(feature = "server")]
 use tracing_subscriber::layer::{Context, Layer};
 
 /// At most one line of a kind this often; the others are counted in the next.
@@ -67,6 +69,7 @@ impl SharedThrottle {
 /// pending-accept streams reached limit" is written once per connection a rapid-reset
 /// flood gets closed with GOAWAY (h2 0.4, `src/proto/streams/recv.rs`), hyper's
 /// "http2 service errored" once per stream.
+#[cfg(feature = "server")]
 const PEER_TARGETS: [&str; 2] = ["h2", "hyper"];
 
 /// A `tracing` layer that lets through at most one WARN (or ERROR) line per
@@ -74,11 +77,13 @@ const PEER_TARGETS: [&str; 2] = ["h2", "hyper"];
 /// held back. Installed beside the formatting layer:
 /// `tracing_subscriber::registry().with(PeerWarnings::default()).with(fmt_layer)` or
 /// `builder.finish().with(PeerWarnings::default())`.
+#[cfg(feature = "server")]
 #[derive(Debug, Default)]
 pub struct PeerWarnings {
     throttles: [SharedThrottle; PEER_TARGETS.len()],
 }
 
+#[cfg(feature = "server")]
 impl PeerWarnings {
     /// The throttle of a peer crate's WARN or ERROR line; `None` for any other line.
     fn throttle(&self, event: &Event<'_>) -> Option<(&'static str, &SharedThrottle)> {
@@ -95,6 +100,7 @@ impl PeerWarnings {
     }
 }
 
+#[cfg(feature = "server")]
 impl<S: Subscriber> Layer<S> for PeerWarnings {
     fn event_enabled(&self, event: &Event<'_>, _: Context<'_, S>) -> bool {
         let Some((krate, throttle)) = self.throttle(event) else {

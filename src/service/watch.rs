@@ -247,7 +247,7 @@ impl Api {
 /// The match's head, or why there is none to watch.
 async fn latest(store: &MatchStore, watch: &Watch) -> Result<Head, ApiError> {
     match tokio::time::timeout(
-        crate::store::redis::RESPONSE_TIMEOUT,
+        crate::store::RESPONSE_TIMEOUT,
         store.latest(&watch.match_id),
     )
     .await

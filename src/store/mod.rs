@@ -29,6 +29,7 @@
 pub mod changes;
 pub mod invites;
 pub mod memory;
+#[cfg(feature = "server")]
 pub mod redis;
 
 use std::num::NonZeroUsize;
@@ -38,6 +39,10 @@ use std::time::{Duration, Instant};
 use crate::state::lineage::{ID_LEN, StateId};
 
 pub use crate::state::MatchId;
+
+/// The longest the store may take to answer one command (or to connect) before the
+/// call is refused `STORE_UNAVAILABLE` (the call's own deadline may end it sooner).
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
 pub use changes::{Changes, Notice, Watching};
 pub use invites::{Code, Invite, InviteRules};
 
@@ -134,6 +139,7 @@ enum Kind {
     /// This process's memory: one replica.
     Memory(memory::MemoryStore, invites::MemoryInvites),
     /// A Redis-protocol server or cluster: every replica.
+    #[cfg(feature = "server")]
     Redis(redis::RedisStore),
 }
 
@@ -153,6 +159,7 @@ impl MatchStore {
     /// The Redis-protocol server at `urls` (one), or the cluster whose nodes include
     /// them (`cluster`), connected, with its subscription for this process's watchers;
     /// invite codes under `rules`.
+    #[cfg(feature = "server")]
     pub async fn redis(
         urls: &[String],
         cluster: bool,
@@ -187,6 +194,7 @@ impl MatchStore {
                 }
                 Ok(())
             }
+            #[cfg(feature = "server")]
             Kind::Redis(store) => store.advance(m, &head()).await,
         }
     }
@@ -195,6 +203,7 @@ impl MatchStore {
     pub async fn ping(&self) -> Result<(), Refused> {
         match &self.kind {
             Kind::Memory(..) => Ok(()),
+            #[cfg(feature = "server")]
             Kind::Redis(store) => store.ping().await,
         }
     }
@@ -203,6 +212,7 @@ impl MatchStore {
     pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, Refused> {
         match &self.kind {
             Kind::Memory(store, _) => Ok(store.latest(match_id, Instant::now())),
+            #[cfg(feature = "server")]
             Kind::Redis(store) => store.latest(match_id).await,
         }
     }
@@ -223,6 +233,7 @@ impl MatchStore {
     ) -> Result<Invite, Refused> {
         match &self.kind {
             Kind::Memory(_, codes) => codes.invite(match_id, candidates, Instant::now()),
+            #[cfg(feature = "server")]
             Kind::Redis(store) => store.invite(match_id, candidates).await,
         }
     }
@@ -234,6 +245,7 @@ impl MatchStore {
         let minute = invites::minute_now();
         match &self.kind {
             Kind::Memory(_, codes) => codes.open(code, Instant::now(), minute),
+            #[cfg(feature = "server")]
             Kind::Redis(store) => store.open_invite(code, minute).await,
         }
     }

@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 
 use super::changes::{Changes, Notice, Ready, Subscription};
 use super::invites::{CANDIDATES, Code, Invite, InviteRules};
-use super::{Head, MatchId, Move, Refused, Stale};
+use super::{Head, MatchId, Move, RESPONSE_TIMEOUT, Refused, Stale};
 
 /// The compare-and-set, one step in the store: KEYS[1] the match's head key, holding
 /// its [`Head`] (the state id first); ARGV the state the call came from (empty for a
@@ -96,10 +96,6 @@ if redis.call('INCR', KEYS[2]) == 1 then
 end
 return {'unknown'}
 "#;
-
-/// The longest the store may take to answer one command (or to connect) before the
-/// call is refused `STORE_UNAVAILABLE` (the call's own deadline may end it sooner).
-pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A connection to a Redis-protocol server, or to a cluster: both multiplexed, shared
 /// by every call, and reconnecting by themselves.
