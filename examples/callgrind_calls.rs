@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use allfives::call::CallContext;
 use allfives::metrics::Metrics;
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_server::AllFivesServiceServer;
@@ -73,11 +74,15 @@ fn framed(message: &impl Message) -> Bytes {
 /// One unary call through the generated server: the answer's message bytes (unframed),
 /// or the call's status.
 async fn call(server: &mut Server, method: &str, body: Bytes) -> Result<Vec<u8>, String> {
+    let path = format!("/allfives.v1.AllFivesService/{method}");
+    // The context the server's connection layer gives every call.
+    let context = CallContext::in_process(&path, std::time::Duration::from_secs(60));
     let request = http::Request::builder()
         .method("POST")
-        .uri(format!("/allfives.v1.AllFivesService/{method}"))
+        .uri(path)
         .header("content-type", "application/grpc")
         .header("te", "trailers")
+        .extension(context)
         .body(OneFrame(Some(body)))
         .expect("a request");
     std::future::poll_fn(|cx| Service::<http::Request<OneFrame>>::poll_ready(server, cx))

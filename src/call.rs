@@ -1,12 +1,16 @@
-//! A call's context: which connection it came on, which client it is from, and when it
-//! must be over. Made once per call by the connection layer (`server::connections`),
-//! carried as a request extension, and read by every layer and handler that needs it:
-//! the calls-in-flight budget (`server::admission`) and the HARD search queue
+//! A call's context: which connection it came on, which client it is from, which method
+//! it calls, and when it must be over. Made once per call by the connection layer
+//! (`server::connections`), carried as a request extension, and read by every layer and
+//! handler that needs it: the call log and metrics (`server::call_log`), the
+//! calls-in-flight budget (`server::admission`), the body check
+//! (`server::request_body`), the handlers and the HARD search queue
 //! (`service::searches`). It sits below both `server` and `service`, so neither
 //! imports the other for it.
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
+
+use crate::routes::Route;
 
 /// A connection's number, unique for the server's life (`server::connections`). It
 /// keys what is kept per connection: its calls in flight, its searches.
@@ -107,24 +111,32 @@ impl Closing {
     }
 }
 
-/// What the transport knows of a call, as a request extension.
+/// What the transport knows of a call, as a request extension: made once, by the
+/// connection layer (`server::connections`) when the call's headers arrive, and read by
+/// every layer and handler after it. A call that reaches the service without one is the
+/// server's fault (answered INTERNAL); a test or a benchmark calling the service in
+/// process gives it [`CallContext::in_process`].
 #[derive(Clone, Copy, Debug)]
 pub struct CallContext {
     /// The connection the call came on.
     pub connection: ConnectionId,
     /// Whom it is from: its connection unless a trusted header names the client.
     pub client: ClientId,
+    /// The method it calls (`None`: a path the server does not serve).
+    pub route: Option<&'static Route>,
     /// When the call must be over: the earlier of the server's `--request-timeout-ms`
     /// and the client's `grpc-timeout`, counted from the call's headers.
     pub deadline: Instant,
 }
 
 impl CallContext {
-    /// The context of a call on `connection` whose headers arrived `now` with
-    /// `grpc_timeout` (the header's value, if any), on a server whose own limit is
-    /// `server_timeout`.
+    /// The context of a call on `connection` from `client` to `path`, whose headers
+    /// arrived `now` with `grpc_timeout` (the header's value, if any), on a server whose
+    /// own limit is `server_timeout`.
     pub fn new(
         connection: ConnectionId,
+        client: ClientId,
+        path: &str,
         now: Instant,
         grpc_timeout_header: Option<&[u8]>,
         server_timeout: Duration,
@@ -134,14 +146,31 @@ impl CallContext {
             .map_or(server_timeout, |asked| asked.min(server_timeout));
         CallContext {
             connection,
-            client: ClientId::Connection(connection),
+            client,
+            route: Route::of_path(path),
             deadline: now.checked_add(timeout).unwrap_or(now),
         }
     }
 
-    /// The same context, the call being from `client`.
-    pub fn from_client(self, client: ClientId) -> CallContext {
-        CallContext { client, ..self }
+    /// The answer to a call that reached a layer or the service without its context:
+    /// the server's stack is miswired (a bug, never the client's doing).
+    pub fn missing() -> tonic::Status {
+        tonic::Status::internal("the call has no context: the server's stack is miswired")
+    }
+
+    /// The context of a call to `path` made in process, without the server's transport
+    /// (a test or a benchmark calling the service): on [`ConnectionId::IN_PROCESS`],
+    /// which all such calls share, and over `timeout` from now.
+    pub fn in_process(path: &str, timeout: Duration) -> CallContext {
+        let connection = ConnectionId::IN_PROCESS;
+        CallContext::new(
+            connection,
+            ClientId::Connection(connection),
+            path,
+            Instant::now(),
+            None,
+            timeout,
+        )
     }
 }
 
@@ -269,7 +298,11 @@ mod tests {
         let now = Instant::now();
         let server = Duration::from_secs(2);
         let deadline = |header: Option<&str>| {
-            CallContext::new(ConnectionId(1), now, header.map(str::as_bytes), server).deadline - now
+            let conn = ConnectionId(1);
+            let client = ClientId::Connection(conn);
+            let path = "/allfives.v1.AllFivesService/Play";
+            CallContext::new(conn, client, path, now, header.map(str::as_bytes), server).deadline
+                - now
         };
         assert_eq!(deadline(None), Duration::from_secs(2));
         assert_eq!(deadline(Some("1S")), Duration::from_secs(1));

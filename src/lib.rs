@@ -25,6 +25,8 @@
 //! - [`metrics`]: the Prometheus metrics and their HTTP endpoint.
 //! - [`config`]: every flag and environment variable (docs/operations.md).
 //! - [`proto`]: the generated protobuf and gRPC code.
+//! - [`routes`]: the route table, generated from the protos: every method served, its
+//!   request type and whether it streams, read by every layer that needs to know.
 //!
 //! `src/main.rs` parses the configuration and calls [`server::run`].
 
@@ -34,6 +36,7 @@ pub mod config;
 pub use allfives_engine as engine;
 pub mod metrics;
 pub mod proto;
+pub mod routes;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod service;

@@ -22,6 +22,7 @@ use prometheus_client::registry::{Registry, Unit};
 use tonic::Code;
 
 use crate::proto::v1 as pb;
+use crate::routes::{ROUTE_COUNT, ROUTES, Route};
 use crate::service::searches::Searches;
 use crate::state::cache::CacheCounts;
 
@@ -36,109 +37,25 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// The prefix of every metric name.
 const PREFIX: &str = "allfives";
 
-/// What a gRPC request asked for: the routes the server knows, and one for the rest, so
-/// the `service` and `method` labels have a fixed, small set of values whatever paths
-/// clients send.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Route {
-    NewGame,
-    Deal,
-    Play,
-    Draw,
-    Score,
-    Suggest,
-    ClaimSeat,
-    Watch,
-    CreateInviteCode,
-    OpenInviteCode,
-    HealthCheck,
-    HealthWatch,
-    ReflectionV1,
-    ReflectionV1alpha,
-    /// Any other path (answered UNIMPLEMENTED).
-    Other,
+/// The `service` and `method` labels of calls on a path the server does not serve.
+const OTHER: (&str, &str) = ("other", "other");
+
+/// A call's row in the per-route arrays: its route's place in the table, or the last
+/// row for any other path (answered UNIMPLEMENTED), so the `service` and `method` labels
+/// have a fixed, small set of values whatever paths clients send.
+fn row(route: Option<&Route>) -> usize {
+    route.map_or(ROUTE_COUNT, |r| r.index)
 }
 
-const ROUTES: usize = 15;
-const API: &str = "allfives.v1.AllFivesService";
-const HEALTH: &str = "grpc.health.v1.Health";
-const REFLECTION_V1: &str = "grpc.reflection.v1.ServerReflection";
-const REFLECTION_V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
+/// The rows: every route, then the other paths'.
+const ROWS: usize = ROUTE_COUNT + 1;
 
-impl Route {
-    const ALL: [Route; ROUTES] = [
-        Route::NewGame,
-        Route::Deal,
-        Route::Play,
-        Route::Draw,
-        Route::Score,
-        Route::Suggest,
-        Route::ClaimSeat,
-        Route::Watch,
-        Route::CreateInviteCode,
-        Route::OpenInviteCode,
-        Route::HealthCheck,
-        Route::HealthWatch,
-        Route::ReflectionV1,
-        Route::ReflectionV1alpha,
-        Route::Other,
-    ];
-
-    /// The route of a request path (`/<service>/<method>`).
-    pub fn from_path(path: &str) -> Route {
-        let Some((service, method)) = path.strip_prefix('/').and_then(|p| p.split_once('/')) else {
-            return Route::Other;
-        };
-        match (service, method) {
-            (API, "NewGame") => Route::NewGame,
-            (API, "Deal") => Route::Deal,
-            (API, "Play") => Route::Play,
-            (API, "Draw") => Route::Draw,
-            (API, "Score") => Route::Score,
-            (API, "Suggest") => Route::Suggest,
-            (API, "ClaimSeat") => Route::ClaimSeat,
-            (API, "Watch") => Route::Watch,
-            (API, "CreateInviteCode") => Route::CreateInviteCode,
-            (API, "OpenInviteCode") => Route::OpenInviteCode,
-            (HEALTH, "Check") => Route::HealthCheck,
-            (HEALTH, "Watch") => Route::HealthWatch,
-            (REFLECTION_V1, "ServerReflectionInfo") => Route::ReflectionV1,
-            (REFLECTION_V1ALPHA, "ServerReflectionInfo") => Route::ReflectionV1alpha,
-            _ => Route::Other,
-        }
-    }
-
-    /// The `service` and `method` label values.
-    fn labels(self) -> (&'static str, &'static str) {
-        match self {
-            Route::NewGame => (API, "NewGame"),
-            Route::Deal => (API, "Deal"),
-            Route::Play => (API, "Play"),
-            Route::Draw => (API, "Draw"),
-            Route::Score => (API, "Score"),
-            Route::Suggest => (API, "Suggest"),
-            Route::ClaimSeat => (API, "ClaimSeat"),
-            Route::Watch => (API, "Watch"),
-            Route::CreateInviteCode => (API, "CreateInviteCode"),
-            Route::OpenInviteCode => (API, "OpenInviteCode"),
-            Route::HealthCheck => (HEALTH, "Check"),
-            Route::HealthWatch => (HEALTH, "Watch"),
-            Route::ReflectionV1 => (REFLECTION_V1, "ServerReflectionInfo"),
-            Route::ReflectionV1alpha => (REFLECTION_V1ALPHA, "ServerReflectionInfo"),
-            Route::Other => ("other", "other"),
-        }
-    }
-
-    /// Unary calls are timed; for a stream the time to its response headers says little.
-    fn is_unary(self) -> bool {
-        !matches!(
-            self,
-            Route::Watch
-                | Route::HealthWatch
-                | Route::ReflectionV1
-                | Route::ReflectionV1alpha
-                | Route::Other
-        )
+/// The `service` and `method` label values of a row, and whether its calls are timed
+/// (unary ones: for a stream the time to its response headers says little).
+fn labels(row: usize) -> (&'static str, &'static str, bool) {
+    match ROUTES.get(row) {
+        Some(route) => (route.service, route.method, route.is_unary()),
+        None => (OTHER.0, OTHER.1, false),
     }
 }
 
@@ -225,8 +142,8 @@ const TOKEN_REASONS: [&str; 4] = [
 /// Every count, read by the registry at each scrape.
 #[derive(Debug, Default)]
 struct Counts {
-    calls: [[AtomicU64; CODE_NAMES.len()]; ROUTES],
-    latency: [Latency; ROUTES],
+    calls: [[AtomicU64; CODE_NAMES.len()]; ROWS],
+    latency: [Latency; ROWS],
     games_created: AtomicU64,
     games_finished: AtomicU64,
     hands_dealt: AtomicU64,
@@ -268,13 +185,14 @@ impl Metrics {
         Metrics { registry, counts }
     }
 
-    /// A gRPC call ended with `code` after `elapsed` (unary calls are timed).
-    pub fn call_done(&self, route: Route, code: Code, elapsed: Duration) {
-        let index = route as usize;
+    /// A gRPC call on `route` (`None`: a path the server does not serve) ended with
+    /// `code` after `elapsed` (unary calls are timed).
+    pub fn call_done(&self, route: Option<&Route>, code: Code, elapsed: Duration) {
+        let index = row(route);
         // `Code` has the wire numbers 0 to 16 as discriminants.
         let code = (code as usize).min(CODE_NAMES.len() - 1);
         self.counts.calls[index][code].fetch_add(1, Relaxed);
-        if route.is_unary() {
+        if route.is_some_and(Route::is_unary) {
             self.counts.latency[index].observe(elapsed);
         }
     }
@@ -377,9 +295,9 @@ impl Collector for Counts {
             e,
             "grpc_calls",
             "gRPC calls handled, by service, method and status code.",
-            Route::ALL.into_iter().flat_map(|route| {
-                let (service, method) = route.labels();
-                self.calls[route as usize]
+            (0..ROWS).flat_map(|row| {
+                let (service, method, _) = labels(row);
+                self.calls[row]
                     .iter()
                     .map(|n| n.load(Relaxed))
                     .zip(CODE_NAMES)
@@ -399,8 +317,8 @@ impl Collector for Counts {
             Some(&Unit::Seconds),
             MetricType::Histogram,
         )?;
-        for route in Route::ALL.into_iter().filter(|r| r.is_unary()) {
-            let latency = &self.latency[route as usize];
+        for row in (0..ROWS).filter(|&row| labels(row).2) {
+            let latency = &self.latency[row];
             let mut buckets = [(f64::INFINITY, 0u64); LATENCY_BOUNDS_NANOS.len() + 1];
             for (i, slot) in buckets.iter_mut().enumerate() {
                 slot.1 = latency.buckets[i].load(Relaxed);
@@ -410,7 +328,7 @@ impl Collector for Counts {
             }
             let count = buckets.iter().map(|&(_, n)| n).sum();
             let sum = latency.sum_nanos.load(Relaxed) as f64 / 1e9;
-            let (service, method) = route.labels();
+            let (service, method, _) = labels(row);
             family
                 .encode_family(&[("service", service), ("method", method)])?
                 .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
@@ -557,44 +475,20 @@ mod tests {
     }
 
     #[test]
-    fn every_rpc_of_the_proto_has_its_own_route() {
-        use prost::Message;
-        let set = prost_types::FileDescriptorSet::decode(crate::proto::v1::FILE_DESCRIPTOR_SET)
-            .expect("the descriptor set decodes");
-        let mut methods = 0;
-        for file in &set.file {
-            for service in &file.service {
-                let name = format!("{}.{}", file.package(), service.name());
-                for method in &service.method {
-                    let path = format!("/{name}/{}", method.name());
-                    let route = Route::from_path(&path);
-                    assert_ne!(route, Route::Other, "{path} has no metrics label");
-                    assert_eq!(route.labels(), (name.as_str(), method.name()), "{path}");
-                    methods += 1;
-                }
-            }
+    fn every_route_has_its_own_labels_and_other_paths_share_one_row() {
+        assert_eq!(
+            <AllFivesServiceServer<Api> as NamedService>::NAME,
+            "allfives.v1.AllFivesService"
+        );
+        for route in &ROUTES {
+            assert_eq!(row(Some(route)), route.index);
+            assert_eq!(
+                labels(route.index),
+                (route.service, route.method, route.is_unary())
+            );
         }
-        assert!(methods >= 7, "{methods} methods");
-    }
-
-    #[test]
-    fn routes_cover_the_served_services() {
-        assert_eq!(<AllFivesServiceServer<Api> as NamedService>::NAME, API);
-        for route in Route::ALL {
-            let (service, method) = route.labels();
-            let path = format!("/{service}/{method}");
-            assert_eq!(Route::from_path(&path), route, "{path}");
-        }
-        for path in [
-            "",
-            "/",
-            "/metrics",
-            "/allfives.v1.AllFivesService/Nope",
-            "//Play",
-        ] {
-            assert_eq!(Route::from_path(path), Route::Other, "{path}");
-        }
-        assert!(Route::ALL.iter().enumerate().all(|(i, &r)| r as usize == i));
+        assert_eq!(row(None), ROUTES.len());
+        assert_eq!(labels(row(None)), ("other", "other", false));
     }
 
     #[test]
@@ -616,10 +510,13 @@ mod tests {
     #[test]
     fn latency_buckets_are_cumulative_and_inclusive() {
         let m = Metrics::new();
-        m.call_done(Route::Play, Code::Ok, Duration::from_micros(25));
-        m.call_done(Route::Play, Code::Ok, Duration::from_nanos(25_001));
-        m.call_done(Route::Play, Code::Cancelled, Duration::from_secs(7));
-        m.call_done(Route::HealthWatch, Code::Ok, Duration::from_secs(60));
+        let play = Route::of_path("/allfives.v1.AllFivesService/Play");
+        let watch = Route::of_path("/allfives.v1.AllFivesService/Watch");
+        m.call_done(play, Code::Ok, Duration::from_micros(25));
+        m.call_done(play, Code::Ok, Duration::from_nanos(25_001));
+        m.call_done(play, Code::Cancelled, Duration::from_secs(7));
+        m.call_done(watch, Code::Ok, Duration::from_secs(60));
+        m.call_done(None, Code::Unimplemented, Duration::from_secs(1));
         let text = m.encode().expect("encode");
         let play = r#"service="allfives.v1.AllFivesService",method="Play""#;
         for line in [
@@ -630,7 +527,9 @@ mod tests {
             format!("allfives_grpc_call_duration_seconds_count{{{play}}} 3"),
             format!("allfives_grpc_calls_total{{{play},code=\"OK\"}} 2"),
             format!("allfives_grpc_calls_total{{{play},code=\"CANCELLED\"}} 1"),
-            r#"allfives_grpc_calls_total{service="grpc.health.v1.Health",method="Watch",code="OK"} 1"#
+            r#"allfives_grpc_calls_total{service="allfives.v1.AllFivesService",method="Watch",code="OK"} 1"#
+                .to_owned(),
+            r#"allfives_grpc_calls_total{service="other",method="other",code="UNIMPLEMENTED"} 1"#
                 .to_owned(),
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");

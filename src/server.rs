@@ -108,7 +108,6 @@ where
     let store = config.match_store().await?.map(Arc::new);
     let api = Api::new(tokens, Arc::clone(&metrics), config.policy())
         .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
-        .with_call_timeout(request_timeout)
         .with_search_wait_budget(Duration::from_millis(config.search_wait_budget_ms))
         .with_match_store(store.clone())
         .with_watches(

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
+use allfives::routes::{ROUTES, Route};
 use allfives::throttle::PeerWarnings;
 use common::{TestServer, raw, reason, ring};
 use hyper::body::{Body as HttpBody, Frame};
@@ -224,60 +225,28 @@ impl Rng {
     }
 }
 
-/// Whether `bytes` decode as the request of `method`.
-fn decodes(method: &str, bytes: &[u8]) -> bool {
-    match method {
-        "NewGame" => pb::NewGameRequest::decode(bytes).is_ok(),
-        "ClaimSeat" => pb::ClaimSeatRequest::decode(bytes).is_ok(),
-        "Deal" => pb::DealRequest::decode(bytes).is_ok(),
-        "Play" => pb::PlayRequest::decode(bytes).is_ok(),
-        "Draw" => pb::DrawRequest::decode(bytes).is_ok(),
-        "Score" => pb::ScoreRequest::decode(bytes).is_ok(),
-        "Suggest" => pb::SuggestRequest::decode(bytes).is_ok(),
-        "CreateInviteCode" => pb::CreateInviteCodeRequest::decode(bytes).is_ok(),
-        "OpenInviteCode" => pb::OpenInviteCodeRequest::decode(bytes).is_ok(),
-        "Check" | "Watch" => tonic_health::pb::HealthCheckRequest::decode(bytes).is_ok(),
-        "ServerReflectionInfo" => {
-            tonic_reflection::pb::v1::ServerReflectionRequest::decode(bytes).is_ok()
-        }
-        other => panic!("a new method, {other}: add its request type here"),
-    }
+/// Whether `bytes` decode as the request of `route`.
+fn decodes(route: &Route, bytes: &[u8]) -> bool {
+    (route.decode_request)(bytes).is_ok()
 }
 
-/// Every route the server answers gRPC on, as (path, method): the API's methods, from
-/// the service descriptor that reflection serves, then health's and reflection's (their
-/// services come from other crates, with another codec).
-fn routes() -> Vec<(String, String)> {
-    let mut routes: Vec<_> = api_methods()
-        .into_iter()
-        .map(|m| (format!("{API}{m}"), m))
-        .collect();
-    for path in [
-        "/grpc.health.v1.Health/Check",
-        "/grpc.health.v1.Health/Watch",
-        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-    ] {
-        let method = path.rsplit('/').next().unwrap_or(path).to_owned();
-        routes.push((path.to_owned(), method));
-    }
-    routes
-}
-
-/// The API's methods, from the service descriptor that reflection serves.
-fn api_methods() -> Vec<String> {
+/// Every route the server answers gRPC on: the route table (generated from the protos:
+/// the API's methods, health's and reflection's), which must hold the API's every
+/// method as the descriptor that reflection serves has it.
+fn routes() -> &'static [Route] {
     let set = prost_types::FileDescriptorSet::decode(allfives::proto::v1::FILE_DESCRIPTOR_SET)
         .expect("descriptor set");
-    let methods: Vec<String> = set
-        .file
-        .iter()
-        .filter(|f| f.package() == "allfives.v1")
-        .flat_map(|f| &f.service)
-        .flat_map(|s| &s.method)
-        .map(|m| m.name().to_owned())
-        .collect();
-    assert!(methods.len() >= 7, "{methods:?}");
-    methods
+    for file in set.file.iter().filter(|f| f.package() == "allfives.v1") {
+        for service in &file.service {
+            for method in &service.method {
+                let path = format!("/allfives.v1.{}/{}", service.name(), method.name());
+                let route = Route::of_path(&path).expect("every method has a route");
+                assert_eq!(format!(".{}", route.request), method.input_type());
+            }
+        }
+    }
+    assert!(ROUTES.len() >= 14, "{ROUTES:?}");
+    &ROUTES
 }
 
 /// Messages of other types, some of which `method`'s request cannot decode (a field
@@ -336,25 +305,25 @@ const BROKEN: [&[u8]; 7] = [
     &[0x0c],
 ];
 
-/// Junk for `method`: the broken ones, random bytes prost refuses, other messages it
+/// Junk for `route`: the broken ones, random bytes prost refuses, other messages it
 /// refuses; (kind, bytes).
-fn junk_for(method: &str, rng: &mut Rng) -> Vec<(&'static str, Vec<u8>)> {
+fn junk_for(route: &Route, rng: &mut Rng) -> Vec<(&'static str, Vec<u8>)> {
     let mut junk: Vec<_> = BROKEN.iter().map(|b| ("broken", b.to_vec())).collect();
     let mut random = 0;
     while random < 24 {
         let bytes = rng.bytes(48);
-        if !decodes(method, &bytes) {
+        if !decodes(route, &bytes) {
             junk.push(("random", bytes));
             random += 1;
         }
     }
     for other in other_messages() {
-        if !decodes(method, &other) {
+        if !decodes(route, &other) {
             junk.push(("wrong type", other));
         }
     }
     for (_, bytes) in &junk {
-        assert!(!decodes(method, bytes), "{method}: {bytes:?} decodes");
+        assert!(!decodes(route, bytes), "{}: {bytes:?} decodes", route.path);
     }
     junk
 }
@@ -372,14 +341,15 @@ async fn junk_protobuf_for_every_method_is_invalid_argument_malformed_request() 
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     let (mut sent, mut streaming, mut served) = (0, 0, 0);
     let mut kinds = BTreeMap::<&str, u32>::new();
-    for (path, method) in routes() {
-        for (i, (kind, bytes)) in junk_for(&method, &mut rng).into_iter().enumerate() {
-            let status = raw_call(&channel, &path, vec![framed(0, &bytes)], false).await;
-            assert_malformed(&status, &format!("{kind} {method} {bytes:?}"));
+    for route in routes() {
+        for (i, (kind, bytes)) in junk_for(route, &mut rng).into_iter().enumerate() {
+            let status = raw_call(&channel, route.path, vec![framed(0, &bytes)], false).await;
+            assert_malformed(&status, &format!("{kind} {} {bytes:?}", route.path));
             sent += 1;
-            // Reflection's answer starts before its request stream is read, and the
-            // metrics count a streaming call by its start (docs/metrics.md).
-            if method == "ServerReflectionInfo" {
+            // A request stream's answer (reflection's) starts before the stream is
+            // read, and the metrics count a streaming call by its start
+            // (docs/metrics.md).
+            if route.client_streaming {
                 streaming += 1;
             }
             *kinds.entry(kind).or_default() += 1;
@@ -630,9 +600,10 @@ async fn bad_grpc_web_text_is_invalid_argument_malformed_request() {
             base64(&framed(0, bytes)),
         ));
     }
+    let new_game = Route::of_path(&path).expect("NewGame's route");
     while cases.len() < 40 {
         let bytes = rng.bytes(48);
-        if !decodes("NewGame", &bytes) {
+        if !decodes(new_game, &bytes) {
             cases.push((format!("random {bytes:?}"), base64(&framed(0, &bytes))));
         }
     }

@@ -26,7 +26,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use http_body::Body as HttpBody;
 use tokio::sync::Notify;
@@ -38,22 +37,19 @@ use tonic::codegen::{Bytes, Service, StdError};
 use crate::call::{CallContext, ConnectionId};
 use crate::service::status::ApiError;
 
-/// The shared budget of calls in flight, and the server's call timeout (for a call
-/// that reaches this layer without a [`CallContext`], which the stack never sends).
+/// The shared budget of calls in flight.
 #[derive(Clone)]
 pub struct Admission {
     budget: Arc<Budget>,
-    timeout: Duration,
 }
 
 impl Admission {
-    pub fn new(max_calls_in_flight: usize, timeout: Duration) -> Admission {
+    pub fn new(max_calls_in_flight: usize) -> Admission {
         Admission {
             budget: Arc::new(Budget {
                 cap: max_calls_in_flight.max(1),
                 state: Mutex::default(),
             }),
-            timeout,
         }
     }
 
@@ -218,19 +214,8 @@ where
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
-        let context = match request.extensions().get::<CallContext>() {
-            Some(context) => *context,
-            None => {
-                let header = request.headers().get("grpc-timeout").map(|v| v.as_bytes());
-                let context = CallContext::new(
-                    ConnectionId::IN_PROCESS,
-                    tokio::time::Instant::now().into_std(),
-                    header,
-                    self.admission.timeout,
-                );
-                request.extensions_mut().insert(context);
-                context
-            }
+        let Some(&context) = request.extensions().get::<CallContext>() else {
+            return Box::pin(std::future::ready(Ok(CallContext::missing().into_http())));
         };
         let Some(slot) = self.admission.budget.admit(context.connection) else {
             return Box::pin(std::future::ready(Ok(overloaded())));
@@ -263,7 +248,7 @@ fn overloaded() -> Response<Body> {
 mod tests {
     use super::*;
     use http_body::Frame;
-    use std::time::Instant;
+    use std::time::Duration;
     use tonic::Code;
 
     /// A service that reads its request's body to the end if it can (a stalled body
@@ -318,12 +303,26 @@ mod tests {
     }
 
     fn on<B>(body: B, connection: u64) -> Request<B> {
+        with_timeout(body, connection, None, Duration::from_secs(60))
+    }
+
+    /// A request on `connection` whose headers arrive now, with `grpc_timeout`, on a
+    /// server whose limit is `server`.
+    fn with_timeout<B>(
+        body: B,
+        connection: u64,
+        grpc_timeout: Option<&[u8]>,
+        server: Duration,
+    ) -> Request<B> {
+        let connection = ConnectionId(connection);
         let mut request = Request::new(body);
         request.extensions_mut().insert(CallContext::new(
-            ConnectionId(connection),
-            Instant::now(),
-            None,
-            Duration::from_secs(60),
+            connection,
+            crate::call::ClientId::Connection(connection),
+            "/allfives.v1.AllFivesService/Play",
+            tokio::time::Instant::now().into_std(),
+            grpc_timeout,
+            server,
         ));
         request
     }
@@ -337,7 +336,7 @@ mod tests {
 
     #[tokio::test]
     async fn past_the_cap_calls_are_refused_at_once_and_a_finished_call_frees_its_slot() {
-        let admission = Admission::new(2, Duration::from_secs(60));
+        let admission = Admission::new(2);
         let release = Arc::new(tokio::sync::Notify::new());
         let mut service = admission.wrap(Answering(Arc::clone(&release)));
         let first = tokio::spawn(service.call(on(Body::empty(), 1)));
@@ -357,7 +356,7 @@ mod tests {
 
     #[tokio::test]
     async fn stalled_calls_of_a_connection_holding_more_make_room_for_another_connection() {
-        let admission = Admission::new(4, Duration::from_secs(60));
+        let admission = Admission::new(4);
         let mut stalling = admission.wrap(Answering(Arc::new(tokio::sync::Notify::new())));
         let hog: Vec<_> = (0..4)
             .map(|_| tokio::spawn(stalling.call(on(Stalled, 1))))
@@ -403,7 +402,7 @@ mod tests {
 
     #[tokio::test]
     async fn calls_whose_bodies_arrived_are_never_displaced() {
-        let admission = Admission::new(2, Duration::from_secs(60));
+        let admission = Admission::new(2);
         let release = Arc::new(tokio::sync::Notify::new());
         let mut busy = admission.wrap(Answering(Arc::clone(&release)));
         let working: Vec<_> = (0..2)
@@ -425,7 +424,7 @@ mod tests {
 
     #[test]
     fn a_call_whose_body_arrived_keeps_its_slot() {
-        let admission = Admission::new(2, Duration::from_secs(1));
+        let admission = Admission::new(2);
         let slots: Vec<_> = (0..2)
             .map(|_| admission.budget.admit(ConnectionId(1)).expect("a slot"))
             .collect();
@@ -491,7 +490,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_dropped_before_it_is_polled_gives_its_slot_back() {
-        let admission = Admission::new(1, Duration::from_secs(60));
+        let admission = Admission::new(1);
         let mut service = admission.wrap(Answering(Arc::new(tokio::sync::Notify::new())));
         drop(service.call(on(Body::empty(), 1)));
         assert_eq!(admission.in_flight(), 0);
@@ -500,7 +499,7 @@ mod tests {
     #[tokio::test]
     async fn the_body_check_tells_the_budget_which_bodies_have_arrived() {
         use super::super::request_body::RequestBody;
-        let admission = Admission::new(2, Duration::from_secs(60));
+        let admission = Admission::new(2);
         let release = Arc::new(tokio::sync::Notify::new());
         let mut service = admission.wrap(RequestBody::new(
             Holding(Arc::clone(&release)),
@@ -552,29 +551,28 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_past_the_shorter_deadline_is_cancelled_and_frees_its_slot() {
-        let admission = Admission::new(1, Duration::from_secs(5));
+        let admission = Admission::new(1);
         let mut service = admission.wrap(Answering(Arc::new(tokio::sync::Notify::new())));
         let started = tokio::time::Instant::now();
-        let mut request = Request::new(Body::empty());
-        request.extensions_mut().insert(CallContext::new(
-            ConnectionId(1),
-            started.into_std(),
-            Some(b"100m"),
-            Duration::from_secs(5),
-        ));
+        let request = with_timeout(Body::empty(), 1, Some(b"100m"), Duration::from_secs(5));
         let answer = service.call(request).await.expect("answered");
         assert_eq!(code(&answer), Code::Cancelled);
         assert_eq!(started.elapsed(), Duration::from_millis(100));
         assert_eq!(admission.in_flight(), 0);
-        let answer = service
-            .call(Request::new(Body::empty()))
-            .await
-            .expect("answered");
+        let request = with_timeout(Body::empty(), 1, None, Duration::from_secs(5));
+        let answer = service.call(request).await.expect("answered");
         assert_eq!(code(&answer), Code::Cancelled);
         assert_eq!(
             started.elapsed(),
             Duration::from_millis(5100),
             "the server's own"
         );
+        // A call without a context is the server's bug, refused unserved.
+        let answer = service
+            .call(Request::new(Body::empty()))
+            .await
+            .expect("answered");
+        assert_eq!(code(&answer), Code::Internal);
+        assert_eq!(admission.in_flight(), 0);
     }
 }

@@ -11,7 +11,9 @@ use tonic::Code;
 use tonic::codegen::Service;
 use tonic::codegen::http;
 
-use crate::metrics::{Metrics, Route};
+use crate::call::CallContext;
+use crate::metrics::Metrics;
+use crate::routes::Route;
 use crate::throttle::SharedThrottle;
 
 /// WARN lines of calls answered UNKNOWN, INTERNAL or DATA_LOSS: one per period, with
@@ -52,7 +54,10 @@ where
         // The span of the call's log lines is made only when a line is written: an
         // enabled span on every call would cost more than a tenth of a bare call.
         let uri = request.uri().clone();
-        let route = Route::from_path(uri.path());
+        let route = request
+            .extensions()
+            .get::<CallContext>()
+            .and_then(|context| context.route);
         let metrics = Arc::clone(&self.metrics);
         let response = self.inner.call(request);
         Box::pin(async move {
@@ -117,7 +122,7 @@ fn call_span(uri: &http::Uri) -> tracing::Span {
 struct Pending {
     start: Instant,
     done: bool,
-    route: Route,
+    route: Option<&'static Route>,
     metrics: Arc<Metrics>,
     uri: http::Uri,
 }

@@ -32,10 +32,7 @@ use tonic::codegen::{Bytes, Service, StdError};
 use tonic::transport::server::TcpConnectInfo;
 
 use crate::call::{CallContext, ClientId, Closing, ConnectionId};
-
-/// The path of the API's long-lived stream: a connection that holds nothing else may be
-/// evicted at the connection cap ([`Registry::evict_idlest`]).
-const WATCH_PATH: &str = "/allfives.v1.AllFivesService/Watch";
+use crate::routes::Route;
 
 /// Every connection open, by a number of its own.
 #[derive(Default)]
@@ -163,7 +160,8 @@ impl Drop for Registered {
 pub struct Tracker {
     /// Calls open: headers received, response body not yet done.
     open: AtomicUsize,
-    /// Of those, `Watch` streams.
+    /// Of those, streams that end themselves when the connection closes (`Watch`:
+    /// [`Route::ends_at_close`]).
     streams: AtomicUsize,
     /// When the last call closed (or the connection opened), in ms since `epoch`.
     idle_since_ms: AtomicU64,
@@ -308,7 +306,6 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let open = self.tracker.opened(request.uri().path() == WATCH_PATH);
         let mut request = request.map(Body::new);
         let header = request.headers().get("grpc-timeout").map(|v| v.as_bytes());
         // The last line of the header: the one the nearest proxy wrote.
@@ -317,17 +314,22 @@ where
             .as_ref()
             .and_then(|name| request.headers().get_all(name).iter().next_back())
             .map(|v| v.as_bytes());
-        let context = CallContext::new(
-            self.connection,
-            std::time::Instant::now(),
-            header,
-            self.timeout,
-        )
-        .from_client(ClientId::new(
+        let client = ClientId::new(
             self.connection,
             self.info.remote_addr.map(|addr| addr.ip()),
             forwarded,
-        ));
+        );
+        let context = CallContext::new(
+            self.connection,
+            client,
+            request.uri().path(),
+            std::time::Instant::now(),
+            header,
+            self.timeout,
+        );
+        let open = self
+            .tracker
+            .opened(context.route.is_some_and(Route::ends_at_close));
         request.extensions_mut().insert(context);
         request
             .extensions_mut()

@@ -38,7 +38,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
-use prost::Message;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
 use tonic::Status;
@@ -48,6 +47,8 @@ use tonic::codegen::{Bytes, Service};
 
 use super::admission::BodyArrived;
 use super::framing::{Check, Framing};
+use crate::call::CallContext;
+use crate::routes::Route;
 use crate::service::status::ApiError;
 
 /// Wraps a service (the routes): each request's body is [`Checked`], and the call is
@@ -83,13 +84,18 @@ where
         let (mut parts, body) = request.into_parts();
         let arrived = parts.extensions.remove::<BodyArrived>();
         let (ended, end) = oneshot::channel();
-        let one_message = takes_one_message(parts.uri.path());
+        let route = parts
+            .extensions
+            .get::<CallContext>()
+            .and_then(|context| context.route);
+        // A path no route serves answers UNIMPLEMENTED without reading its body.
+        let one_message = route.is_none_or(|r| !r.client_streaming);
         // A streaming call may have answered before its body is refused: its answer's
         // end is told of the refusal.
         let refusal = (!one_message).then(Refusal::default);
         let checked = Checked {
             inner: body,
-            framing: Framing::new(one_message, foreign_check(parts.uri.path())),
+            framing: Framing::new(one_message, route.and_then(foreign_check)),
             deadline: Instant::now() + self.timeout,
             timer: None,
             ended: Some(ended),
@@ -177,29 +183,10 @@ impl HttpBody for Refusable {
     }
 }
 
-/// Whether calls on `path` send exactly one request message: all but reflection's,
-/// whose request is a stream (which may be empty).
-fn takes_one_message(path: &str) -> bool {
-    !path.ends_with("/ServerReflectionInfo")
-}
-
 /// The check for the messages of a route served with prost's codec (health,
-/// reflection); `None` for the API's routes, whose codec refuses junk itself.
-fn foreign_check(path: &str) -> Option<Check> {
-    use tonic_health::pb::HealthCheckRequest;
-    use tonic_reflection::pb::{v1, v1alpha};
-    match path {
-        "/grpc.health.v1.Health/Check" | "/grpc.health.v1.Health/Watch" => {
-            Some(|b| HealthCheckRequest::decode(b).map(drop))
-        }
-        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo" => {
-            Some(|b| v1::ServerReflectionRequest::decode(b).map(drop))
-        }
-        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo" => {
-            Some(|b| v1alpha::ServerReflectionRequest::decode(b).map(drop))
-        }
-        _ => None,
-    }
+/// reflection: not ours); `None` for the API's routes, whose codec refuses junk itself.
+fn foreign_check(route: &Route) -> Option<Check> {
+    (!route.ours).then_some(route.decode_request)
 }
 
 /// How a body ended, told by [`Checked`] to the call's future ([`answer`]).
@@ -376,10 +363,12 @@ mod tests {
     use super::super::framing::MAX_CHECKED;
     use super::super::framing::tests::message;
     use super::*;
+    use prost::Message;
 
     #[test]
     fn health_and_reflection_messages_are_decoded_in_any_split() {
-        let check = foreign_check("/grpc.health.v1.Health/Check");
+        let route = |path| Route::of_path(path).expect("a route");
+        let check = foreign_check(route("/grpc.health.v1.Health/Check"));
         let good = tonic_health::pb::HealthCheckRequest {
             service: "allfives.v1.AllFivesService".into(),
         }
@@ -402,12 +391,14 @@ mod tests {
         assert!(
             Framing::new(
                 false,
-                foreign_check("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo")
+                foreign_check(route(
+                    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+                ))
             )
             .data(&junk)
             .is_err()
         );
-        assert!(foreign_check("/allfives.v1.AllFivesService/Play").is_none());
+        assert!(foreign_check(route("/allfives.v1.AllFivesService/Play")).is_none());
         // A message too long to be checked is passed on for the service to refuse.
         let mut framing = Framing::new(true, check);
         assert_eq!(

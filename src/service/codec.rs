@@ -3,7 +3,6 @@
 //! a request prost cannot decode is the client's error ([`RequestDecoder`]:
 //! INVALID_ARGUMENT, reason `MALFORMED_REQUEST`), not INTERNAL.
 
-use std::any::TypeId;
 use std::marker::PhantomData;
 
 use prost::Message;
@@ -11,7 +10,7 @@ use tonic::Status;
 use tonic::codec::{BufferSettings, DecodeBuf, Decoder};
 use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 
-use crate::proto::v1 as pb;
+use crate::routes::Route;
 use crate::service::status::ApiError;
 
 /// The bytes an answer's encoding buffer starts with: most answers (a view with its
@@ -64,7 +63,7 @@ impl<U: Message + Default + 'static> Decoder for RequestDecoder<U> {
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         self.0.decode(buf).map_err(|status| {
-            if is_request::<U>() {
+            if Route::is_our_request::<U>() {
                 Status::from(ApiError::Malformed(status.message().to_owned()))
             } else {
                 status
@@ -74,46 +73,5 @@ impl<U: Message + Default + 'static> Decoder for RequestDecoder<U> {
 
     fn buffer_settings(&self) -> BufferSettings {
         self.0.buffer_settings()
-    }
-}
-
-/// Whether `U` is a request of a service generated with this codec (the API's, the
-/// benchmark's echo), which only a client sends.
-fn is_request<U: 'static>() -> bool {
-    let u = TypeId::of::<U>();
-    let api = [
-        TypeId::of::<pb::NewGameRequest>(),
-        TypeId::of::<pb::ClaimSeatRequest>(),
-        TypeId::of::<pb::DealRequest>(),
-        TypeId::of::<pb::PlayRequest>(),
-        TypeId::of::<pb::DrawRequest>(),
-        TypeId::of::<pb::ScoreRequest>(),
-        TypeId::of::<pb::SuggestRequest>(),
-        TypeId::of::<pb::WatchRequest>(),
-        TypeId::of::<pb::CreateInviteCodeRequest>(),
-        TypeId::of::<pb::OpenInviteCodeRequest>(),
-    ];
-    #[cfg(feature = "bench-echo")]
-    if u == TypeId::of::<crate::proto::bench::EchoRequest>() {
-        return true;
-    }
-    api.contains(&u)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn requests_are_told_from_answers() {
-        assert!(is_request::<pb::PlayRequest>() && is_request::<pb::NewGameRequest>());
-        assert!(is_request::<pb::ClaimSeatRequest>() && is_request::<pb::SuggestRequest>());
-        assert!(is_request::<pb::WatchRequest>() && !is_request::<pb::WatchResponse>());
-        assert!(
-            is_request::<pb::OpenInviteCodeRequest>()
-                && is_request::<pb::CreateInviteCodeRequest>()
-        );
-        assert!(!is_request::<pb::OpenInviteCodeResponse>());
-        assert!(!is_request::<pb::PlayResponse>() && !is_request::<pb::GameView>());
     }
 }

@@ -16,7 +16,7 @@ impl Api {
         &self,
         req: Request<pb::CreateInviteCodeRequest>,
     ) -> Result<Response<pb::CreateInviteCodeResponse>, Status> {
-        let deadline = self.call(&req).deadline;
+        let deadline = Api::call(&req)?.deadline;
         let seat = Some(req.get_ref().viewer);
         let answer = self.create_invite_code(req.get_ref(), deadline).await;
         traced(&self.metrics, "CreateInviteCode", seat, || answer)
@@ -26,7 +26,7 @@ impl Api {
         &self,
         req: Request<pb::OpenInviteCodeRequest>,
     ) -> Result<Response<pb::OpenInviteCodeResponse>, Status> {
-        let deadline = self.call(&req).deadline;
+        let deadline = Api::call(&req)?.deadline;
         let answer = self.open_invite_code(req.get_ref(), deadline).await;
         traced(&self.metrics, "OpenInviteCode", None, || answer)
     }

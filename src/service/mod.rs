@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use tonic::{Request, Response, Status};
 
-use crate::call::{CallContext, ConnectionId};
+use crate::call::CallContext;
 use crate::metrics::Metrics;
 use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
@@ -40,10 +40,6 @@ use crate::store::MatchStore;
 use handlers::{Answer, Policy, Step};
 use searches::{Limits, MatchId, Owner, Searches};
 use status::ApiError;
-
-/// The longest a call may run unless [`Api::with_call_timeout`] says otherwise (the
-/// server's `--request-timeout-ms` default).
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The service: holds the key ring with its cache of lately sealed games, and the
 /// metrics. No call depends on another: a game lives in its token, and the cache only
@@ -62,9 +58,6 @@ pub struct Api {
     /// the async workers), as many wait as the wait budget allows, the rest are
     /// refused, and players take turns (`searches`).
     searches: Arc<Searches>,
-    /// The longest a call's search may run, counted from the call's start; a request's
-    /// `grpc-timeout` can only shorten it.
-    call_timeout: Duration,
     /// Where each match's latest state is kept, if anywhere (`--match-store`): a call
     /// that changes a match is answered only once the store moved it (`crate::store`).
     store: Option<Arc<MatchStore>>,
@@ -93,7 +86,6 @@ impl Api {
             policy,
             bot_move_floor: Duration::ZERO,
             searches: Searches::new(Limits::for_slots(cores, searches::DEFAULT_WAIT_BUDGET)),
-            call_timeout: DEFAULT_CALL_TIMEOUT,
             store: None,
             watches: watch::Limits::new(
                 watch::DEFAULT_MAX_STREAMS,
@@ -154,15 +146,6 @@ impl Api {
         Ok(answer)
     }
 
-    /// The same service, with a call's searches stopped `timeout` after the call
-    /// began at the latest (a request's `grpc-timeout` may make it sooner).
-    pub fn with_call_timeout(self, timeout: Duration) -> Api {
-        Api {
-            call_timeout: timeout,
-            ..self
-        }
-    }
-
     /// The queue its HARD searches run in (for the metrics' gauges).
     pub fn searches(&self) -> Arc<Searches> {
         Arc::clone(&self.searches)
@@ -178,22 +161,14 @@ impl Api {
         }
     }
 
-    /// The connection, client and deadline of a call: the context the server's stack made
-    /// (`crate::call`), or for a call made in process without it, one made now from
-    /// the call timeout and the request's `grpc-timeout`.
-    fn call<T>(&self, req: &Request<T>) -> CallContext {
+    /// The connection, client, route and deadline of a call: the context the server's
+    /// stack made (`crate::call`); a call made in process carries
+    /// [`CallContext::in_process`]. Without one, INTERNAL: the server is miswired.
+    fn call<T>(req: &Request<T>) -> Result<CallContext, Status> {
         req.extensions()
             .get::<CallContext>()
             .copied()
-            .unwrap_or_else(|| {
-                let header = req.metadata().get("grpc-timeout").map(|v| v.as_bytes());
-                CallContext::new(
-                    ConnectionId::IN_PROCESS,
-                    Instant::now(),
-                    header,
-                    self.call_timeout,
-                )
-            })
+            .ok_or_else(CallContext::missing)
     }
 
     /// The same service, with calls in which HARD bots moved lasting at least `floor`
@@ -423,7 +398,7 @@ impl AllFivesService for Api {
     ) -> Result<Response<pb::NewGameResponse>, Status> {
         // With a store, the new match's record is written before it is answered: its
         // tokens say it was made with one, so a store that does not hold it refuses it.
-        let deadline = self.call(&req).deadline;
+        let deadline = Api::call(&req)?.deadline;
         let answer = match handlers::new_game(&self.tokens, &self.policy, req.get_ref()) {
             Ok(answer) => self.stored(answer, deadline).await,
             Err(error) => Err(error),
@@ -445,7 +420,7 @@ impl AllFivesService for Api {
         req: Request<pb::ClaimSeatRequest>,
     ) -> Result<Response<pb::ClaimSeatResponse>, Status> {
         let seat = req.get_ref().seat;
-        let deadline = self.call(&req).deadline;
+        let deadline = Api::call(&req)?.deadline;
         let answer = handlers::claim_seat(&self.tokens, &self.policy, req.get_ref());
         let answer = match answer {
             Ok((answer, credential)) => {
@@ -467,7 +442,7 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::DealRequest>,
     ) -> Result<Response<pb::DealResponse>, Status> {
-        let call = self.call(&req);
+        let call = Api::call(&req)?;
         let req = req.into_inner();
         self.changing(
             call,
@@ -483,7 +458,7 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::PlayRequest>,
     ) -> Result<Response<pb::PlayResponse>, Status> {
-        let call = self.call(&req);
+        let call = Api::call(&req)?;
         let req = req.into_inner();
         self.changing(
             call,
@@ -499,7 +474,7 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::DrawRequest>,
     ) -> Result<Response<pb::DrawResponse>, Status> {
-        let call = self.call(&req);
+        let call = Api::call(&req)?;
         let req = req.into_inner();
         self.changing(
             call,
@@ -532,7 +507,7 @@ impl AllFivesService for Api {
         }
         // Opened and checked before the queue: a call that may not search takes no
         // place in it.
-        let call = self.call(&req);
+        let call = Api::call(&req)?;
         let asked = match handlers::ask(&self.tokens, req.get_ref()) {
             Ok(asked) => asked,
             Err(error) => return traced(&self.metrics, "Suggest", seat, || Err(error)),
@@ -548,46 +523,26 @@ impl AllFivesService for Api {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn api() -> Api {
-        let ring = Arc::new(crate::state::KeyRing::new(vec![(1, [3; 32])], None).unwrap());
-        Api::new(
-            Arc::new(Tokens::new(ring, 8)),
-            Arc::new(Metrics::new()),
-            Policy::default(),
-        )
-        .with_call_timeout(Duration::from_secs(2))
-    }
+    use crate::call::ConnectionId;
 
     #[test]
-    fn a_call_uses_the_context_the_server_made() {
+    fn a_call_uses_the_context_the_server_made_and_none_is_made_up() {
+        let connection = ConnectionId(7);
         let context = CallContext::new(
-            ConnectionId(7),
+            connection,
+            crate::call::ClientId::Connection(connection),
+            "/allfives.v1.AllFivesService/Play",
             Instant::now(),
             Some(b"1S"),
             Duration::from_secs(5),
         );
         let mut req = Request::new(());
         req.extensions_mut().insert(context);
-        let call = api().call(&req);
+        let call = Api::call(&req).expect("its context");
         assert_eq!(call.connection, ConnectionId(7));
         assert_eq!(call.deadline, context.deadline);
-    }
-
-    #[test]
-    fn a_call_made_in_process_gets_its_deadline_from_its_own_timeout() {
-        let mut req = Request::new(());
-        req.metadata_mut()
-            .insert("grpc-timeout", "1S".parse().unwrap());
-        let api = api();
-        let within = |req: &Request<()>, timeout: Duration| {
-            let before = Instant::now();
-            let call = api.call(req);
-            let after = Instant::now();
-            assert_eq!(call.connection, ConnectionId::IN_PROCESS);
-            assert!(call.deadline >= before + timeout && call.deadline <= after + timeout);
-        };
-        within(&req, Duration::from_secs(1));
-        within(&Request::new(()), Duration::from_secs(2));
+        assert_eq!(call.route.map(|r| r.method), Some("Play"));
+        let missing = Api::call(&Request::new(())).expect_err("no context");
+        assert_eq!(missing.code(), tonic::Code::Internal);
     }
 }

@@ -171,7 +171,7 @@ impl Api {
         &self,
         req: tonic::Request<pb::WatchRequest>,
     ) -> Result<Response<WatchStream>, Status> {
-        let call = self.call(&req);
+        let call = Api::call(&req)?;
         let closing = req
             .extensions()
             .get::<Closing>()
