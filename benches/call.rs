@@ -1,8 +1,8 @@
 //! One Play call's parts, without the network: open the token, decode and replay the
 //! game, apply the move, build the view, render it as protobuf, encode the game, the
 //! state id (computed on opening and on sealing), seal the token, encode the response
-//! (prost, as the service's codec does), the whole handler (`service::handlers::play`
-//! and `handlers::finish`) end to end, and the handler with its answer encoded: all of
+//! (prost, as the service's codec does), the whole handler (`service::moves::play`
+//! and `steps::finish`) end to end, and the handler with its answer encoded: all of
 //! a call's work that is not tonic's.
 //!
 //! The tokens are those of a hot-seat match as the service seals them: every seat
@@ -31,7 +31,8 @@ use allfives::engine::bot::{self, Strategy};
 use allfives::engine::{Action, Game, Move, Rules};
 use allfives::proto::v1 as pb;
 use allfives::service::convert::{Table, event_out, view_out};
-use allfives::service::handlers::{self, Policy};
+use allfives::service::steps::Policy;
+use allfives::service::{moves, steps};
 use allfives::state::{KeyRing, Player, Record, Seats, Tokens, lineage, plaintext, token};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use prost::Message;
@@ -141,9 +142,9 @@ fn positions(ring: &KeyRing) -> Vec<Position> {
 
 /// The whole Play handler, as the service runs it: the seat's move, then the bots' (none
 /// here), sealed and rendered.
-fn handle_play(tokens: &Tokens, request: &pb::PlayRequest) -> handlers::Answer {
-    let step = handlers::play(tokens, request).expect("play");
-    handlers::finish(tokens, &Policy::default(), step).expect("finish")
+fn handle_play(tokens: &Tokens, request: &pb::PlayRequest) -> steps::Answer {
+    let step = moves::play(tokens, request).expect("play");
+    steps::finish(tokens, &Policy::default(), step).expect("finish")
 }
 
 /// A Play handled and its answer encoded into `buf` by prost, as the server's codec
@@ -275,7 +276,7 @@ fn parts(c: &mut Criterion) {
                 credential: credential(p.viewer).to_vec(),
                 include_hand_events: false,
             };
-            b.iter(|| handlers::score(&uncached, black_box(&request)).expect("score"))
+            b.iter(|| moves::score(&uncached, black_box(&request)).expect("score"))
         });
         println!(
             "{}: token {} B (plaintext {} B), request {} B, response {} B ({} events)",

@@ -27,7 +27,7 @@ valgrind --tool=callgrind --callgrind-out-file="$out" "$bench" --bench --exact -
   "call/$position/$bench_name" >/dev/null 2>&1
 callgrind_annotate --tree=caller --inclusive=yes "$out" 2>/dev/null | awk '
   BEGIN {
-    n = split("criterion::bencher::Bencher<M>::iter|allfives::service::handlers::play|" \
+    n = split("criterion::bencher::Bencher<M>::iter|allfives::service::moves::play|" \
       "allfives::state::cache::Tokens::open|allfives::state::open|allfives::state::plaintext::decode|" \
       "allfives_engine::replay::<impl allfives_engine::game::Game>::replay|" \
       "allfives_engine::game::Game::apply|" \

@@ -94,7 +94,7 @@ breakdown() {
         - calls("::replay_into$", "^allfives_engine::game::Game::apply$") \
         + incl["allfives_engine::suggest::play_bots_until"]
       # The view (Game::view, view_out) and the events, as protobuf messages.
-      view = incl_of("allfives::service::handlers::render|allfives::service::convert::event_out")
+      view = incl_of("allfives::service::steps::render|allfives::service::convert::event_out")
       # Seal: the plaintext encoded by prost and sealed by the cipher, without the id.
       seal = incl["allfives::state::cache::Tokens::seal"] \
         - calls("^allfives::state::seal$", "^allfives::state::lineage::state_id$")
@@ -121,7 +121,7 @@ breakdown() {
       printf "    %-11s %8.0f  %s\n", "replay", replay / n, "plaintext::decode (prost decode + Game::replay_into)"
       printf "    %-11s %8.0f  %s\n", "credential", credential / n, "Seats::authorize"
       printf "    %-11s %8.0f  %s\n", "engine", engine / n, "Game::apply (not under replay) + play_bots_until"
-      printf "    %-11s %8.0f  %s\n", "view", view / n, "handlers::render (Game::view + view_out) + event_out"
+      printf "    %-11s %8.0f  %s\n", "view", view / n, "steps::render (Game::view + view_out) + event_out"
       printf "    %-11s %8.0f  %s\n", "encode", encode / n, "the answer'"'"'s encoder'"'"'s calls from the response body"
       printf "    %-11s %8.0f  %s\n", "seal", seal / n, "Tokens::seal − state id (plaintext encode + cipher)"
       printf "    %-11s %8.0f  %s\n", "state id", state_id / n, "lineage::state_id (HMAC-SHA-256, soft under valgrind)"

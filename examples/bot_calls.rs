@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use allfives::engine::suggest::Search;
 use allfives::proto::v1 as pb;
-use allfives::service::handlers::{self, Policy};
+use allfives::service::steps::Policy;
+use allfives::service::{moves, seats, steps};
 use allfives::state::{KeyRing, Tokens};
 
 fn cpu_time() -> Duration {
@@ -97,7 +98,7 @@ fn main() {
     let start_cpu = cpu_time();
     let started = Instant::now();
     for m in 0..matches {
-        let new = handlers::new_game(
+        let new = seats::new_game(
             &tokens,
             &policy,
             &pb::NewGameRequest {
@@ -119,7 +120,7 @@ fn main() {
             let cpu_before = thread_cpu();
             let answer = match pb::Phase::try_from(view.phase) {
                 Ok(pb::Phase::Over) => break,
-                Ok(pb::Phase::Dealing) => handlers::deal(
+                Ok(pb::Phase::Dealing) => moves::deal(
                     &tokens,
                     &pb::DealRequest {
                         state: state.clone().into(),
@@ -127,7 +128,7 @@ fn main() {
                         credential: credential.clone(),
                     },
                 ),
-                _ if view.must_draw => handlers::draw(
+                _ if view.must_draw => moves::draw(
                     &tokens,
                     &pb::DrawRequest {
                         state: state.clone().into(),
@@ -139,7 +140,7 @@ fn main() {
                 _ => {
                     let m =
                         view.legal_moves[(step as usize * 7 + m as usize) % view.legal_moves.len()];
-                    handlers::play(
+                    moves::play(
                         &tokens,
                         &pb::PlayRequest {
                             state: state.clone().into(),
@@ -152,7 +153,7 @@ fn main() {
                     )
                 }
             }
-            .and_then(|step| handlers::finish(&tokens, &policy, step))
+            .and_then(|step| steps::finish(&tokens, &policy, step))
             .expect("the human's move");
             let elapsed = timed.elapsed();
             let cpu_used = thread_cpu() - cpu_before;

@@ -30,7 +30,7 @@ use allfives::metrics::Metrics;
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_server::AllFivesServiceServer;
 use allfives::service::Api;
-use allfives::service::handlers::Policy;
+use allfives::service::steps::Policy;
 use allfives::state::{KeyRing, Tokens};
 use http_body::{Body, Frame, SizeHint};
 use prost::Message;

@@ -33,7 +33,7 @@ use allfives::engine::{Game, Rules};
 use allfives::metrics::Metrics;
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
-use allfives::service::handlers::SUGGEST_MAX_WORLDS;
+use allfives::service::suggest::SUGGEST_MAX_WORLDS;
 use allfives::state::KeyRing;
 use clap::Parser;
 use tonic::transport::{Channel, Endpoint};

@@ -216,7 +216,7 @@ pub struct Config {
         env = "ALLFIVES_BOT_WORLDS",
         default_value_t = 128,
         value_parser = clap::value_parser!(u32)
-            .range(1..=i64::from(crate::service::handlers::SUGGEST_MAX_WORLDS))
+            .range(1..=i64::from(crate::service::suggest::SUGGEST_MAX_WORLDS))
     )]
     pub bot_worlds: u32,
 
@@ -356,8 +356,8 @@ pub struct Config {
 
 impl Config {
     /// What the service allows beyond the rules.
-    pub fn policy(&self) -> crate::service::handlers::Policy {
-        crate::service::handlers::Policy {
+    pub fn policy(&self) -> crate::service::steps::Policy {
+        crate::service::steps::Policy {
             allow_client_seeds: self.allow_client_seeds,
             bot_search: crate::engine::suggest::Search::worlds(Some(self.bot_worlds)),
             match_store: self.match_store != StoreKind::None,

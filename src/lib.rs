@@ -10,9 +10,10 @@
 //! - [`state`]: the state token: the match's encoding (its moves, replayed), sealing and
 //!   opening with a key ring (key ids, rotation), seats' credentials, the cache of
 //!   matches this process sealed lately.
-//! - [`service`]: the tonic service: a handler per RPC (protobuf → engine → token →
-//!   view), the HARD search queue, and engine errors → gRPC statuses in one place
-//!   (`service::status`).
+//! - [`service`]: the tonic service: a file per RPC family (moves, seats, suggest,
+//!   watch, invites), each handler made of the same steps (protobuf → token → engine →
+//!   token → view, `service::steps`), the HARD search queue, and engine errors → gRPC
+//!   statuses in one place (`service::status`).
 //! - [`server`]: the transport: accepting and closing connections, and the stack of
 //!   layers every call passes before its handler (`server/stack.rs` lists them in
 //!   request order, with what each may answer); health, reflection, gRPC-Web; the

@@ -19,7 +19,7 @@ use allfives::engine::suggest::{Level, Search, suggest_with};
 use allfives::engine::{Game, Rules};
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
-use allfives::service::handlers::SUGGEST_MAX_WORLDS;
+use allfives::service::suggest::SUGGEST_MAX_WORLDS;
 use common::{Client, Creds, TestServer, bot, new_match, reason, ring};
 use tonic::Code;
 use tonic::transport::Endpoint;

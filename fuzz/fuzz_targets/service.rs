@@ -22,11 +22,13 @@
 //! A suggestion (a play or a draw) is a move the service then accepts.
 #![no_main]
 
+use allfives::service::{moves, seats, steps, suggest};
 use allfives::engine::Phase;
 use allfives::engine::suggest::Search;
 use allfives::proto::v1 as pb;
 use allfives::service::convert::level_out;
-use allfives::service::handlers::{self, Policy, Step};
+use allfives::service::steps::Policy;
+use allfives::service::steps::Step;
 use allfives::service::status::ApiError;
 use allfives::state::{self, Player, Record, StateId, TokenError};
 use allfives_fuzz::{
@@ -130,7 +132,7 @@ fn finished(
     );
     let step = step?;
     let (before, id) = before.expect("an accepted move's token opens");
-    let answer = match handlers::finish(tokens(), policy, step) {
+    let answer = match steps::finish(tokens(), policy, step) {
         Err(error @ ApiError::Token(TokenError::Random)) => return Err(error),
         answer => answer.expect("a move accepted is finished"),
     };
@@ -185,7 +187,7 @@ fuzz_target!(|data: &[u8]| {
             let Ok(req) = pb::NewGameRequest::decode(input) else {
                 return;
             };
-            let result = handlers::new_game(tokens(), &policy, &req).map(|a| {
+            let result = seats::new_game(tokens(), &policy, &req).map(|a| {
                 assert!(
                     req.seed.is_none() || policy.allow_client_seeds,
                     "a seed taken by a server that takes none"
@@ -230,7 +232,7 @@ fuzz_target!(|data: &[u8]| {
             let before = opened(&req.state);
             let record = before.as_ref().map(|b| &b.0);
             req.credential = credential_for(credential_choice, &req.credential, record, req.viewer);
-            let step = handlers::deal(tokens(), &req);
+            let step = moves::deal(tokens(), &req);
             let result = finished(
                 &policy,
                 step,
@@ -251,7 +253,7 @@ fuzz_target!(|data: &[u8]| {
             let record = before.as_ref().map(|b| &b.0);
             let seat = Some(req.seat);
             req.credential = credential_for(credential_choice, &req.credential, record, seat);
-            let step = handlers::play(tokens(), &req);
+            let step = moves::play(tokens(), &req);
             let named = [seat, req.viewer];
             let result = finished(&policy, step, before.as_ref(), &named, &req.credential);
             (result, before.is_some(), false)
@@ -267,7 +269,7 @@ fuzz_target!(|data: &[u8]| {
             let record = before.as_ref().map(|b| &b.0);
             let seat = Some(req.seat);
             req.credential = credential_for(credential_choice, &req.credential, record, seat);
-            let step = handlers::draw(tokens(), &req);
+            let step = moves::draw(tokens(), &req);
             let named = [seat, req.viewer];
             let result = finished(&policy, step, before.as_ref(), &named, &req.credential);
             (result, before.is_some(), false)
@@ -285,7 +287,7 @@ fuzz_target!(|data: &[u8]| {
                 credential_for(credential_choice, &req.credential, record, Some(req.seat));
             // A small search: this target looks for crashes, not strength.
             req.worlds %= 9;
-            let result = handlers::suggest(tokens(), &req);
+            let result = suggest::suggest(tokens(), &req);
             check_authority(
                 result.as_ref().map(|_| ()),
                 record,
@@ -302,7 +304,7 @@ fuzz_target!(|data: &[u8]| {
                         viewer: None,
                         credential: req.credential.clone(),
                     };
-                    let step = handlers::draw(tokens(), &follow);
+                    let step = moves::draw(tokens(), &follow);
                     finished(&policy, step, before.as_ref(), &named, &req.credential)
                         .expect("the advised draw is accepted");
                     return;
@@ -315,7 +317,7 @@ fuzz_target!(|data: &[u8]| {
                     viewer: None,
                     credential: req.credential.clone(),
                 };
-                let step = handlers::play(tokens(), &follow);
+                let step = moves::play(tokens(), &follow);
                 finished(&policy, step, before.as_ref(), &named, &req.credential)
                     .expect("the advised move is accepted");
             });
@@ -329,7 +331,7 @@ fuzz_target!(|data: &[u8]| {
                 req.state = t;
             }
             let before = opened(&req.state);
-            let result = handlers::claim_seat(tokens(), &policy, &req).map(|(r, claimed)| {
+            let result = seats::claim_seat(tokens(), &policy, &req).map(|(r, claimed)| {
                 let (before, id) = before.as_ref().expect("a claim's token opens");
                 let view = r.view;
                 let record = answered(&r.state, &view, Some(*id));
@@ -375,7 +377,7 @@ fuzz_target!(|data: &[u8]| {
                 req.viewer
                     .is_none_or(|viewer| holds(r, viewer, &req.credential))
             });
-            let result = handlers::score(tokens(), &req);
+            let result = moves::score(tokens(), &req);
             check_authority(
                 result.as_ref().map(|_| ()),
                 record,

@@ -9,7 +9,8 @@ use crate::engine::{
 
 use crate::proto::v1 as pb;
 use crate::state::names::Names;
-use crate::state::{Player, Seats};
+use crate::state::{MATCH_ID_LEN, Player, Seats};
+use crate::store::invites::Code;
 
 use super::status::ApiError;
 
@@ -421,6 +422,64 @@ pub fn suggestion_out(s: &Suggestion, level: Level, worlds: Option<u32>) -> pb::
         level: level as i32,
         worlds,
     }
+}
+
+// ---------------------------------------------------------------------------------
+// Request fields read: each a value, or the field's refusal.
+
+/// A display name as the request gives it (see `state::names`), or the field's refusal.
+pub(super) fn display_name_in(name: &str, field: &'static str) -> Result<String, ApiError> {
+    match crate::state::names::refusal(name) {
+        None => Ok(name.to_owned()),
+        Some(why) => Err(ApiError::field(field, why)),
+    }
+}
+
+/// A claim key as the request gives it: 16 to 64 bytes, not one byte repeated (a
+/// buffer the client forgot to fill).
+pub(super) fn claim_key_in(key: &[u8]) -> Result<&[u8], ApiError> {
+    use crate::state::claim::{MAX_KEY_LEN, MIN_KEY_LEN};
+    if !(MIN_KEY_LEN..=MAX_KEY_LEN).contains(&key.len()) {
+        return Err(ApiError::field(
+            "claim_key",
+            "a claim key is 16 to 64 random bytes",
+        ));
+    }
+    if key.iter().all(|&b| b == key[0]) {
+        return Err(ApiError::field(
+            "claim_key",
+            "a claim key is random bytes, not one byte repeated",
+        ));
+    }
+    Ok(key)
+}
+
+/// A match id as `GameView.match_id` shows it: 32 lower-case hex digits.
+pub(super) fn match_id_in(hex: &str) -> Result<[u8; MATCH_ID_LEN], ApiError> {
+    let bad = || {
+        ApiError::field(
+            "match_id",
+            "a match id is 32 hex digits (GameView.match_id)",
+        )
+    };
+    let bytes = hex.as_bytes();
+    if bytes.len() != 2 * MATCH_ID_LEN || !bytes.iter().all(u8::is_ascii_hexdigit) {
+        return Err(bad());
+    }
+    let mut id = [0u8; MATCH_ID_LEN];
+    for (byte, pair) in id.iter_mut().zip(bytes.chunks_exact(2)) {
+        let digits = std::str::from_utf8(pair).map_err(|_| bad())?;
+        *byte = u8::from_str_radix(digits, 16).map_err(|_| bad())?;
+    }
+    Ok(id)
+}
+
+/// An invite code as typed (`store::invites::Code::parse`), or the field's refusal.
+pub fn code_in(typed: &str) -> Result<Code, ApiError> {
+    Code::parse(typed).ok_or(ApiError::field(
+        "code",
+        "an invite code is 12 letters and digits (CreateInviteCodeResponse.code)",
+    ))
 }
 
 #[cfg(test)]

@@ -1,15 +1,18 @@
 //! `CreateInviteCode` and `OpenInviteCode`: a short code for a friend to type, kept in
 //! the match store (`crate::store::invites`). The requests are read and the tokens
-//! checked in `handlers`; this file asks the store, within the call's deadline.
+//! checked here through the steps (`steps.rs`); the store is asked, within the call's deadline.
 
 use std::time::Instant;
 
 use tonic::{Request, Response, Status};
 
-use super::handlers;
+use super::convert::code_in;
 use super::status::ApiError;
+use super::steps::{open, render, secret_bytes};
 use super::{Api, traced, within};
 use crate::proto::v1 as pb;
+use crate::state::{MatchId, Opened, Tokens};
+use crate::store::invites::{CANDIDATES, Code};
 
 impl Api {
     pub(super) async fn create_invite_code_call(
@@ -41,12 +44,12 @@ impl Api {
         let Some(store) = &self.store else {
             return Err(ApiError::StoreRequired);
         };
-        let match_id = handlers::invite_in(&self.tokens, req)?;
+        let match_id = invite_in(&self.tokens, req)?;
         let head = within(deadline, store.latest(&match_id))
             .await?
             .ok_or(ApiError::MatchForgotten)?;
-        handlers::invitable(&self.tokens, &head.token)?;
-        let candidates = handlers::invite_candidates()?;
+        invitable(&self.tokens, &head.token)?;
+        let candidates = invite_candidates()?;
         let invite = within(deadline, store.invite(&match_id, candidates)).await?;
         Ok(pb::CreateInviteCodeResponse {
             code: invite.code.to_string(),
@@ -62,7 +65,7 @@ impl Api {
         req: &pb::OpenInviteCodeRequest,
         deadline: Instant,
     ) -> Result<pb::OpenInviteCodeResponse, ApiError> {
-        let code = handlers::code_in(&req.code)?;
+        let code = code_in(&req.code)?;
         let Some(store) = &self.store else {
             return Err(ApiError::StoreRequired);
         };
@@ -72,6 +75,67 @@ impl Api {
         let head = within(deadline, store.latest(&match_id))
             .await?
             .ok_or(ApiError::InviteNotFound)?;
-        handlers::invite_opened(&self.tokens, &head.token)
+        invite_opened(&self.tokens, &head.token)
     }
+}
+
+/// A CreateInviteCode request read: the match, once the token opened and the viewer's
+/// credential holds (the match's latest state, from the store, is what
+/// [`invitable`] then checks).
+pub fn invite_in(tokens: &Tokens, req: &pb::CreateInviteCodeRequest) -> Result<MatchId, ApiError> {
+    let (opened, _) = open(tokens, &req.state, Some(req.viewer), &req.credential)?;
+    Ok(opened.match_id)
+}
+
+/// Whether the match in `token` (its latest state) takes a friend: not dealt yet, and a
+/// human seat open.
+pub fn invitable(tokens: &Tokens, token: &[u8]) -> Result<(), ApiError> {
+    let opened = tokens.open(token)?;
+    let takes = takes_a_friend(&opened);
+    tokens.keep(opened);
+    takes
+}
+
+fn takes_a_friend(opened: &Opened) -> Result<(), ApiError> {
+    if opened.game.hand_number() != 0 {
+        return Err(ApiError::Rules(crate::engine::Error::WrongPhase {
+            phase: opened.game.phase(),
+        }));
+    }
+    if !opened.seats.any_open(opened.game.rules().players) {
+        return Err(ApiError::NoOpenSeat);
+    }
+    Ok(())
+}
+
+/// Fresh random codes for a match's first ask, from the operating system (a code is a
+/// secret, as a credential is).
+pub fn invite_candidates() -> Result<[Code; CANDIDATES], ApiError> {
+    let bytes: [u8; 8 * CANDIDATES] = secret_bytes()?;
+    let mut codes = [Code::from_random([0; 8]); CANDIDATES];
+    for (code, chunk) in codes.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(chunk);
+        *code = Code::from_random(eight);
+    }
+    Ok(codes)
+}
+
+/// OpenInviteCode's answer from the match's latest token: the token and the public
+/// view, if the match still takes a friend; else the code is as good as gone
+/// (`INVITE_NOT_FOUND`, as for a code nobody made).
+pub fn invite_opened(
+    tokens: &Tokens,
+    token: &[u8],
+) -> Result<pb::OpenInviteCodeResponse, ApiError> {
+    let opened = tokens.open(token)?;
+    if takes_a_friend(&opened).is_err() {
+        return Err(ApiError::InviteNotFound);
+    }
+    let view = render(&opened, None)?;
+    tokens.keep(opened);
+    Ok(pb::OpenInviteCodeResponse {
+        state: token.to_vec(),
+        view: Some(view),
+    })
 }

@@ -1,28 +1,33 @@
 //! The tonic service: maps `allfives.v1` requests to the engine through the state
 //! token, and failures to gRPC statuses. Nothing else.
 //!
-//! - [`handlers`]: one function per RPC (parse, open, check the credential, engine,
-//!   bots, seal, view). HARD searches (Suggest's, and the server-played HARD bots')
-//!   run on tokio's blocking pool, at most one per core, and stop between worlds when
-//!   their call is dropped or its deadline passes.
+//! - One file per RPC family, each the calls and their handlers: [`moves`] (Deal, Play,
+//!   Draw, Score), [`seats`] (NewGame, ClaimSeat), [`suggest`], [`watch`] and
+//!   [`invites`] (the calls that need the match store: a stream of a match's changes;
+//!   invite codes). The trait below is one line per RPC into them.
+//! - [`steps`]: what every handler is made of (open the token, check the credential,
+//!   engine, the bots, seal, view). HARD searches (Suggest's, and the server-played
+//!   HARD bots') run on tokio's blocking pool, at most one per core, and stop between
+//!   worlds when their call is dropped or its deadline passes.
 //! - [`searches`]: the queue of HARD searches waiting for a core, bounded by the wait
 //!   budget, in which players (client and match) take turns.
-//! - [`convert`]: engine types <-> protobuf messages.
+//! - [`convert`]: engine types <-> protobuf messages, and request fields read.
 //! - [`codec`]: the generated services' gRPC codec: prost's, with undecodable requests
 //!   answered as the client's error.
 //! - [`status`]: errors -> `tonic::Status` with rich error details.
-//! - [`watch`] and [`invites`]: the calls that need the match store (a stream of a
-//!   match's changes; invite codes).
 //!
 //! Each call records its outcome in [`Metrics`](crate::metrics::Metrics) (games, hands,
 //! moves, token refusals); the HTTP endpoint that shows them lives elsewhere.
 
 pub mod codec;
 pub mod convert;
-pub mod handlers;
 pub mod invites;
+pub mod moves;
 pub mod searches;
+pub mod seats;
 pub mod status;
+pub mod steps;
+pub mod suggest;
 pub mod watch;
 
 use std::sync::Arc;
@@ -37,9 +42,9 @@ use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
 use crate::state::Tokens;
 use crate::store::MatchStore;
-use handlers::{Answer, Policy, Step};
 use searches::{Limits, MatchId, Owner, Searches};
 use status::ApiError;
+use steps::{Answer, Policy};
 
 /// The service: holds the key ring with its cache of lately sealed games, and the
 /// metrics. No call depends on another: a game lives in its token, and the cache only
@@ -242,70 +247,6 @@ impl Api {
         }
         error.into()
     }
-
-    /// A Deal, Play or Draw: its own move, then the bots that come on turn (on the
-    /// blocking pool, in the search queue, when a HARD one may search), sealed and
-    /// answered as `response`. A call whose search is refused or stopped does nothing:
-    /// nothing is sealed, so the client's token is still the match's and a retry with
-    /// it answers what this call would have. A call in which HARD bots moved lasts at
-    /// least their floor (`bot_move_floor` per full search) from when its search got a
-    /// slot, waited out asynchronously after the slot is given back, so its time says
-    /// nothing about the bots' tiles, however long it waited for the slot.
-    async fn changing<R: Send + 'static>(
-        &self,
-        call: CallContext,
-        method: &'static str,
-        seat: Option<u32>,
-        begin: impl FnOnce(&Tokens) -> Result<Step, ApiError>,
-        response: fn(Answer) -> R,
-    ) -> Result<Response<R>, Status> {
-        let step = match begin(&self.tokens) {
-            Ok(step) => step,
-            Err(error) => return traced(&self.metrics, method, seat, || Err(error)),
-        };
-        let searches = step.searches();
-        let match_id = step.match_id();
-        // The floor counts from when the bots start thinking, in their search slot: a
-        // call that waited for a slot behind other searches (load anyone can make with
-        // HARD Suggests) then still lasts the floor past its wait, so the wait does not
-        // eat into the floor and leave the search's own time showing.
-        let end = move |api: &Api, stop: &dyn Fn() -> bool| {
-            let started = Instant::now();
-            let answer =
-                handlers::finish_until(&api.tokens, &api.policy, step, stop).transpose()?;
-            let floor = answer
-                .as_ref()
-                .map_or(Duration::ZERO, |answer| api.bot_floor(answer.bot_worlds));
-            Some((answer, started.checked_add(floor).unwrap_or(started)))
-        };
-        let (answer, until) = if searches {
-            self.searching(call, match_id, method, seat, end).await?
-        } else {
-            // No HARD bot: nothing asks the stop.
-            end(self, &|| false).ok_or_else(expired)?
-        };
-        if until > Instant::now() {
-            // A deadline that passes during the floor ends the call as it would have
-            // ended a search still running: the same answer at the same time, so
-            // whether the bots' search had finished does not show either. The store is
-            // told only after the floor, so the time its head moves does not show it
-            // either, and an expired call stores nothing.
-            if until > call.deadline {
-                tokio::time::sleep_until(tokio::time::Instant::from_std(call.deadline)).await;
-                return Err(expired());
-            }
-            tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
-        }
-        let answer = match answer {
-            Ok(answer) => self.stored(answer, call.deadline).await,
-            Err(error) => Err(error),
-        };
-        traced(&self.metrics, method, seat, || {
-            let answer = answer?;
-            self.metrics.events(&answer.events);
-            Ok(response(answer))
-        })
-    }
 }
 
 /// What the store answers before the call's `deadline`, else `STORE_UNAVAILABLE`.
@@ -356,17 +297,6 @@ fn traced<T>(
     }
 }
 
-/// A changing call's answer as its response.
-macro_rules! respond {
-    ($response:ident) => {
-        |a: Answer| pb::$response {
-            state: a.state,
-            view: Some(a.view),
-            events: a.events,
-        }
-    };
-}
-
 #[tonic::async_trait]
 impl AllFivesService for Api {
     type WatchStream = watch::WatchStream;
@@ -376,6 +306,55 @@ impl AllFivesService for Api {
         req: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         self.watch_call(req).await
+    }
+
+    async fn new_game(
+        &self,
+        req: Request<pb::NewGameRequest>,
+    ) -> Result<Response<pb::NewGameResponse>, Status> {
+        self.new_game_call(req).await
+    }
+
+    async fn claim_seat(
+        &self,
+        req: Request<pb::ClaimSeatRequest>,
+    ) -> Result<Response<pb::ClaimSeatResponse>, Status> {
+        self.claim_seat_call(req).await
+    }
+
+    async fn deal(
+        &self,
+        req: Request<pb::DealRequest>,
+    ) -> Result<Response<pb::DealResponse>, Status> {
+        self.deal_call(req).await
+    }
+
+    async fn play(
+        &self,
+        req: Request<pb::PlayRequest>,
+    ) -> Result<Response<pb::PlayResponse>, Status> {
+        self.play_call(req).await
+    }
+
+    async fn draw(
+        &self,
+        req: Request<pb::DrawRequest>,
+    ) -> Result<Response<pb::DrawResponse>, Status> {
+        self.draw_call(req).await
+    }
+
+    async fn score(
+        &self,
+        req: Request<pb::ScoreRequest>,
+    ) -> Result<Response<pb::ScoreResponse>, Status> {
+        self.score_call(req).await
+    }
+
+    async fn suggest(
+        &self,
+        req: Request<pb::SuggestRequest>,
+    ) -> Result<Response<pb::SuggestResponse>, Status> {
+        self.suggest_call(req).await
     }
 
     async fn create_invite_code(
@@ -390,133 +369,6 @@ impl AllFivesService for Api {
         req: Request<pb::OpenInviteCodeRequest>,
     ) -> Result<Response<pb::OpenInviteCodeResponse>, Status> {
         self.open_invite_code_call(req).await
-    }
-
-    async fn new_game(
-        &self,
-        req: Request<pb::NewGameRequest>,
-    ) -> Result<Response<pb::NewGameResponse>, Status> {
-        // With a store, the new match's record is written before it is answered: its
-        // tokens say it was made with one, so a store that does not hold it refuses it.
-        let deadline = Api::call(&req)?.deadline;
-        let answer = match handlers::new_game(&self.tokens, &self.policy, req.get_ref()) {
-            Ok(answer) => self.stored(answer, deadline).await,
-            Err(error) => Err(error),
-        };
-        traced(&self.metrics, "NewGame", None, || {
-            let answer = answer?;
-            self.metrics.game_created();
-            Ok(pb::NewGameResponse {
-                state: answer.state,
-                view: Some(answer.view),
-                events: answer.events,
-                credentials: answer.credentials,
-            })
-        })
-    }
-
-    async fn claim_seat(
-        &self,
-        req: Request<pb::ClaimSeatRequest>,
-    ) -> Result<Response<pb::ClaimSeatResponse>, Status> {
-        let seat = req.get_ref().seat;
-        let deadline = Api::call(&req)?.deadline;
-        let answer = handlers::claim_seat(&self.tokens, &self.policy, req.get_ref());
-        let answer = match answer {
-            Ok((answer, credential)) => {
-                (self.stored(answer, deadline).await).map(|a| (a, credential))
-            }
-            Err(error) => Err(error),
-        };
-        traced(&self.metrics, "ClaimSeat", Some(seat), || {
-            let (answer, credential) = answer?;
-            Ok(pb::ClaimSeatResponse {
-                state: answer.state,
-                credential: Some(credential),
-                view: Some(answer.view),
-            })
-        })
-    }
-
-    async fn deal(
-        &self,
-        req: Request<pb::DealRequest>,
-    ) -> Result<Response<pb::DealResponse>, Status> {
-        let call = Api::call(&req)?;
-        let req = req.into_inner();
-        self.changing(
-            call,
-            "Deal",
-            None,
-            |tokens| handlers::deal(tokens, &req),
-            respond!(DealResponse),
-        )
-        .await
-    }
-
-    async fn play(
-        &self,
-        req: Request<pb::PlayRequest>,
-    ) -> Result<Response<pb::PlayResponse>, Status> {
-        let call = Api::call(&req)?;
-        let req = req.into_inner();
-        self.changing(
-            call,
-            "Play",
-            Some(req.seat),
-            |tokens| handlers::play(tokens, &req),
-            respond!(PlayResponse),
-        )
-        .await
-    }
-
-    async fn draw(
-        &self,
-        req: Request<pb::DrawRequest>,
-    ) -> Result<Response<pb::DrawResponse>, Status> {
-        let call = Api::call(&req)?;
-        let req = req.into_inner();
-        self.changing(
-            call,
-            "Draw",
-            Some(req.seat),
-            |tokens| handlers::draw(tokens, &req),
-            respond!(DrawResponse),
-        )
-        .await
-    }
-
-    async fn score(
-        &self,
-        req: Request<pb::ScoreRequest>,
-    ) -> Result<Response<pb::ScoreResponse>, Status> {
-        traced(&self.metrics, "Score", None, || {
-            handlers::score(&self.tokens, req.get_ref())
-        })
-    }
-
-    async fn suggest(
-        &self,
-        req: Request<pb::SuggestRequest>,
-    ) -> Result<Response<pb::SuggestResponse>, Status> {
-        let seat = Some(req.get_ref().seat);
-        if req.get_ref().level != pb::BotLevel::Hard as i32 {
-            return traced(&self.metrics, "Suggest", seat, || {
-                handlers::suggest(&self.tokens, req.get_ref())
-            });
-        }
-        // Opened and checked before the queue: a call that may not search takes no
-        // place in it.
-        let call = Api::call(&req)?;
-        let asked = match handlers::ask(&self.tokens, req.get_ref()) {
-            Ok(asked) => asked,
-            Err(error) => return traced(&self.metrics, "Suggest", seat, || Err(error)),
-        };
-        self.searching(call, asked.match_id(), "Suggest", seat, move |api, stop| {
-            let answer = asked.search_until(stop).transpose()?;
-            Some(traced(&api.metrics, "Suggest", seat, || answer))
-        })
-        .await?
     }
 }
 

@@ -29,11 +29,13 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Response, Status};
 
-use super::handlers::{self, Watch};
+use super::convert::{event_out, match_id_in};
 use super::status::ApiError;
+use super::steps::{open, render};
 use super::{Api, traced};
 use crate::call::{Closing, ConnectionId};
 use crate::proto::v1 as pb;
+use crate::state::{self, MATCH_ID_LEN, StateId, Tokens};
 use crate::store::{Head, MatchStore, Notice, Watching};
 
 /// The answer of a Watch call.
@@ -209,7 +211,7 @@ impl Api {
         let Some(store) = self.store.clone() else {
             return Err(ApiError::StoreRequired);
         };
-        let watch = handlers::watch_in(&self.tokens, req)?;
+        let watch = watch_in(&self.tokens, req)?;
         let permit = self
             .watches
             .admit(connection)
@@ -219,12 +221,12 @@ impl Api {
         let first = match watch.last_seen {
             Some(seen) if seen == head.state => {
                 // Seen already: the credential is checked all the same.
-                handlers::watched(&self.tokens, &watch, &head.token, 0, false)?;
+                watched(&self.tokens, &watch, &head.token, 0, false)?;
                 heartbeat()
             }
             seen => {
                 let catch_up = seen.is_none() || head.previous != seen;
-                change(handlers::watched(
+                change(watched(
                     &self.tokens,
                     &watch,
                     &head.token,
@@ -329,7 +331,7 @@ impl Follower {
 
     /// The change to `head`, which becomes the last sent.
     fn next(&mut self, head: &Head, catch_up: bool) -> Option<Next> {
-        let watched = handlers::watched(
+        let watched = watched(
             &self.api.tokens,
             &self.followed.watch,
             &head.token,
@@ -356,4 +358,92 @@ impl Follower {
             Err(_) => Some(Next::Later),
         }
     }
+}
+
+/// A Watch request, read: the match, the seat and its credential, the last state the
+/// device saw, and whether its changes carry tokens (not to a spectator who named the
+/// match by its id only: it holds no token of the match).
+#[derive(Clone, Debug)]
+pub struct Watch {
+    pub match_id: [u8; MATCH_ID_LEN],
+    viewer: Option<u32>,
+    credential: Vec<u8>,
+    pub last_seen: Option<StateId>,
+    with_tokens: bool,
+}
+
+/// Reads a Watch request: a token of the match (opened: it must be one of ours) or its
+/// id; the viewer and credential are checked against the match's latest state
+/// ([`watched`]).
+pub fn watch_in(tokens: &Tokens, req: &pb::WatchRequest) -> Result<Watch, ApiError> {
+    let match_id = match (req.state.is_empty(), req.match_id.is_empty()) {
+        (false, _) => tokens.open(&req.state)?.match_id,
+        (true, false) => match_id_in(&req.match_id)?,
+        (true, true) => {
+            return Err(ApiError::field(
+                "match_id",
+                "name the match: a token of it in `state`, or its id",
+            ));
+        }
+    };
+    let last_seen = match req.last_state_id.len() {
+        0 => None,
+        _ => Some(
+            StateId::try_from(req.last_state_id.as_slice()).map_err(|_| {
+                ApiError::field(
+                    "last_state_id",
+                    "a state id is 16 bytes (GameView.state_id)",
+                )
+            })?,
+        ),
+    };
+    Ok(Watch {
+        match_id,
+        viewer: req.viewer,
+        // Kept for the stream's life, and checked only for a viewer.
+        credential: match req.viewer {
+            Some(_) => req.credential.clone(),
+            None => Vec::new(),
+        },
+        last_seen,
+        with_tokens: !req.state.is_empty() || req.viewer.is_some(),
+    })
+}
+
+/// The change a watcher is told of: the head's token (`token`) as `watch`'s viewer
+/// sees it, with the last `events` events of the current hand (the move that made
+/// it), or with `catch_up` every event of the hand so far. Refused as the other calls
+/// refuse a viewer whose credential does not hold.
+pub fn watched(
+    tokens: &Tokens,
+    watch: &Watch,
+    token: &[u8],
+    events: u32,
+    catch_up: bool,
+) -> Result<pb::WatchChange, ApiError> {
+    let (opened, viewer) = open(tokens, token, watch.viewer, &watch.credential)?;
+    if opened.match_id != watch.match_id {
+        return Err(ApiError::Token(state::TokenError::Corrupt));
+    }
+    let game = &opened.game;
+    let rules = game.rules();
+    let hand = game.hand_events();
+    let since = match catch_up {
+        true => 0,
+        false => hand.len().saturating_sub(events as usize),
+    };
+    let change = pb::WatchChange {
+        state: match watch.with_tokens {
+            true => token.to_vec(),
+            false => Vec::new(),
+        },
+        view: Some(render(&opened, viewer)?),
+        events: hand[since..]
+            .iter()
+            .map(|&e| event_out(rules, e, viewer))
+            .collect(),
+        catch_up,
+    };
+    tokens.keep(opened);
+    Ok(change)
 }

@@ -19,7 +19,7 @@ use allfives::engine::{End, Error, Game, HandEnd, Phase, ReplayError, Rules, Til
 use allfives::proto::internal as ipb;
 use allfives::proto::v1 as pb;
 use allfives::service::convert::{end_out, tile_out};
-use allfives::service::handlers;
+use allfives::service::{moves, seats, steps};
 use allfives::state::plaintext::{self, DecodeError};
 use allfives::state::{self, KeyRing, Player, Record, Seats, Tokens, token};
 use common::{Client, Creds, TestServer, new_match, reason};
@@ -65,7 +65,7 @@ fn tables() -> Vec<pb::Rules> {
 
 /// The policy of the tests' servers: client seeds taken (the matches replay), the
 /// server's HARD bots searching few worlds.
-const POLICY: handlers::Policy = handlers::Policy {
+const POLICY: steps::Policy = steps::Policy {
     allow_client_seeds: true,
     bot_search: Search {
         worlds: 8,
@@ -111,7 +111,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
         let open: Vec<u32> = (0..seats.len() as u32)
             .filter(|&s| seats[s as usize] == pb::SeatSetup::default())
             .collect();
-        let new = handlers::new_game(
+        let new = seats::new_game(
             ring,
             &POLICY,
             &pb::NewGameRequest {
@@ -129,7 +129,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
         let (mut state, mut view) = (new.state, new.view);
         tokens.push(state.clone());
         for seat in open {
-            let (claimed, credential) = handlers::claim_seat(
+            let (claimed, credential) = seats::claim_seat(
                 ring,
                 &POLICY,
                 &pb::ClaimSeatRequest {
@@ -147,7 +147,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
             assert!(step < 20_000, "a match that does not end");
             let answer = match pb::Phase::try_from(view.phase).expect("phase") {
                 pb::Phase::Over => break,
-                pb::Phase::Dealing => handlers::deal(
+                pb::Phase::Dealing => moves::deal(
                     ring,
                     &pb::DealRequest {
                         state: state.into(),
@@ -157,7 +157,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
                 _ => {
                     let seat = view.turn.expect("a seat on turn");
                     let credential = creds[seat as usize].clone();
-                    let seen = handlers::score(
+                    let seen = moves::score(
                         ring,
                         &pb::ScoreRequest {
                             state: state.clone().into(),
@@ -170,7 +170,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
                     .view
                     .expect("view");
                     if seen.must_draw {
-                        handlers::draw(
+                        moves::draw(
                             ring,
                             &pb::DrawRequest {
                                 state: state.into(),
@@ -181,7 +181,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
                         )
                     } else {
                         let m = &seen.legal_moves[step % seen.legal_moves.len()];
-                        handlers::play(
+                        moves::play(
                             ring,
                             &pb::PlayRequest {
                                 state: state.into(),
@@ -195,7 +195,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
                     }
                 }
             }
-            .and_then(|step| handlers::finish(ring, &POLICY, step))
+            .and_then(|step| steps::finish(ring, &POLICY, step))
             .expect("a legal move");
             (state, view) = (answer.state, answer.view);
             tokens.push(state.clone());
@@ -219,7 +219,7 @@ enum Kind {
 /// INVALID_ARGUMENT and a TOKEN_* reason, which is returned.
 fn refused(ring: &Tokens, mutant: Vec<u8>, deal: bool, what: &dyn Fn() -> String) -> &'static str {
     let error = if deal {
-        handlers::deal(
+        moves::deal(
             ring,
             &pb::DealRequest {
                 state: mutant.into(),
@@ -228,7 +228,7 @@ fn refused(ring: &Tokens, mutant: Vec<u8>, deal: bool, what: &dyn Fn() -> String
         )
         .err()
     } else {
-        handlers::score(
+        moves::score(
             ring,
             &pb::ScoreRequest {
                 state: mutant.into(),

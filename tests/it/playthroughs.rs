@@ -29,7 +29,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use allfives::proto::v1 as pb;
-use allfives::service::handlers::{self, Policy};
+use allfives::service::steps::Policy;
+use allfives::service::{moves, seats, steps};
 use allfives::state::{KeyRing, Tokens};
 
 /// Who plays the seats of a match.
@@ -326,7 +327,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
         rules.players as usize,
         "{name}: a setup per seat"
     );
-    let new = handlers::new_game(
+    let new = seats::new_game(
         &tokens,
         &policy,
         &pb::NewGameRequest {
@@ -347,7 +348,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
     // What the human was told of the hand so far, from its deal.
     let mut told: Vec<pb::Event> = Vec::new();
     for _ in 0..20_000 {
-        let public = handlers::score(
+        let public = moves::score(
             &tokens,
             &pb::ScoreRequest {
                 state: state.clone().into(),
@@ -383,7 +384,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
                         let _ = writeln!(out, "  > deal");
                     }
                 }
-                handlers::deal(
+                moves::deal(
                     &tokens,
                     &pb::DealRequest {
                         state: state.into(),
@@ -398,7 +399,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
                     dealer.is_none_or(|human| human == seat),
                     "{name}: the bots' seat {seat} on turn between calls"
                 );
-                let seen = handlers::score(
+                let seen = moves::score(
                     &tokens,
                     &pb::ScoreRequest {
                         state: state.clone().into(),
@@ -413,7 +414,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
                 view(&mut out, &seen, state.len());
                 if seen.must_draw {
                     let _ = writeln!(out, "  > seat {seat} draws");
-                    handlers::draw(
+                    moves::draw(
                         &tokens,
                         &pb::DrawRequest {
                             state: state.into(),
@@ -435,7 +436,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
                         tile(&m.tile),
                         end(m.end)
                     );
-                    handlers::play(
+                    moves::play(
                         &tokens,
                         &pb::PlayRequest {
                             state: state.into(),
@@ -450,7 +451,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
                 .expect("a legal move")
             }
         };
-        let answer = handlers::finish(&tokens, &policy, step).expect("the bots play");
+        let answer = steps::finish(&tokens, &policy, step).expect("the bots play");
         events(&mut out, &answer.events);
         if let Some(human) = dealer {
             // A device reconnecting gets the hand's events just as the calls told them.
@@ -464,7 +465,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
             } else {
                 told.extend_from_slice(&answer.events);
             }
-            let replayed = handlers::score(
+            let replayed = moves::score(
                 &tokens,
                 &pb::ScoreRequest {
                     state: answer.state.clone().into(),

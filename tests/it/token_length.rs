@@ -35,7 +35,8 @@ use std::sync::Arc;
 use allfives::engine::suggest::Search;
 use allfives::proto::internal as ipb;
 use allfives::proto::v1 as pb;
-use allfives::service::handlers::{self, Policy};
+use allfives::service::steps::Policy;
+use allfives::service::{moves, seats, steps};
 use allfives::state::{KeyRing, Tokens, token};
 use prost::Message;
 use rand_chacha::ChaCha8Rng;
@@ -342,7 +343,7 @@ fn look(
     state: &[u8],
     viewer: Option<(u32, &[u8])>,
 ) -> (pb::ScoreSheet, pb::GameView) {
-    let looked = handlers::score(
+    let looked = moves::score(
         tokens,
         &pb::ScoreRequest {
             state: state.to_vec().into(),
@@ -364,7 +365,7 @@ fn play_match(
     rng: &mut ChaCha8Rng,
     seen: &mut Seen,
 ) {
-    let new = handlers::new_game(
+    let new = seats::new_game(
         tokens,
         &POLICY,
         &pb::NewGameRequest {
@@ -404,7 +405,7 @@ fn play_match(
         let sheet = look(tokens, &state, None).0;
         seen.check(&state, &view, &sheet, &public);
         let seat = open.swap_remove(rng.next_u32() as usize % open.len());
-        let (claimed, credential) = handlers::claim_seat(
+        let (claimed, credential) = seats::claim_seat(
             tokens,
             &POLICY,
             &pb::ClaimSeatRequest {
@@ -443,7 +444,7 @@ fn play_match(
                         .then_some(h.went_out)
                         .flatten()
                 });
-                handlers::deal(
+                moves::deal(
                     tokens,
                     &pb::DealRequest {
                         state: state.into(),
@@ -455,7 +456,7 @@ fn play_match(
                 let seat = turn.expect("turn");
                 let credential = credential.expect("a credential").to_vec();
                 if looked.must_draw {
-                    handlers::draw(
+                    moves::draw(
                         tokens,
                         &pb::DrawRequest {
                             state: state.into(),
@@ -467,7 +468,7 @@ fn play_match(
                 } else {
                     let moves = &looked.legal_moves;
                     let m = &moves[rng.next_u32() as usize % moves.len()];
-                    handlers::play(
+                    moves::play(
                         tokens,
                         &pb::PlayRequest {
                             state: state.into(),
@@ -482,7 +483,7 @@ fn play_match(
             }
         }
         .expect("a legal move");
-        let answer = handlers::finish(tokens, &POLICY, step).expect("the bots' moves");
+        let answer = steps::finish(tokens, &POLICY, step).expect("the bots' moves");
         (state, view) = (answer.state, answer.view);
     }
 }

@@ -1,0 +1,199 @@
+//! `NewGame` and `ClaimSeat`: a match made with its seats (open, claimed in the call,
+//! or bots), and an open seat claimed, each through the steps (`steps.rs`); with a
+//! store, written there before it is answered.
+
+use tonic::{Request, Response, Status};
+
+use super::convert::{claim_key_in, display_name_in, level_in, rules_in, seat_in, viewer_in};
+use super::status::ApiError;
+use super::steps::{Answer, Policy, answer, random_bytes, random_seed, secret_bytes};
+use super::{Api, traced};
+use crate::engine::Game;
+use crate::proto::v1 as pb;
+use crate::state::names::Names;
+use crate::state::seats::CREDENTIAL_LEN;
+use crate::state::{self, MATCH_ID_LEN, Opened, Player, Record, Seats, Tokens};
+
+impl Api {
+    pub(super) async fn new_game_call(
+        &self,
+        req: Request<pb::NewGameRequest>,
+    ) -> Result<Response<pb::NewGameResponse>, Status> {
+        // With a store, the new match's record is written before it is answered: its
+        // tokens say it was made with one, so a store that does not hold it refuses it.
+        let deadline = Api::call(&req)?.deadline;
+        let answer = match new_game(&self.tokens, &self.policy, req.get_ref()) {
+            Ok(answer) => self.stored(answer, deadline).await,
+            Err(error) => Err(error),
+        };
+        traced(&self.metrics, "NewGame", None, || {
+            let answer = answer?;
+            self.metrics.game_created();
+            Ok(pb::NewGameResponse {
+                state: answer.state,
+                view: Some(answer.view),
+                events: answer.events,
+                credentials: answer.credentials,
+            })
+        })
+    }
+
+    pub(super) async fn claim_seat_call(
+        &self,
+        req: Request<pb::ClaimSeatRequest>,
+    ) -> Result<Response<pb::ClaimSeatResponse>, Status> {
+        let seat = req.get_ref().seat;
+        let deadline = Api::call(&req)?.deadline;
+        let answer = claim_seat(&self.tokens, &self.policy, req.get_ref());
+        let answer = match answer {
+            Ok((answer, credential)) => {
+                (self.stored(answer, deadline).await).map(|a| (a, credential))
+            }
+            Err(error) => Err(error),
+        };
+        traced(&self.metrics, "ClaimSeat", Some(seat), || {
+            let (answer, credential) = answer?;
+            Ok(pb::ClaimSeatResponse {
+                state: answer.state,
+                credential: Some(credential),
+                view: Some(answer.view),
+            })
+        })
+    }
+}
+
+pub fn new_game(
+    tokens: &Tokens,
+    policy: &Policy,
+    req: &pb::NewGameRequest,
+) -> Result<Answer, ApiError> {
+    let rules = rules_in(req.rules.as_ref())?;
+    let viewer = viewer_in(req.viewer, &rules)?;
+    let seed = match req.seed {
+        Some(_) if !policy.allow_client_seeds => return Err(ApiError::SeedNotAllowed),
+        Some(seed) => seed,
+        None => random_seed(),
+    };
+    let mut seats = Seats::OPEN;
+    let mut names = Names::default();
+    let mut credentials = Vec::new();
+    match req.seats.len() {
+        0 => {}
+        n if n == rules.players => {
+            for (seat, (slot, setup)) in seats.0.iter_mut().zip(&req.seats).enumerate() {
+                if !setup.display_name.is_empty() {
+                    if !setup.claim {
+                        return Err(ApiError::field(
+                            "seats.display_name",
+                            "only a seat claimed in this call is named in it",
+                        ));
+                    }
+                    names.0[seat] = display_name_in(&setup.display_name, "seats.display_name")?;
+                }
+                *slot =
+                    match (setup.bot, setup.claim) {
+                        (0, false) => Player::Open,
+                        (0, true) => {
+                            let credential = secret_bytes::<CREDENTIAL_LEN>()?;
+                            credentials.push(pb::SeatCredential {
+                                seat: seat as u32,
+                                credential: credential.to_vec(),
+                            });
+                            Player::Human(credential)
+                        }
+                        (level, false) => Player::Bot(level_in(level).map_err(|_| {
+                            ApiError::field("seats.bot", "not a known BotLevel value")
+                        })?),
+                        (_, true) => {
+                            return Err(ApiError::field(
+                                "seats.claim",
+                                "a bot's seat has no credential to claim",
+                            ));
+                        }
+                    };
+            }
+        }
+        _ => {
+            return Err(ApiError::field(
+                "seats",
+                "one entry per player, in seat order (or none: every seat open)",
+            ));
+        }
+    }
+    if let Some(v) = viewer
+        && !matches!(seats.0[v], Player::Human(_))
+    {
+        return Err(ApiError::field(
+            "viewer",
+            "a new match is shown only to a seat claimed in the same call",
+        ));
+    }
+    let opened = Opened::new(Record {
+        match_id: random_bytes::<MATCH_ID_LEN>(),
+        game: Game::new(rules, seed)?,
+        seats,
+        secret: secret_bytes()?,
+        previous: None,
+        stored: policy.match_store,
+        names,
+    });
+    let mut answer = answer(tokens, opened, viewer, &[])?;
+    answer.credentials = credentials;
+    Ok(answer)
+}
+
+/// A seat claimed: the answer, and the seat's new credential.
+pub fn claim_seat(
+    tokens: &Tokens,
+    policy: &Policy,
+    req: &pb::ClaimSeatRequest,
+) -> Result<(Answer, pb::SeatCredential), ApiError> {
+    let mut opened = tokens.open(&req.state)?;
+    let rules = *opened.game.rules();
+    let seat = seat_in(req.seat, &rules, "seat")?;
+    let name = display_name_in(&req.display_name, "display_name")?;
+    if !req.claim_key.is_empty() && matches!(opened.seats.0[seat], Player::Human(_)) {
+        // This very claim, made again after the match moved on (its answer was lost,
+        // and another device went on from it): the key gives the credential the seat
+        // holds, so its claimer gets it back, with the match as it is (nothing moves).
+        let claimed = state::claim::derive(&opened.secret, seat, claim_key_in(&req.claim_key)?);
+        if opened.seats.authorize(seat, &claimed.credential).is_ok() {
+            let answer = answer(tokens, opened, Some(seat), &[])?;
+            let credential = pb::SeatCredential {
+                seat: seat as u32,
+                credential: claimed.credential.to_vec(),
+            };
+            return Ok((answer, credential));
+        }
+    }
+    if opened.game.hand_number() != 0 {
+        return Err(ApiError::Rules(crate::engine::Error::WrongPhase {
+            phase: opened.game.phase(),
+        }));
+    }
+    if opened.seats.0[seat] != Player::Open {
+        return Err(ApiError::SeatTaken(seat));
+    }
+    // A claim in another branch (an older token) must not deal the hands of this one,
+    // so each claim makes the seed anew (nothing has been dealt yet): drawn, or with a
+    // claim key derived from it (the same claim again makes the same state).
+    let (credential, seed) = if req.claim_key.is_empty() {
+        (secret_bytes::<CREDENTIAL_LEN>()?, random_seed())
+    } else {
+        let claimed = state::claim::derive(&opened.secret, seat, claim_key_in(&req.claim_key)?);
+        (claimed.credential, claimed.seed)
+    };
+    let previous = opened.state_id();
+    if !policy.allow_client_seeds {
+        opened.game = Game::new(rules, seed)?;
+    }
+    opened.seats.0[seat] = Player::Human(credential);
+    opened.names.0[seat] = name;
+    opened.previous = Some(previous);
+    let answer = answer(tokens, opened, Some(seat), &[])?;
+    let credential = pb::SeatCredential {
+        seat: seat as u32,
+        credential: credential.to_vec(),
+    };
+    Ok((answer, credential))
+}
