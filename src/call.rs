@@ -127,6 +127,9 @@ pub struct CallContext {
     /// When the call must be over: the earlier of the server's `--request-timeout-ms`
     /// and the client's `grpc-timeout`, counted from the call's headers.
     pub deadline: Instant,
+    /// Whether the deadline is the server's own limit (no earlier `grpc-timeout`): a
+    /// call past it is answered `REQUEST_TIMEOUT` (`service::status::deadline_passed`).
+    pub server_limit: bool,
 }
 
 impl CallContext {
@@ -141,14 +144,15 @@ impl CallContext {
         grpc_timeout_header: Option<&[u8]>,
         server_timeout: Duration,
     ) -> CallContext {
-        let timeout = grpc_timeout_header
-            .and_then(grpc_timeout)
-            .map_or(server_timeout, |asked| asked.min(server_timeout));
+        let asked = grpc_timeout_header.and_then(grpc_timeout);
+        let server_limit = asked.is_none_or(|asked| asked >= server_timeout);
+        let timeout = asked.map_or(server_timeout, |asked| asked.min(server_timeout));
         CallContext {
             connection,
             client,
             route: Route::of_path(path),
             deadline: now.checked_add(timeout).unwrap_or(now),
+            server_limit,
         }
     }
 
@@ -301,13 +305,15 @@ mod tests {
             let conn = ConnectionId(1);
             let client = ClientId::Connection(conn);
             let path = "/allfives.v1.AllFivesService/Play";
-            CallContext::new(conn, client, path, now, header.map(str::as_bytes), server).deadline
-                - now
+            let context =
+                CallContext::new(conn, client, path, now, header.map(str::as_bytes), server);
+            (context.deadline - now, context.server_limit)
         };
-        assert_eq!(deadline(None), Duration::from_secs(2));
-        assert_eq!(deadline(Some("1S")), Duration::from_secs(1));
-        assert_eq!(deadline(Some("1H")), Duration::from_secs(2));
-        assert_eq!(deadline(Some("junk")), Duration::from_secs(2));
-        assert_eq!(deadline(Some("0m")), Duration::ZERO);
+        assert_eq!(deadline(None), (Duration::from_secs(2), true));
+        assert_eq!(deadline(Some("1S")), (Duration::from_secs(1), false));
+        assert_eq!(deadline(Some("1H")), (Duration::from_secs(2), true));
+        assert_eq!(deadline(Some("2S")), (Duration::from_secs(2), true));
+        assert_eq!(deadline(Some("junk")), (Duration::from_secs(2), true));
+        assert_eq!(deadline(Some("0m")), (Duration::ZERO, false));
     }
 }

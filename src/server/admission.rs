@@ -1,10 +1,13 @@
 //! The calls-in-flight budget: at most `--max-calls-in-flight` calls in flight over all
-//! connections, shared fairly between connections, and each call's deadline (its
-//! [`CallContext`]: past it CANCELLED, as tonic's own server timeout answers, and the
-//! call's work is dropped). Ours: tower's `ConcurrencyLimit` and `LoadShed` refuse or
-//! queue with no notion of whose call it is or whether its body has arrived, which is
-//! what the fair share below needs; tower's `Timeout` fails the call with an error
-//! where a gRPC client expects an answer (CANCELLED, as tonic's own timeout gives).
+//! connections, shared fairly between connections; and the owner of each call's
+//! deadline (its [`CallContext`]'s, counted from its headers): past it the call's work
+//! is dropped and the call answered DEADLINE_EXCEEDED, with reason `REQUEST_TIMEOUT`
+//! when the server's own limit ran out (`service::status::deadline_passed`, which the
+//! service also answers with when it notices first: the same answer either way). The
+//! service below only reads the time left, to stop its work. Ours: tower's
+//! `ConcurrencyLimit` and `LoadShed` refuse or queue with no notion of whose call it is
+//! or whether its body has arrived, which is what the fair share below needs; tower's
+//! `Timeout` fails the call with an error where a gRPC client expects an answer.
 //!
 //! **Fair shares.** A call whose request body has not fully arrived yet is *stalled*.
 //! When every slot is taken, a call from a connection holding fewer calls than another
@@ -35,7 +38,7 @@ use tonic::codegen::http::{Request, Response};
 use tonic::codegen::{Bytes, Service, StdError};
 
 use crate::call::{CallContext, ConnectionId};
-use crate::service::status::ApiError;
+use crate::service::status::{ApiError, deadline_passed};
 
 /// The shared budget of calls in flight.
 #[derive(Clone)]
@@ -232,7 +235,7 @@ where
             tokio::select! {
                 result = tokio::time::timeout_at(deadline, response) => match result {
                     Ok(response) => response.map(|r| r.map(Body::new)),
-                    Err(_) => Ok(Status::cancelled("Timeout expired").into_http::<Body>()),
+                    Err(_) => Ok(Status::from(deadline_passed(&context)).into_http::<Body>()),
                 },
                 () = held.0.displaced.notified() => Ok(overloaded()),
             }
@@ -332,6 +335,16 @@ mod tests {
             .headers()
             .get("grpc-status")
             .map_or(Code::Ok, |v| Code::from_bytes(v.as_bytes()))
+    }
+
+    /// The `ErrorInfo` reason of a trailers-only answer, if it has one.
+    fn reason(response: &Response<Body>) -> Option<String> {
+        use tonic_types::StatusExt;
+        let status = Status::from_header_map(response.headers())?;
+        status
+            .get_error_details()
+            .error_info()
+            .map(|i| i.reason.clone())
     }
 
     #[tokio::test]
@@ -550,18 +563,22 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_call_past_the_shorter_deadline_is_cancelled_and_frees_its_slot() {
+    async fn a_call_past_the_shorter_deadline_is_answered_deadline_exceeded_and_frees_its_slot() {
         let admission = Admission::new(1);
         let mut service = admission.wrap(Answering(Arc::new(tokio::sync::Notify::new())));
         let started = tokio::time::Instant::now();
+        // The client's own deadline, sooner than the server's: no reason.
         let request = with_timeout(Body::empty(), 1, Some(b"100m"), Duration::from_secs(5));
         let answer = service.call(request).await.expect("answered");
-        assert_eq!(code(&answer), Code::Cancelled);
+        assert_eq!(code(&answer), Code::DeadlineExceeded);
+        assert_eq!(reason(&answer), None);
         assert_eq!(started.elapsed(), Duration::from_millis(100));
         assert_eq!(admission.in_flight(), 0);
+        // The server's own limit: REQUEST_TIMEOUT.
         let request = with_timeout(Body::empty(), 1, None, Duration::from_secs(5));
         let answer = service.call(request).await.expect("answered");
-        assert_eq!(code(&answer), Code::Cancelled);
+        assert_eq!(code(&answer), Code::DeadlineExceeded);
+        assert_eq!(reason(&answer).as_deref(), Some("REQUEST_TIMEOUT"));
         assert_eq!(
             started.elapsed(),
             Duration::from_millis(5100),

@@ -24,9 +24,9 @@ static CALL_FAILED: SharedThrottle = SharedThrottle::new();
 static SERVICE_FAILED: SharedThrottle = SharedThrottle::new();
 
 /// Wraps the routes: an event when the response is ready (code and latency) or the call
-/// is abandoned, in a `call` span with the gRPC method; the same
-/// outcome is counted in the metrics (an abandoned call as CANCELLED, which is what a
-/// client sees when the server's timeout ends it).
+/// is abandoned, in a `call` span with the gRPC method; the same outcome is counted in
+/// the metrics (an abandoned call, its client gone, as CANCELLED; a call past its
+/// deadline is answered below, by the admission layer, with DEADLINE_EXCEEDED).
 ///
 /// Streams HTTP/2 refuses past `--concurrency-limit` never get here, so they are not
 /// counted; calls refused by the limits inside (OVERLOADED, the deadline) are.

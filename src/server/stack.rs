@@ -9,7 +9,7 @@
 //! | 2 | CORS | tower-http | answers browsers' preflights, decorates gRPC-Web answers | HTTP 200 to a preflight (no CORS headers for an origin not allowed) |
 //! | 3 | gRPC-Web | tonic-web | turns a browser's gRPC-Web call into gRPC and back | what tonic-web refuses itself (a bad content type); bad base64 reaches layer 6 as a body error |
 //! | 4 | [`CallLog`] | `call_log.rs` | logs and counts every call's outcome below it | nothing of its own |
-//! | 5 | [`Admitted`] | `admission.rs` | the calls-in-flight budget, fair between connections; the call's deadline | RESOURCE_EXHAUSTED `OVERLOADED`; CANCELLED past the deadline; INTERNAL for a call without its context (a miswired stack, never a client's doing) |
+//! | 5 | [`Admitted`] | `admission.rs` | the calls-in-flight budget, fair between connections; the owner of the call's deadline | RESOURCE_EXHAUSTED `OVERLOADED`; DEADLINE_EXCEEDED past the deadline (`REQUEST_TIMEOUT` past the server's own limit); INTERNAL for a call without its context (a miswired stack, never a client's doing) |
 //! | 6 | [`RequestBody`] | `request_body.rs`, `framing.rs` | follows the body's gRPC framing; its deadline; health's and reflection's messages decoded | INVALID_ARGUMENT `MALFORMED_REQUEST`; CANCELLED `REQUEST_BODY_TIMEOUT`; CANCELLED when the transport broke the body |
 //! | 7 | routes | tonic | the API (`crate::service`), health, reflection (and `bench-echo`'s echo) | UNIMPLEMENTED for an unknown method; the API's codec INVALID_ARGUMENT `MALFORMED_REQUEST` for an undecodable request, OUT_OF_RANGE past `--max-message-bytes` (tonic's decoder); the handlers' statuses (`service::status`) |
 //!

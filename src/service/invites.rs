@@ -2,14 +2,13 @@
 //! the match store (`crate::store::invites`). The requests are read and the tokens
 //! checked here through the steps (`steps.rs`); the store is asked, within the call's deadline.
 
-use std::time::Instant;
-
 use tonic::{Request, Response, Status};
 
 use super::convert::code_in;
 use super::status::ApiError;
 use super::steps::{open, render, secret_bytes};
 use super::{Api, traced, within};
+use crate::call::CallContext;
 use crate::proto::v1 as pb;
 use crate::state::{MatchId, Opened, Tokens};
 use crate::store::invites::{CANDIDATES, Code};
@@ -19,9 +18,9 @@ impl Api {
         &self,
         req: Request<pb::CreateInviteCodeRequest>,
     ) -> Result<Response<pb::CreateInviteCodeResponse>, Status> {
-        let deadline = Api::call(&req)?.deadline;
+        let call = Api::call(&req)?;
         let seat = Some(req.get_ref().viewer);
-        let answer = self.create_invite_code(req.get_ref(), deadline).await;
+        let answer = self.create_invite_code(req.get_ref(), &call).await;
         traced(&self.metrics, "CreateInviteCode", seat, || answer)
     }
 
@@ -29,8 +28,8 @@ impl Api {
         &self,
         req: Request<pb::OpenInviteCodeRequest>,
     ) -> Result<Response<pb::OpenInviteCodeResponse>, Status> {
-        let deadline = Api::call(&req)?.deadline;
-        let answer = self.open_invite_code(req.get_ref(), deadline).await;
+        let call = Api::call(&req)?;
+        let answer = self.open_invite_code(req.get_ref(), &call).await;
         traced(&self.metrics, "OpenInviteCode", None, || answer)
     }
 
@@ -39,18 +38,18 @@ impl Api {
     async fn create_invite_code(
         &self,
         req: &pb::CreateInviteCodeRequest,
-        deadline: Instant,
+        call: &CallContext,
     ) -> Result<pb::CreateInviteCodeResponse, ApiError> {
         let Some(store) = &self.store else {
             return Err(ApiError::StoreRequired);
         };
         let match_id = invite_in(&self.tokens, req)?;
-        let head = within(deadline, store.latest(&match_id))
+        let head = within(call, store.latest(&match_id))
             .await?
             .ok_or(ApiError::MatchForgotten)?;
         invitable(&self.tokens, &head.token)?;
         let candidates = invite_candidates()?;
-        let invite = within(deadline, store.invite(&match_id, candidates)).await?;
+        let invite = within(call, store.invite(&match_id, candidates)).await?;
         Ok(pb::CreateInviteCodeResponse {
             code: invite.code.to_string(),
             // Whole seconds, rounded down: the code lives at least as long as it says.
@@ -63,16 +62,16 @@ impl Api {
     async fn open_invite_code(
         &self,
         req: &pb::OpenInviteCodeRequest,
-        deadline: Instant,
+        call: &CallContext,
     ) -> Result<pb::OpenInviteCodeResponse, ApiError> {
         let code = code_in(&req.code)?;
         let Some(store) = &self.store else {
             return Err(ApiError::StoreRequired);
         };
-        let match_id = within(deadline, store.open_invite(&code))
+        let match_id = within(call, store.open_invite(&code))
             .await?
             .ok_or(ApiError::InviteNotFound)?;
-        let head = within(deadline, store.latest(&match_id))
+        let head = within(call, store.latest(&match_id))
             .await?
             .ok_or(ApiError::InviteNotFound)?;
         invite_opened(&self.tokens, &head.token)

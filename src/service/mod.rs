@@ -43,7 +43,7 @@ use crate::proto::v1::all_fives_service_server::AllFivesService;
 use crate::state::Tokens;
 use crate::store::MatchStore;
 use searches::{Limits, MatchId, Owner, Searches};
-use status::ApiError;
+use status::{ApiError, deadline_passed};
 use steps::{Answer, Policy};
 
 /// The service: holds the key ring with its cache of lately sealed games, and the
@@ -134,7 +134,7 @@ impl Api {
     /// it made; refused `STATE_STALE` if the match is at another state, and
     /// `STORE_UNAVAILABLE` if the store did not answer before the call's `deadline`
     /// (its head may have moved all the same: the same call again is answered).
-    async fn stored(&self, answer: Answer, deadline: Instant) -> Result<Answer, ApiError> {
+    async fn stored(&self, answer: Answer, call: &CallContext) -> Result<Answer, ApiError> {
         let Some(store) = &self.store else {
             // A match made with a store moves only through it.
             return match answer.moved.stored {
@@ -143,11 +143,7 @@ impl Api {
             };
         };
         let events = u32::try_from(answer.events.len()).unwrap_or(u32::MAX);
-        within(
-            deadline,
-            store.advance(&answer.moved, events, &answer.state),
-        )
-        .await?;
+        within(call, store.advance(&answer.moved, events, &answer.state)).await?;
         Ok(answer)
     }
 
@@ -220,7 +216,7 @@ impl Api {
         match tokio::time::timeout_at(deadline, ticket.running()).await {
             Ok(Ok(())) => {}
             Ok(Err(searches::Refused)) => return Err(self.refuse_search(method, seat)),
-            Err(_) => return Err(expired()),
+            Err(_) => return Err(deadline_passed(&call).into()),
         }
         let stopped = Arc::new(AtomicBool::new(false));
         let _stop_on_drop = StopOnDrop(Arc::clone(&stopped));
@@ -233,7 +229,7 @@ impl Api {
         })
         .await
         .map_err(|_| Status::internal("the search failed"))?;
-        searched.ok_or_else(expired)
+        searched.ok_or_else(|| deadline_passed(&call).into())
     }
 
     /// A search refused for the queue: counted, and logged at most once per period
@@ -249,23 +245,19 @@ impl Api {
     }
 }
 
-/// What the store answers before the call's `deadline`, else `STORE_UNAVAILABLE`.
+/// What the store answers before `call`'s deadline; past it, the call's deadline
+/// answer ([`deadline_passed`]), as the admission layer would give it at the same
+/// moment. The store bounds its own calls (`crate::store::RESPONSE_TIMEOUT`, then
+/// `STORE_UNAVAILABLE`).
 async fn within<T>(
-    deadline: Instant,
+    call: &CallContext,
     asked: impl std::future::Future<Output = Result<T, crate::store::Refused>>,
 ) -> Result<T, ApiError> {
-    let deadline = tokio::time::Instant::from_std(deadline);
+    let deadline = tokio::time::Instant::from_std(call.deadline);
     match tokio::time::timeout_at(deadline, asked).await {
         Ok(answered) => Ok(answered?),
-        Err(_) => Err(ApiError::StoreUnavailable(
-            "no answer before the call's deadline".into(),
-        )),
+        Err(_) => Err(deadline_passed(call)),
     }
-}
-
-/// A call whose deadline passed before its search finished.
-fn expired() -> Status {
-    Status::deadline_exceeded("the call's deadline passed before its search finished")
 }
 
 /// Runs one call, counts a refusal, and turns a failure into a status. The call's log

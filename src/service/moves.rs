@@ -9,8 +9,9 @@ use tonic::{Request, Response, Status};
 
 use super::convert::{end_in, event_out, sheet_out, tile_in};
 use super::status::ApiError;
+use super::status::deadline_passed;
 use super::steps::{self, Answer, Step, act, open, render};
-use super::{Api, expired, traced};
+use super::{Api, traced};
 use crate::engine::Action;
 use crate::proto::v1 as pb;
 use crate::state::Tokens;
@@ -103,7 +104,7 @@ impl Api {
             self.searching(call, match_id, method, seat, end).await?
         } else {
             // No HARD bot: nothing asks the stop.
-            end(self, &|| false).ok_or_else(expired)?
+            end(self, &|| false).ok_or_else(|| Status::from(deadline_passed(&call)))?
         };
         if until > Instant::now() {
             // A deadline that passes during the floor ends the call as it would have
@@ -113,12 +114,12 @@ impl Api {
             // either, and an expired call stores nothing.
             if until > call.deadline {
                 tokio::time::sleep_until(tokio::time::Instant::from_std(call.deadline)).await;
-                return Err(expired());
+                return Err(deadline_passed(&call).into());
             }
             tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
         }
         let answer = match answer {
-            Ok(answer) => self.stored(answer, call.deadline).await,
+            Ok(answer) => self.stored(answer, &call).await,
             Err(error) => Err(error),
         };
         traced(&self.metrics, method, seat, || {

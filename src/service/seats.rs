@@ -21,9 +21,9 @@ impl Api {
     ) -> Result<Response<pb::NewGameResponse>, Status> {
         // With a store, the new match's record is written before it is answered: its
         // tokens say it was made with one, so a store that does not hold it refuses it.
-        let deadline = Api::call(&req)?.deadline;
+        let call = Api::call(&req)?;
         let answer = match new_game(&self.tokens, &self.policy, req.get_ref()) {
-            Ok(answer) => self.stored(answer, deadline).await,
+            Ok(answer) => self.stored(answer, &call).await,
             Err(error) => Err(error),
         };
         traced(&self.metrics, "NewGame", None, || {
@@ -43,12 +43,10 @@ impl Api {
         req: Request<pb::ClaimSeatRequest>,
     ) -> Result<Response<pb::ClaimSeatResponse>, Status> {
         let seat = req.get_ref().seat;
-        let deadline = Api::call(&req)?.deadline;
+        let call = Api::call(&req)?;
         let answer = claim_seat(&self.tokens, &self.policy, req.get_ref());
         let answer = match answer {
-            Ok((answer, credential)) => {
-                (self.stored(answer, deadline).await).map(|a| (a, credential))
-            }
+            Ok((answer, credential)) => (self.stored(answer, &call).await).map(|a| (a, credential)),
             Err(error) => Err(error),
         };
         traced(&self.metrics, "ClaimSeat", Some(seat), || {

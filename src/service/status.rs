@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
+use crate::call::CallContext;
 use crate::engine;
 use crate::proto::v1::ErrorReason;
 use crate::state::{Denied, StateId, TokenError};
@@ -61,6 +62,10 @@ pub enum ApiError {
     InviteRateLimited,
     /// An invite code for a match with no open seat.
     NoOpenSeat,
+    /// The call's deadline passed before it was answered ([`deadline_passed`]):
+    /// `server_limit`, the server's own limit (`--request-timeout-ms`), else the
+    /// client's earlier `grpc-timeout`.
+    DeadlinePassed { server_limit: bool },
 }
 
 impl From<crate::store::Refused> for ApiError {
@@ -130,7 +135,21 @@ impl ApiError {
             ApiError::InviteNotFound => R::InviteNotFound,
             ApiError::InviteRateLimited => R::InviteRateLimited,
             ApiError::NoOpenSeat => R::NoOpenSeat,
+            ApiError::DeadlinePassed { .. } => R::RequestTimeout,
         }
+    }
+}
+
+/// The answer to a call whose deadline passed before it was answered, whoever notices
+/// first: the admission layer, which owns the deadline and ends the call there
+/// (`server::admission`), or the service, stopping its work on the remaining time (a
+/// search, the bots' floor, the store's answer). Past the server's own limit,
+/// DEADLINE_EXCEEDED with reason `REQUEST_TIMEOUT`; past an earlier `grpc-timeout` of
+/// the client's, DEADLINE_EXCEEDED alone, as gRPC libraries answer a deadline their
+/// caller set (the client has stopped waiting anyway).
+pub fn deadline_passed(call: &CallContext) -> ApiError {
+    ApiError::DeadlinePassed {
+        server_limit: call.server_limit,
     }
 }
 
@@ -256,6 +275,15 @@ impl From<ApiError> for Status {
                 Code::ResourceExhausted,
                 "too many invite codes were tried in vain this minute: retry in a minute \
                  (an invite link still works)",
+                info(HashMap::new()),
+            ),
+            ApiError::DeadlinePassed {
+                server_limit: false,
+            } => Status::deadline_exceeded("the call's grpc-timeout passed before it was answered"),
+            ApiError::DeadlinePassed { server_limit: true } => Status::with_error_details(
+                Code::DeadlineExceeded,
+                "the call ran past the server's time limit for a call: make the same call \
+                 again (a move it recorded is answered the same)",
                 info(HashMap::new()),
             ),
             ApiError::NoOpenSeat => Status::with_error_details(

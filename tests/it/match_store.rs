@@ -325,22 +325,7 @@ async fn moves_with_hard_bots_inside_are_recorded_and_forks_refused() {
     let mut client = server.client().await;
     for seed in 0..50 {
         let new = client
-            .new_game(pb::NewGameRequest {
-                rules: Some(pb::Rules {
-                    players: 2,
-                    ..Default::default()
-                }),
-                seed: Some(seed),
-                viewer: Some(0),
-                seats: vec![
-                    pb::SeatSetup {
-                        bot: 0,
-                        claim: true,
-                        display_name: String::new(),
-                    },
-                    common::bot(pb::BotLevel::Hard),
-                ],
-            })
+            .new_game(common::against_a_bot(pb::BotLevel::Hard, seed))
             .await
             .expect("NewGame")
             .into_inner();

@@ -619,3 +619,118 @@ fn out_of_file_descriptors_the_server_does_not_spin() {
         "no HTTP/2 SETTINGS on a new connection once descriptors were free"
     );
 }
+
+/// A call that runs past the server's own time limit is answered DEADLINE_EXCEEDED with
+/// `REQUEST_TIMEOUT`; past the client's own, earlier `grpc-timeout`, DEADLINE_EXCEEDED
+/// alone. A call is made long by the HARD bot's floor (a second a full search, past
+/// either limit), and whichever notices the deadline first, the admission layer or the
+/// service, answers the same. Any call that fails must fail so; a machine slow enough
+/// to time out a call without the floor only changes which call that is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_past_its_deadline_is_deadline_exceeded_with_the_servers_reason_for_its_limit() {
+    let server = TestServer::start_with(
+        ring(1, 3),
+        &[
+            "--allow-client-seeds",
+            "--request-timeout-ms",
+            "300",
+            "--bot-move-floor-ms",
+            "1000",
+            "--bot-worlds",
+            "16",
+        ],
+    )
+    .await;
+    let mut client = server.client().await;
+    let past_the_servers_limit = |status: tonic::Status| {
+        assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+        assert_eq!(reason(&status), "REQUEST_TIMEOUT", "{status:?}");
+    };
+    // Deals until a call of the human's makes the HARD bot search (the Deal when the
+    // bot leads, or the human's first Play, which the bot answers), then makes the same
+    // call again with a grpc-timeout sooner than the server's limit.
+    let mut seen = (0, false);
+    for seed in 0..40 {
+        let new = client
+            .new_game(common::against_a_bot(pb::BotLevel::Hard, seed))
+            .await
+            .expect("NewGame")
+            .into_inner();
+        let creds = common::Creds::from_new_game(&new);
+        let deal = pb::DealRequest {
+            state: new.state.clone().into(),
+            viewer: Some(0),
+            credential: creds.of(0),
+        };
+        let (method, message) = match client.deal(deal.clone()).await {
+            Err(status) => {
+                past_the_servers_limit(status);
+                ("Deal", deal.encode_to_vec())
+            }
+            Ok(dealt) => {
+                let dealt = dealt.into_inner();
+                let view = dealt.view.expect("view");
+                let Some(first) = view.legal_moves.first() else {
+                    continue;
+                };
+                let play = pb::PlayRequest {
+                    state: dealt.state.clone().into(),
+                    seat: 0,
+                    tile: first.tile,
+                    end: first.end,
+                    viewer: Some(0),
+                    credential: creds.of(0),
+                };
+                match client.play(play.clone()).await {
+                    Ok(_) => continue,
+                    Err(status) => past_the_servers_limit(status),
+                }
+                ("Play", play.encode_to_vec())
+            }
+        };
+        seen.0 += 1;
+        // Sent with h2 itself: tonic's client ends a call at its grpc-timeout on its own
+        // timer (CANCELLED), and the test would read that instead of the server's.
+        let status = h2_call(server.addr, method, &message, "100m").await;
+        if status.code() == Code::Ok {
+            // Timed out above by the machine's slowness alone, not the bot's floor.
+            continue;
+        }
+        assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+        assert_eq!(reason(&status), "", "{status:?}");
+        seen.1 = true;
+        break;
+    }
+    assert!(seen.0 > 0, "no call of 40 matches made the HARD bot search");
+    assert!(seen.1, "no call past the client's own deadline");
+}
+
+/// The status the server answers to one call of the API's `method` with `message`
+/// and a `grpc-timeout` of `timeout`, made over a new HTTP/2 connection with h2 (no
+/// gRPC client's timer of its own).
+async fn h2_call(addr: SocketAddr, method: &str, message: &[u8], timeout: &str) -> tonic::Status {
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    let (mut h2, connection) = h2::client::handshake(tcp).await.expect("handshake");
+    tokio::spawn(connection);
+    let request = tonic::codegen::http::Request::post(format!(
+        "http://{addr}/allfives.v1.AllFivesService/{method}"
+    ))
+    .header("content-type", "application/grpc")
+    .header("te", "trailers")
+    .header("grpc-timeout", timeout)
+    .body(())
+    .expect("a request");
+    let (answer, mut body) = h2.send_request(request, false).expect("sent");
+    let mut framed = vec![0];
+    framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    framed.extend_from_slice(message);
+    body.send_data(framed.into(), true).expect("body");
+    let answer = answer.await.expect("an answer");
+    if let Some(status) = tonic::Status::from_header_map(answer.headers()) {
+        return status;
+    }
+    let mut body = answer.into_body();
+    while body.data().await.is_some() {}
+    let trailers = body.trailers().await.expect("trailers").expect("a status");
+    tonic::Status::from_header_map(&trailers).expect("a status")
+}

@@ -122,6 +122,8 @@ const std::map<pb::ErrorReason, ReasonText> kReasons = {
     {pb::INVITE_RATE_LIMITED,
      {grpc::RESOURCE_EXHAUSTED, "Too many codes were tried; wait a minute or use the link."}},
     {pb::NO_OPEN_SEAT, {grpc::FAILED_PRECONDITION, "Every seat is taken already."}},
+    {pb::REQUEST_TIMEOUT,
+     {grpc::DEADLINE_EXCEEDED, "The server took too long to answer; try again."}},
 };
 
 const char* CodeName(grpc::StatusCode code) {
@@ -244,7 +246,8 @@ struct Refusal {
   bool Retryable() const {
     if (has_info) {
       return reason == pb::RANDOM_UNAVAILABLE || reason == pb::OVERLOADED ||
-             reason == pb::SEARCH_QUEUE_FULL || reason == pb::REQUEST_BODY_TIMEOUT;
+             reason == pb::SEARCH_QUEUE_FULL || reason == pb::REQUEST_BODY_TIMEOUT ||
+             reason == pb::REQUEST_TIMEOUT;
     }
     return code == grpc::UNAVAILABLE || code == grpc::RESOURCE_EXHAUSTED ||
            code == grpc::DEADLINE_EXCEEDED || code == grpc::CANCELLED;

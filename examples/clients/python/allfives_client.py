@@ -208,6 +208,10 @@ REASONS: dict[int, tuple[grpc.StatusCode, str]] = {
         grpc.StatusCode.FAILED_PRECONDITION,
         "every seat is taken: there is nobody left to invite",
     ),
+    pb.REQUEST_TIMEOUT: (
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        "the call ran past the server's time limit: make the same call again (answered the same)",
+    ),
 }
 # Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 RETRYABLE_CODES = {
@@ -221,7 +225,8 @@ RETRYABLE_CODES = {
 # stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE,
 # STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store,
 # TOO_MANY_WATCHES many Watch streams, INVITE_NOT_FOUND, INVITE_RATE_LIMITED and
-# NO_OPEN_SEAT invite codes, which need a store too; tests/ provoke them).
+# NO_OPEN_SEAT invite codes, which need a store too; tests/ provoke them;
+# REQUEST_TIMEOUT a call that outlasts the server's time limit).
 UNPROVOKABLE = {
     pb.BONEYARD_EMPTY,
     pb.RANDOM_UNAVAILABLE,
@@ -237,6 +242,7 @@ UNPROVOKABLE = {
     pb.INVITE_NOT_FOUND,
     pb.INVITE_RATE_LIMITED,
     pb.NO_OPEN_SEAT,
+    pb.REQUEST_TIMEOUT,
 }
 
 
@@ -294,7 +300,7 @@ class ApiError(Exception):
     def retryable(self) -> bool:
         # Every call may be repeated safely: the token holds the whole match, so the
         # same request gives the same match again.
-        if self.reason == pb.RANDOM_UNAVAILABLE:
+        if self.reason in (pb.RANDOM_UNAVAILABLE, pb.REQUEST_TIMEOUT):
             return True
         # No reason: the transport's or the server's limits (docs/clients.md, "Errors").
         return self.reason is None and self.code in RETRYABLE_CODES

@@ -401,3 +401,24 @@ pub async fn view_for(client: &mut Client, state: &[u8], seat: u32, creds: &Cred
         .view
         .expect("view")
 }
+
+/// A NewGame request of two players, seeded: seat 0 claimed in the call (and its
+/// viewer), seat 1 a bot of `level`.
+pub fn against_a_bot(level: pb::BotLevel, seed: u64) -> pb::NewGameRequest {
+    pb::NewGameRequest {
+        rules: Some(pb::Rules {
+            players: 2,
+            ..Default::default()
+        }),
+        seed: Some(seed),
+        viewer: Some(0),
+        seats: vec![
+            pb::SeatSetup {
+                bot: 0,
+                claim: true,
+                display_name: String::new(),
+            },
+            bot(level),
+        ],
+    }
+}

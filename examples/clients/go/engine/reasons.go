@@ -74,6 +74,8 @@ func ReasonSentence(reason allfivesv1.ErrorReason) string {
 		return "Too many invite codes were tried in vain this minute: try again in a minute (an invite link still works)."
 	case allfivesv1.ErrorReason_NO_OPEN_SEAT:
 		return "Every seat of the match is taken: there is nobody left to invite."
+	case allfivesv1.ErrorReason_REQUEST_TIMEOUT:
+		return "The call ran past the server's time limit: make the same call again (it is answered the same)."
 	default:
 		return ""
 	}

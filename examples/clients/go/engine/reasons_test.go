@@ -10,8 +10,8 @@ import (
 // Every value of the generated ErrorReason enum has a sentence of its own, so a reason
 // added to the proto (and regenerated) fails here until ReasonSentence covers it.
 func TestEveryReasonHasASentence(t *testing.T) {
-	if len(allfivesv1.ErrorReason_name) < 34 {
-		t.Fatalf("the generated enum has %d values; the proto had 34 when this was written", len(allfivesv1.ErrorReason_name))
+	if len(allfivesv1.ErrorReason_name) < 35 {
+		t.Fatalf("the generated enum has %d values; the proto had 35 when this was written", len(allfivesv1.ErrorReason_name))
 	}
 	seen := map[string]string{}
 	for number, name := range allfivesv1.ErrorReason_name {
@@ -46,6 +46,7 @@ func TestRetryableReasonsAndCodes(t *testing.T) {
 		{codes.ResourceExhausted, allfivesv1.ErrorReason_SEARCH_QUEUE_FULL, true},
 		{codes.Unavailable, allfivesv1.ErrorReason_STORE_UNAVAILABLE, true},
 		{codes.Canceled, allfivesv1.ErrorReason_REQUEST_BODY_TIMEOUT, true},
+		{codes.DeadlineExceeded, allfivesv1.ErrorReason_REQUEST_TIMEOUT, true},
 		// A minute's wait is the caller's decision, not a retry loop's.
 		{codes.ResourceExhausted, allfivesv1.ErrorReason_INVITE_RATE_LIMITED, false},
 		// The same token again would be refused again.

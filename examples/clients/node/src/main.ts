@@ -177,6 +177,10 @@ const REASONS = new Map<ErrorReason, [Code, string]>([
     [Code.ResourceExhausted, "too many invite codes were tried this minute: retry in a minute, or use the invite link"],
   ],
   [ErrorReason.NO_OPEN_SEAT, [Code.FailedPrecondition, "every seat is taken: there is nobody left to invite"]],
+  [
+    ErrorReason.REQUEST_TIMEOUT,
+    [Code.DeadlineExceeded, "the call ran past the server's time limit: make the same call again (answered the same)"],
+  ],
 ]);
 // Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled]);
@@ -185,7 +189,8 @@ const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.
 // stalled body; OVERLOADED and SEARCH_QUEUE_FULL a flood; STATE_STALE,
 // STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store,
 // TOO_MANY_WATCHES many Watch streams, INVITE_NOT_FOUND, INVITE_RATE_LIMITED and
-// NO_OPEN_SEAT invite codes, which need a store too; tests/ provoke them).
+// NO_OPEN_SEAT invite codes, which need a store too; tests/ provoke them;
+// REQUEST_TIMEOUT a call that outlasts the server's time limit).
 const UNPROVOKABLE = new Set([
   ErrorReason.BONEYARD_EMPTY,
   ErrorReason.RANDOM_UNAVAILABLE,
@@ -201,6 +206,7 @@ const UNPROVOKABLE = new Set([
   ErrorReason.INVITE_NOT_FOUND,
   ErrorReason.INVITE_RATE_LIMITED,
   ErrorReason.NO_OPEN_SEAT,
+  ErrorReason.REQUEST_TIMEOUT,
 ]);
 const reasonName = (r: ErrorReason) => ErrorReason[r] ?? String(r);
 
@@ -251,7 +257,7 @@ class ApiError extends Error {
   get retryable(): boolean {
     // Every call may be repeated safely: the token holds the whole match, so the same
     // request gives the same match again.
-    if (this.reason === ErrorReason.RANDOM_UNAVAILABLE) return true;
+    if (this.reason === ErrorReason.RANDOM_UNAVAILABLE || this.reason === ErrorReason.REQUEST_TIMEOUT) return true;
     // No reason: the transport's or the server's limits (docs/clients.md, "Errors").
     return this.reason === undefined && RETRYABLE_CODES.has(this.code);
   }

@@ -223,6 +223,7 @@ export const en = {
     [ErrorReason.INVITE_RATE_LIMITED]:
       "Too many wrong codes were tried on this server just now. Wait a minute and try again, or ask for the invite link.",
     [ErrorReason.NO_OPEN_SEAT]: "Every seat of this match is taken: nobody else can join it.",
+    [ErrorReason.REQUEST_TIMEOUT]: "The server took too long to answer. Try again.",
   } satisfies Record<ErrorReason, string>,
   /** A bad field's sentence, by the BadRequest's field. */
   fields: {

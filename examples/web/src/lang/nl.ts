@@ -208,6 +208,7 @@ export const nl = {
     [ErrorReason.INVITE_RATE_LIMITED]:
       "Er zijn net te veel verkeerde codes geprobeerd op deze server. Wacht een minuut en probeer het opnieuw, of vraag om de uitnodigingslink.",
     [ErrorReason.NO_OPEN_SEAT]: "Elke plaats in deze partij is bezet: niemand anders kan meedoen.",
+    [ErrorReason.REQUEST_TIMEOUT]: "De server deed er te lang over om te antwoorden. Probeer het opnieuw.",
   },
   fields: {
     "rules.target": "Het doel moet een positief veelvoud van 5 zijn, hoogstens 10000.",

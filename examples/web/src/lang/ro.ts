@@ -210,6 +210,7 @@ export const ro = {
     [ErrorReason.INVITE_RATE_LIMITED]:
       "S-au încercat prea multe coduri greșite pe acest server chiar acum. Așteaptă un minut și încearcă din nou sau cere linkul de invitație.",
     [ErrorReason.NO_OPEN_SEAT]: "Toate locurile acestui meci sunt ocupate: nu mai poate intra nimeni.",
+    [ErrorReason.REQUEST_TIMEOUT]: "Serverului i-a luat prea mult să răspundă. Încearcă din nou.",
   },
   fields: {
     "rules.target": "Ținta trebuie să fie un multiplu pozitiv de 5, cel mult 10000.",

@@ -98,6 +98,7 @@ fun sentence(reason: ErrorReason): String = when (reason) {
     ErrorReason.INVITE_NOT_FOUND -> "No match is waiting under that code."
     ErrorReason.INVITE_RATE_LIMITED -> "Too many codes were tried just now; wait a minute, or use the link."
     ErrorReason.NO_OPEN_SEAT -> "Every seat at this table is taken."
+    ErrorReason.REQUEST_TIMEOUT -> "The server took too long to answer. Trying again."
 }
 // [END kotlin_sentences]
 
@@ -119,6 +120,7 @@ val AllFivesException.retryable: Boolean
             Status.Code.UNAVAILABLE, Status.Code.DEADLINE_EXCEEDED, Status.Code.CANCELLED,
         )
         ErrorReason.OVERLOADED, ErrorReason.SEARCH_QUEUE_FULL, ErrorReason.RANDOM_UNAVAILABLE,
-        ErrorReason.STORE_UNAVAILABLE, ErrorReason.REQUEST_BODY_TIMEOUT, ErrorReason.TOO_MANY_WATCHES -> true
+        ErrorReason.STORE_UNAVAILABLE, ErrorReason.REQUEST_BODY_TIMEOUT, ErrorReason.TOO_MANY_WATCHES,
+        ErrorReason.REQUEST_TIMEOUT -> true
         else -> false
     }
