@@ -154,7 +154,7 @@ struct Counts {
     /// The HARD search queue, once the server has made it.
     searches: OnceLock<Arc<Searches>>,
     /// The Watch streams' bounds and count, once the server has made them.
-    watches: OnceLock<Arc<crate::service::watch::Limits>>,
+    watches: OnceLock<Arc<crate::service::watch::WatchLimits>>,
 }
 
 /// The server's metrics: shared (in an `Arc`) by the gRPC server, the API and the
@@ -231,7 +231,7 @@ impl Metrics {
         let _ = self.counts.searches.set(searches);
     }
 
-    pub fn watch_streams(&self, watches: Arc<crate::service::watch::Limits>) {
+    pub fn watch_streams(&self, watches: Arc<crate::service::watch::WatchLimits>) {
         let _ = self.counts.watches.set(watches);
     }
 

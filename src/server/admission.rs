@@ -87,7 +87,7 @@ struct ConnectionCalls {
     /// Calls of this connection holding a slot.
     held: usize,
     /// Those whose body has not fully arrived, oldest first.
-    stalled: VecDeque<Arc<Slot>>,
+    stalled: VecDeque<Arc<CallSlot>>,
 }
 
 impl Budget {
@@ -98,7 +98,7 @@ impl Budget {
 
     /// A slot for a call on `connection`, taking a stalled call's from a connection
     /// holding more if every slot is held; `None`: refused.
-    fn admit(self: &Arc<Self>, connection: ConnectionId) -> Option<Arc<Slot>> {
+    fn admit(self: &Arc<Self>, connection: ConnectionId) -> Option<Arc<CallSlot>> {
         let mut state = self.lock();
         if state.in_flight >= self.cap {
             let ours = state.connections.get(&connection).map_or(0, |c| c.held);
@@ -116,7 +116,7 @@ impl Budget {
             displaced.displaced.notify_one();
         }
         state.in_flight += 1;
-        let slot = Arc::new(Slot {
+        let slot = Arc::new(CallSlot {
             budget: Arc::clone(self),
             connection,
             released: AtomicBool::new(false),
@@ -131,7 +131,7 @@ impl Budget {
 }
 
 /// A call's place in the budget.
-struct Slot {
+struct CallSlot {
     budget: Arc<Budget>,
     connection: ConnectionId,
     /// Given back (the call ended, or it was displaced).
@@ -141,7 +141,7 @@ struct Slot {
     displaced: Notify,
 }
 
-impl Slot {
+impl CallSlot {
     /// The request body has fully arrived: the call can no longer be displaced.
     fn body_done(self: &Arc<Self>) {
         if self.body_done.swap(true, Ordering::AcqRel) || self.released.load(Ordering::Acquire) {
@@ -173,9 +173,9 @@ impl Slot {
 }
 
 /// Gives a call's slot back when its future ends or is dropped.
-struct Held(Arc<Slot>);
+struct HeldCall(Arc<CallSlot>);
 
-impl Drop for Held {
+impl Drop for HeldCall {
     fn drop(&mut self) {
         self.0.release();
     }
@@ -185,7 +185,7 @@ impl Drop for Held {
 /// [`BodyArrived::arrived`] once the body's first message (or its end) has arrived,
 /// and from then on the call can no longer be displaced.
 #[derive(Clone)]
-pub struct BodyArrived(Arc<Slot>);
+pub struct BodyArrived(Arc<CallSlot>);
 
 impl BodyArrived {
     pub fn arrived(&self) {
@@ -226,9 +226,9 @@ where
         request
             .extensions_mut()
             .insert(BodyArrived(Arc::clone(&slot)));
-        // Held from here, so that the slot is given back even if the future is dropped
+        // HeldCall from here, so that the slot is given back even if the future is dropped
         // before it is first polled.
-        let held = Held(slot);
+        let held = HeldCall(slot);
         let response = self.inner.call(request);
         let deadline = tokio::time::Instant::from_std(context.deadline);
         Box::pin(async move {

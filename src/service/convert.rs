@@ -10,7 +10,7 @@ use crate::engine::{
 use crate::proto::v1 as pb;
 use crate::state::names::Names;
 use crate::state::{MATCH_ID_LEN, Player, Seats};
-use crate::store::invites::Code;
+use crate::store::invites::InviteCode;
 
 use super::status::ApiError;
 
@@ -474,9 +474,9 @@ pub(super) fn match_id_in(hex: &str) -> Result<[u8; MATCH_ID_LEN], ApiError> {
     Ok(id)
 }
 
-/// An invite code as typed (`store::invites::Code::parse`), or the field's refusal.
-pub fn code_in(typed: &str) -> Result<Code, ApiError> {
-    Code::parse(typed).ok_or(ApiError::field(
+/// An invite code as typed (`store::invites::InviteCode::parse`), or the field's refusal.
+pub fn code_in(typed: &str) -> Result<InviteCode, ApiError> {
+    InviteCode::parse(typed).ok_or(ApiError::field(
         "code",
         "an invite code is 12 letters and digits (CreateInviteCodeResponse.code)",
     ))

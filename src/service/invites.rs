@@ -11,7 +11,7 @@ use super::{Api, traced, within};
 use crate::call::CallContext;
 use crate::proto::v1 as pb;
 use crate::state::{MatchId, Opened, Tokens};
-use crate::store::invites::{CANDIDATES, Code};
+use crate::store::invites::{CANDIDATES, InviteCode};
 
 impl Api {
     pub(super) async fn create_invite_code_call(
@@ -109,13 +109,13 @@ fn takes_a_friend(opened: &Opened) -> Result<(), ApiError> {
 
 /// Fresh random codes for a match's first ask, from the operating system (a code is a
 /// secret, as a credential is).
-pub fn invite_candidates() -> Result<[Code; CANDIDATES], ApiError> {
+pub fn invite_candidates() -> Result<[InviteCode; CANDIDATES], ApiError> {
     let bytes: [u8; 8 * CANDIDATES] = secret_bytes()?;
-    let mut codes = [Code::from_random([0; 8]); CANDIDATES];
+    let mut codes = [InviteCode::from_random([0; 8]); CANDIDATES];
     for (code, chunk) in codes.iter_mut().zip(bytes.chunks_exact(8)) {
         let mut eight = [0u8; 8];
         eight.copy_from_slice(chunk);
-        *code = Code::from_random(eight);
+        *code = InviteCode::from_random(eight);
     }
     Ok(codes)
 }

@@ -67,7 +67,7 @@ pub struct Api {
     /// that changes a match is answered only once the store moved it (`crate::store`).
     store: Option<Arc<MatchStore>>,
     /// The bounds on open Watch streams (`watch`).
-    watches: Arc<watch::Limits>,
+    watches: Arc<watch::WatchLimits>,
     /// How long a Watch stream stays silent before a heartbeat.
     watch_heartbeat: Duration,
 }
@@ -92,7 +92,7 @@ impl Api {
             bot_move_floor: Duration::ZERO,
             searches: Searches::new(Limits::for_slots(cores, searches::DEFAULT_WAIT_BUDGET)),
             store: None,
-            watches: watch::Limits::new(
+            watches: watch::WatchLimits::new(
                 watch::DEFAULT_MAX_STREAMS,
                 watch::DEFAULT_MAX_PER_CONNECTION,
             ),
@@ -105,14 +105,14 @@ impl Api {
     /// and a heartbeat after `heartbeat` of silence (`--watch-heartbeat-secs`).
     pub fn with_watches(self, total: usize, per_connection: usize, heartbeat: Duration) -> Api {
         Api {
-            watches: watch::Limits::new(total, per_connection),
+            watches: watch::WatchLimits::new(total, per_connection),
             watch_heartbeat: heartbeat,
             ..self
         }
     }
 
     /// The bounds on Watch streams, with the count open (for the metrics' gauges).
-    pub fn watches(&self) -> Arc<watch::Limits> {
+    pub fn watches(&self) -> Arc<watch::WatchLimits> {
         Arc::clone(&self.watches)
     }
 
@@ -251,7 +251,7 @@ impl Api {
 /// `STORE_UNAVAILABLE`).
 async fn within<T>(
     call: &CallContext,
-    asked: impl std::future::Future<Output = Result<T, crate::store::Refused>>,
+    asked: impl std::future::Future<Output = Result<T, crate::store::StoreRefusal>>,
 ) -> Result<T, ApiError> {
     let deadline = tokio::time::Instant::from_std(call.deadline);
     match tokio::time::timeout_at(deadline, asked).await {

@@ -68,15 +68,15 @@ pub enum ApiError {
     DeadlinePassed { server_limit: bool },
 }
 
-impl From<crate::store::Refused> for ApiError {
-    fn from(refused: crate::store::Refused) -> ApiError {
-        use crate::store::Refused;
+impl From<crate::store::StoreRefusal> for ApiError {
+    fn from(refused: crate::store::StoreRefusal) -> ApiError {
+        use crate::store::StoreRefusal;
         match refused {
-            Refused::Stale(stale) => ApiError::StateStale(stale.latest),
-            Refused::Unavailable(why) => ApiError::StoreUnavailable(why),
-            Refused::Forgotten => ApiError::MatchForgotten,
-            Refused::Crowded => ApiError::TooManyWatches,
-            Refused::RateLimited => ApiError::InviteRateLimited,
+            StoreRefusal::Stale(stale) => ApiError::StateStale(stale.latest),
+            StoreRefusal::Unavailable(why) => ApiError::StoreUnavailable(why),
+            StoreRefusal::Forgotten => ApiError::MatchForgotten,
+            StoreRefusal::Crowded => ApiError::TooManyWatches,
+            StoreRefusal::RateLimited => ApiError::InviteRateLimited,
         }
     }
 }

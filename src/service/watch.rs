@@ -11,7 +11,7 @@
 //! begins to close (its age, or the server draining): the client watches again with the
 //! last state id it saw.
 //!
-//! Streams are bounded ([`Limits`]): per connection and in all, past which a Watch is
+//! Streams are bounded ([`WatchLimits`]): per connection and in all, past which a Watch is
 //! refused `RESOURCE_EXHAUSTED` `TOO_MANY_WATCHES`. A stream is a task, a two-message
 //! channel and a place among its match's watchers: its memory is measured in
 //! docs/PERFORMANCE.md. It holds no call slot (the calls-in-flight budget lets it go
@@ -74,7 +74,7 @@ const BUFFER: usize = 2;
 
 /// The bounds on open Watch streams.
 #[derive(Debug)]
-pub struct Limits {
+pub struct WatchLimits {
     total: usize,
     per_connection: usize,
     open: Mutex<Open>,
@@ -86,16 +86,16 @@ struct Open {
     by_connection: HashMap<ConnectionId, usize>,
 }
 
-/// One stream's place under the [`Limits`], given back when dropped.
+/// One stream's place under the [`WatchLimits`], given back when dropped.
 #[derive(Debug)]
 pub struct Permit {
-    limits: Arc<Limits>,
+    limits: Arc<WatchLimits>,
     connection: ConnectionId,
 }
 
-impl Limits {
-    pub fn new(total: usize, per_connection: usize) -> Arc<Limits> {
-        Arc::new(Limits {
+impl WatchLimits {
+    pub fn new(total: usize, per_connection: usize) -> Arc<WatchLimits> {
+        Arc::new(WatchLimits {
             total,
             per_connection,
             open: Mutex::default(),

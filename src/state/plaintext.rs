@@ -110,7 +110,7 @@ pub fn encode_into(record: &Record, buf: &mut Vec<u8>) {
     let state = pb::State {
         seed: Some(game.seed()),
         match_id: record.match_id.to_vec(),
-        rules: Some(rules_out(rules)),
+        rules: Some(rules_written(rules)),
         hand: card.hand,
         starter: card.starter.map(|s| s as u32),
         moves: card.moves,
@@ -148,7 +148,7 @@ fn put_row(out: &mut Vec<i32>, row: &SheetRow, sides: usize) {
     out.extend(row.settlement[..sides].iter().map(|v| v / 5));
 }
 
-fn rules_out(rules: &Rules) -> pb::Rules {
+fn rules_written(rules: &Rules) -> pb::Rules {
     pb::Rules {
         players: rules.players as u32,
         partnership: rules.partnership,
@@ -226,7 +226,7 @@ fn action_in(byte: u8) -> Result<HandAction, DecodeError> {
 /// Decodes a plaintext and replays its hand: the game, or why there is none.
 pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
     let state = pb::State::decode(bytes).map_err(|_| DecodeError::Malformed)?;
-    let rules = rules_in(state.rules.as_ref().ok_or(corrupt("no rules"))?)?;
+    let rules = rules_read(state.rules.as_ref().ok_or(corrupt("no rules"))?)?;
     // Before the rules size anything below (a sheet row is 2 values a side).
     rules
         .validate()
@@ -328,7 +328,7 @@ fn names_in(given: Vec<String>, seats: &Seats, players: usize) -> Result<Names, 
     Ok(out)
 }
 
-fn rules_in(r: &pb::Rules) -> Result<Rules, DecodeError> {
+fn rules_read(r: &pb::Rules) -> Result<Rules, DecodeError> {
     Ok(Rules {
         players: r.players as usize,
         partnership: r.partnership,

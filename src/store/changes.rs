@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::{broadcast, mpsc, watch};
 
-use super::{Head, MatchId, Refused};
+use super::{Head, MatchId, StoreRefusal};
 
 /// Notices a topic holds for a watcher that has not read them yet; past it the watcher
 /// is told it lagged, and reads the head again.
@@ -105,7 +105,7 @@ impl Changes {
 
     /// Watches `match_id` from now on: answers once the match's subscription is in
     /// place (at once for the memory store).
-    pub async fn watch(self: &Arc<Self>, match_id: MatchId) -> Result<Watching, Refused> {
+    pub async fn watch(self: &Arc<Self>, match_id: MatchId) -> Result<Watching, StoreRefusal> {
         let (notices, mut ready) = {
             let mut topics = self.topics();
             let topic = topics.entry(match_id).or_insert_with(|| {
@@ -128,7 +128,7 @@ impl Changes {
                 }
             });
             if topic.watchers >= MAX_WATCHERS_PER_MATCH {
-                return Err(Refused::Crowded);
+                return Err(StoreRefusal::Crowded);
             }
             topic.watchers += 1;
             (topic.sender.subscribe(), topic.ready.clone())
@@ -144,8 +144,8 @@ impl Changes {
             .map(|r| r.clone());
         match answer {
             Ok(Ready::Yes) => Ok(watching),
-            Ok(Ready::Failed(why)) => Err(Refused::Unavailable(why)),
-            Ok(Ready::Waiting) | Err(_) => Err(Refused::Unavailable(
+            Ok(Ready::Failed(why)) => Err(StoreRefusal::Unavailable(why)),
+            Ok(Ready::Waiting) | Err(_) => Err(StoreRefusal::Unavailable(
                 "the store's subscription is gone".into(),
             )),
         }

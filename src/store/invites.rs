@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
-use super::{MatchId, Refused};
+use super::{MatchId, StoreRefusal};
 
 /// The symbols of Crockford's base 32, by value: no I, L, O or U.
 const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -28,26 +28,26 @@ const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 pub const CODE_SYMBOLS: usize = 12;
 
 /// How many codes a match's first ask brings, in case one is taken (as likely as
-/// guessing one: [`Code`]).
+/// guessing one: [`InviteCode`]).
 pub const CANDIDATES: usize = 4;
 
 /// An invite code: 60 bits, written as 12 symbols of Crockford's base 32 in three
 /// groups of four.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Code(u64);
+pub struct InviteCode(u64);
 
-impl Code {
+impl InviteCode {
     const BITS: u32 = 5 * CODE_SYMBOLS as u32;
 
     /// The code of these random bytes (their first 60 bits).
-    pub fn from_random(bytes: [u8; 8]) -> Code {
-        Code(u64::from_le_bytes(bytes) & ((1 << Code::BITS) - 1))
+    pub fn from_random(bytes: [u8; 8]) -> InviteCode {
+        InviteCode(u64::from_le_bytes(bytes) & ((1 << InviteCode::BITS) - 1))
     }
 
     /// A code as a person typed it: any case, hyphens and spaces anywhere, O read as
     /// 0 and I or L as 1 (Crockford's decoding); `None` unless that leaves exactly
     /// 12 symbols of the alphabet.
-    pub fn parse(typed: &str) -> Option<Code> {
+    pub fn parse(typed: &str) -> Option<InviteCode> {
         // A code with its separators is 14 characters; a little slack for spaces.
         if typed.len() > 32 {
             return None;
@@ -68,7 +68,7 @@ impl Code {
                 return None;
             }
         }
-        (symbols == CODE_SYMBOLS).then_some(Code(value))
+        (symbols == CODE_SYMBOLS).then_some(InviteCode(value))
     }
 
     /// The 12 symbols without separators, as the Redis store's keys hold them.
@@ -82,7 +82,7 @@ impl Code {
     }
 }
 
-impl fmt::Display for Code {
+impl fmt::Display for InviteCode {
     /// "K7QM-4XPR-2D9F".
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let symbols = self.symbols();
@@ -109,7 +109,7 @@ pub struct InviteRules {
 /// A match's code, and the time it has left.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Invite {
-    pub code: Code,
+    pub code: InviteCode,
     pub expires_in: Duration,
 }
 
@@ -130,16 +130,16 @@ pub struct MemoryInvites {
 
 #[derive(Debug)]
 struct Inner {
-    by_code: LruCache<Code, Kept>,
-    by_match: LruCache<MatchId, Kept>,
+    by_code: LruCache<InviteCode, KeptInvite>,
+    by_match: LruCache<MatchId, KeptInvite>,
     /// The minute misses are counted in, and how many there were.
     minute: u64,
     misses: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Kept {
-    code: Code,
+struct KeptInvite {
+    code: InviteCode,
     match_id: MatchId,
     expires: Instant,
 }
@@ -161,9 +161,9 @@ impl MemoryInvites {
     pub fn invite(
         &self,
         match_id: &MatchId,
-        candidates: [Code; CANDIDATES],
+        candidates: [InviteCode; CANDIDATES],
         now: Instant,
-    ) -> Result<Invite, Refused> {
+    ) -> Result<Invite, StoreRefusal> {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(kept) = inner.by_match.peek(match_id).filter(|k| k.expires > now) {
             return Ok(Invite {
@@ -175,7 +175,7 @@ impl MemoryInvites {
             if inner.by_code.peek(&code).is_some_and(|k| k.expires > now) {
                 continue;
             }
-            let kept = Kept {
+            let kept = KeptInvite {
                 code,
                 match_id: *match_id,
                 expires: now + self.rules.ttl,
@@ -201,21 +201,26 @@ impl MemoryInvites {
                 expires_in: self.rules.ttl,
             });
         }
-        Err(Refused::Unavailable(
+        Err(StoreRefusal::Unavailable(
             "every new invite code was taken".into(),
         ))
     }
 
     /// The match of a live code, or `None` (a miss, counted); refused once this
     /// `minute` has had as many misses as the rules allow.
-    pub fn open(&self, code: &Code, now: Instant, minute: u64) -> Result<Option<MatchId>, Refused> {
+    pub fn open(
+        &self,
+        code: &InviteCode,
+        now: Instant,
+        minute: u64,
+    ) -> Result<Option<MatchId>, StoreRefusal> {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if inner.minute != minute {
             inner.minute = minute;
             inner.misses = 0;
         }
         if inner.misses >= self.rules.misses_per_minute {
-            return Err(Refused::RateLimited);
+            return Err(StoreRefusal::RateLimited);
         }
         match inner.by_code.peek(code).filter(|k| k.expires > now) {
             Some(kept) => Ok(Some(kept.match_id)),
@@ -234,18 +239,27 @@ mod tests {
     #[test]
     fn a_code_reads_back_as_written_and_as_typed() {
         for bytes in [[0u8; 8], [0xff; 8], [1, 2, 3, 4, 5, 6, 7, 8]] {
-            let code = Code::from_random(bytes);
+            let code = InviteCode::from_random(bytes);
             let written = code.to_string();
             assert_eq!(written.len(), 14, "{written}");
-            assert_eq!(Code::parse(&written), Some(code));
+            assert_eq!(InviteCode::parse(&written), Some(code));
             let typed = written.to_lowercase().replace('-', " ");
-            assert_eq!(Code::parse(&typed), Some(code));
-            assert_eq!(Code::parse(&written.replace('-', "")), Some(code));
+            assert_eq!(InviteCode::parse(&typed), Some(code));
+            assert_eq!(InviteCode::parse(&written.replace('-', "")), Some(code));
         }
-        assert_eq!(Code::from_random([0; 8]).to_string(), "0000-0000-0000");
-        assert_eq!(Code::from_random([0xff; 8]).to_string(), "ZZZZ-ZZZZ-ZZZZ");
+        assert_eq!(
+            InviteCode::from_random([0; 8]).to_string(),
+            "0000-0000-0000"
+        );
+        assert_eq!(
+            InviteCode::from_random([0xff; 8]).to_string(),
+            "ZZZZ-ZZZZ-ZZZZ"
+        );
         // Crockford's readings of the letters a code never holds.
-        assert_eq!(Code::parse("OOOO-IIII-LLLL"), Code::parse("0000-1111-1111"));
+        assert_eq!(
+            InviteCode::parse("OOOO-IIII-LLLL"),
+            InviteCode::parse("0000-1111-1111")
+        );
     }
 
     #[test]
@@ -260,13 +274,13 @@ mod tests {
             "К7QM-4XPR-2D9F", // a Cyrillic K
             &"-".repeat(40),
         ] {
-            assert_eq!(Code::parse(typed), None, "{typed:?}");
+            assert_eq!(InviteCode::parse(typed), None, "{typed:?}");
         }
     }
 
     #[test]
     fn random_bytes_make_sixty_bit_codes() {
-        let code = Code::from_random([0xff; 8]);
+        let code = InviteCode::from_random([0xff; 8]);
         assert_eq!(code.0, (1 << 60) - 1);
     }
 
@@ -275,8 +289,8 @@ mod tests {
         misses_per_minute: 100,
     };
 
-    fn codes(first: u8) -> [Code; CANDIDATES] {
-        [0, 1, 2, 3].map(|i| Code::from_random([first + i; 8]))
+    fn codes(first: u8) -> [InviteCode; CANDIDATES] {
+        [0, 1, 2, 3].map(|i| InviteCode::from_random([first + i; 8]))
     }
 
     #[test]
@@ -317,14 +331,14 @@ mod tests {
             .invite(&[1; 16], codes(10), now)
             .expect("a code")
             .code;
-        let wrong = Code::from_random([99; 8]);
+        let wrong = InviteCode::from_random([99; 8]);
         for _ in 0..3 {
             assert_eq!(invites.open(&wrong, now, 7), Ok(None));
         }
         // Found codes are not misses, but once the misses are spent nothing is looked
         // up: a guesser's right guess is refused like the wrong ones.
-        assert_eq!(invites.open(&wrong, now, 7), Err(Refused::RateLimited));
-        assert_eq!(invites.open(&real, now, 7), Err(Refused::RateLimited));
+        assert_eq!(invites.open(&wrong, now, 7), Err(StoreRefusal::RateLimited));
+        assert_eq!(invites.open(&real, now, 7), Err(StoreRefusal::RateLimited));
         assert_eq!(invites.open(&real, now, 8), Ok(Some([1; 16])));
     }
 
@@ -352,11 +366,11 @@ mod tests {
     fn every_candidate_taken_is_refused_as_the_store_unavailable() {
         let invites = MemoryInvites::new(NonZeroUsize::new(8).expect("8"), RULES);
         let now = Instant::now();
-        let same = [Code::from_random([5; 8]); CANDIDATES];
+        let same = [InviteCode::from_random([5; 8]); CANDIDATES];
         invites.invite(&[1; 16], same, now).expect("a code");
         assert!(matches!(
             invites.invite(&[2; 16], same, now),
-            Err(Refused::Unavailable(_))
+            Err(StoreRefusal::Unavailable(_))
         ));
     }
 }

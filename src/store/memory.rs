@@ -8,18 +8,18 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
-use super::{Head, MatchId, Move, Refused, Stale};
+use super::{Head, MatchId, Move, Stale, StoreRefusal};
 
 /// At most `capacity` heads (the one moved longest ago forgotten first), each
 /// forgotten `ttl` after its last move.
 #[derive(Debug)]
 pub struct MemoryStore {
-    heads: Mutex<LruCache<MatchId, Kept>>,
+    heads: Mutex<LruCache<MatchId, KeptHead>>,
     ttl: Duration,
 }
 
 #[derive(Clone, Debug)]
-struct Kept {
+struct KeptHead {
     head: Head,
     moved: Instant,
 }
@@ -39,7 +39,7 @@ impl MemoryStore {
         m: &Move,
         head: impl FnOnce() -> Head,
         now: Instant,
-    ) -> Result<Option<Head>, Refused> {
+    ) -> Result<Option<Head>, StoreRefusal> {
         let mut heads = self.heads.lock().unwrap_or_else(PoisonError::into_inner);
         let live = heads
             .get_mut(&m.match_id)
@@ -51,11 +51,11 @@ impl MemoryStore {
                 return Ok(None);
             }
             Some(kept) if Some(kept.head.state) != m.from => {
-                return Err(Refused::Stale(Stale {
+                return Err(StoreRefusal::Stale(Stale {
                     latest: kept.head.state,
                 }));
             }
-            None if m.stored && m.from.is_some() => return Err(Refused::Forgotten),
+            None if m.stored && m.from.is_some() => return Err(StoreRefusal::Forgotten),
             // At `from` (a move), or not known (a new match, or one made without a
             // store: taken as it comes).
             _ => {}
@@ -63,7 +63,7 @@ impl MemoryStore {
         let head = head();
         heads.put(
             m.match_id,
-            Kept {
+            KeptHead {
                 head: head.clone(),
                 moved: now,
             },
@@ -114,8 +114,8 @@ mod tests {
         }
     }
 
-    fn stale(head: u8) -> Result<(), Refused> {
-        Err(Refused::Stale(Stale { latest: [head; 16] }))
+    fn stale(head: u8) -> Result<(), StoreRefusal> {
+        Err(StoreRefusal::Stale(Stale { latest: [head; 16] }))
     }
 
     fn head_of(m: &Move, token: &[u8]) -> Head {
@@ -128,7 +128,7 @@ mod tests {
     }
 
     impl MemoryStore {
-        fn at(&self, m: &Move, now: Instant) -> Result<(), Refused> {
+        fn at(&self, m: &Move, now: Instant) -> Result<(), StoreRefusal> {
             self.advance(m, || head_of(m, &m.to), now).map(|_| ())
         }
     }
@@ -190,14 +190,20 @@ mod tests {
         s.at(&step(1, None, 1), then).expect("new");
         s.at(&step(1, Some(1), 2), then).expect("move");
         let later = then + HOUR;
-        assert_eq!(s.at(&step(1, Some(2), 5), later), Err(Refused::Forgotten));
+        assert_eq!(
+            s.at(&step(1, Some(2), 5), later),
+            Err(StoreRefusal::Forgotten)
+        );
         // Pushed out by newer matches in a full store.
         let s = store(2);
         s.at(&step(1, None, 1), then).expect("1");
         s.at(&step(2, None, 1), then).expect("2");
         s.at(&step(3, None, 1), then).expect("3");
         assert_eq!(s.len(), 2);
-        assert_eq!(s.at(&step(1, Some(1), 4), then), Err(Refused::Forgotten));
+        assert_eq!(
+            s.at(&step(1, Some(1), 4), then),
+            Err(StoreRefusal::Forgotten)
+        );
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub use crate::state::MatchId;
 /// call is refused `STORE_UNAVAILABLE` (the call's own deadline may end it sooner).
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
 pub use changes::{Changes, Notice, Watching};
-pub use invites::{Code, Invite, InviteRules};
+pub use invites::{Invite, InviteCode, InviteRules};
 
 /// What a call that changed a match made: the match, the state it came from (none for
 /// a new match) and the state it made, and whether the match was made with a store
@@ -65,7 +65,7 @@ pub struct Stale {
 
 /// Why a match could not be moved (or watched).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Refused {
+pub enum StoreRefusal {
     /// The call's state is not the match's latest: `latest` is.
     #[error("the match is at another state")]
     Stale(Stale),
@@ -179,7 +179,7 @@ impl MatchStore {
     /// taken as it comes); else refuses with the head, or as forgotten (a match made
     /// with a store that the store does not hold). A move taken is told to every
     /// process's watchers of the match.
-    pub async fn advance(&self, m: &Move, events: u32, token: &[u8]) -> Result<(), Refused> {
+    pub async fn advance(&self, m: &Move, events: u32, token: &[u8]) -> Result<(), StoreRefusal> {
         let head = || Head {
             state: m.to,
             previous: m.from,
@@ -200,7 +200,7 @@ impl MatchStore {
     }
 
     /// Whether the store answers (a Redis `PING`; the memory store always does).
-    pub async fn ping(&self) -> Result<(), Refused> {
+    pub async fn ping(&self) -> Result<(), StoreRefusal> {
         match &self.kind {
             Kind::Memory(..) => Ok(()),
             #[cfg(feature = "server")]
@@ -209,7 +209,7 @@ impl MatchStore {
     }
 
     /// The match's head, if the store holds it.
-    pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, Refused> {
+    pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, StoreRefusal> {
         match &self.kind {
             Kind::Memory(store, _) => Ok(store.latest(match_id, Instant::now())),
             #[cfg(feature = "server")]
@@ -220,7 +220,7 @@ impl MatchStore {
     /// Follows the match's changes from now on: once this answers, every move the
     /// store takes for it (from any replica) reaches the returned watcher, so a read
     /// of [`MatchStore::latest`] made after it misses nothing.
-    pub async fn watch(&self, match_id: MatchId) -> Result<Watching, Refused> {
+    pub async fn watch(&self, match_id: MatchId) -> Result<Watching, StoreRefusal> {
         self.changes.watch(match_id).await
     }
 
@@ -229,8 +229,8 @@ impl MatchStore {
     pub async fn invite(
         &self,
         match_id: &MatchId,
-        candidates: [Code; invites::CANDIDATES],
-    ) -> Result<Invite, Refused> {
+        candidates: [InviteCode; invites::CANDIDATES],
+    ) -> Result<Invite, StoreRefusal> {
         match &self.kind {
             Kind::Memory(_, codes) => codes.invite(match_id, candidates, Instant::now()),
             #[cfg(feature = "server")]
@@ -239,9 +239,9 @@ impl MatchStore {
     }
 
     /// The match a live invite code was made for, or `None` (a miss: counted, for
-    /// every replica of the store); refused [`Refused::RateLimited`] once this minute
+    /// every replica of the store); refused [`StoreRefusal::RateLimited`] once this minute
     /// has had as many misses as allowed, found or not.
-    pub async fn open_invite(&self, code: &Code) -> Result<Option<MatchId>, Refused> {
+    pub async fn open_invite(&self, code: &InviteCode) -> Result<Option<MatchId>, StoreRefusal> {
         let minute = invites::minute_now();
         match &self.kind {
             Kind::Memory(_, codes) => codes.open(code, Instant::now(), minute),

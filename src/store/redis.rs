@@ -29,8 +29,8 @@ use redis::{ProtocolVersion, PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
 use super::changes::{Changes, Notice, Ready, Subscription};
-use super::invites::{CANDIDATES, Code, Invite, InviteRules};
-use super::{Head, MatchId, Move, RESPONSE_TIMEOUT, Refused, Stale};
+use super::invites::{CANDIDATES, Invite, InviteCode, InviteRules};
+use super::{Head, MatchId, Move, RESPONSE_TIMEOUT, Stale, StoreRefusal};
 
 /// The compare-and-set, one step in the store: KEYS[1] the match's head key, holding
 /// its [`Head`] (the state id first); ARGV the state the call came from (empty for a
@@ -214,32 +214,32 @@ impl RedisStore {
         format!("allfives:{{{}}}:changes", hex(match_id))
     }
 
-    pub async fn ping(&self) -> Result<(), Refused> {
+    pub async fn ping(&self) -> Result<(), StoreRefusal> {
         let ping = redis::cmd("PING");
         let pong: redis::RedisResult<String> = match self.connection.clone() {
             Connection::Single(mut c) => ping.query_async(&mut c).await,
             Connection::Cluster(mut c) => ping.query_async(&mut c).await,
         };
         pong.map(|_| ())
-            .map_err(|e| Refused::Unavailable(e.to_string()))
+            .map_err(|e| StoreRefusal::Unavailable(e.to_string()))
     }
 
-    pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, Refused> {
+    pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, StoreRefusal> {
         let mut get = redis::cmd("GET");
         get.arg(RedisStore::head_key(match_id));
         let head: redis::RedisResult<Option<Vec<u8>>> = match self.connection.clone() {
             Connection::Single(mut c) => get.query_async(&mut c).await,
             Connection::Cluster(mut c) => get.query_async(&mut c).await,
         };
-        match head.map_err(|e| Refused::Unavailable(e.to_string()))? {
+        match head.map_err(|e| StoreRefusal::Unavailable(e.to_string()))? {
             None => Ok(None),
             Some(bytes) => Head::from_bytes(&bytes).map(Some).ok_or_else(|| {
-                Refused::Unavailable("the store holds a head that is not one".into())
+                StoreRefusal::Unavailable("the store holds a head that is not one".into())
             }),
         }
     }
 
-    pub async fn advance(&self, m: &Move, head: &Head) -> Result<(), Refused> {
+    pub async fn advance(&self, m: &Move, head: &Head) -> Result<(), StoreRefusal> {
         let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let mut invocation = self.script.key(RedisStore::head_key(&m.match_id));
         invocation
@@ -257,14 +257,14 @@ impl RedisStore {
         let answer: Vec<Vec<u8>> = self.run(&invocation).await?;
         match answer.as_slice() {
             [ok] if ok == b"ok" => Ok(()),
-            [forgotten] if forgotten == b"forgotten" => Err(Refused::Forgotten),
+            [forgotten] if forgotten == b"forgotten" => Err(StoreRefusal::Forgotten),
             [stale, head] if stale == b"stale" => match <[u8; 16]>::try_from(head.as_slice()) {
-                Ok(latest) => Err(Refused::Stale(Stale { latest })),
-                Err(_) => Err(Refused::Unavailable(
+                Ok(latest) => Err(StoreRefusal::Stale(Stale { latest })),
+                Err(_) => Err(StoreRefusal::Unavailable(
                     "the store holds a head that is not a state id".into(),
                 )),
             },
-            _ => Err(Refused::Unavailable(
+            _ => Err(StoreRefusal::Unavailable(
                 "the store answered the script with something else".into(),
             )),
         }
@@ -274,16 +274,16 @@ impl RedisStore {
     async fn run<T: redis::FromRedisValue>(
         &self,
         invocation: &redis::ScriptInvocation<'_>,
-    ) -> Result<T, Refused> {
+    ) -> Result<T, StoreRefusal> {
         let answer = match self.connection.clone() {
             Connection::Single(mut c) => invocation.invoke_async(&mut c).await,
             Connection::Cluster(mut c) => invocation.invoke_async(&mut c).await,
         };
-        answer.map_err(|e| Refused::Unavailable(e.to_string()))
+        answer.map_err(|e| StoreRefusal::Unavailable(e.to_string()))
     }
 
     /// The key of an invite code's match.
-    fn code_key(code: &Code) -> Vec<u8> {
+    fn code_key(code: &InviteCode) -> Vec<u8> {
         [&b"allfives:{allfives-invites}:code:"[..], &code.symbols()].concat()
     }
 
@@ -291,8 +291,8 @@ impl RedisStore {
     pub async fn invite(
         &self,
         match_id: &MatchId,
-        candidates: [Code; CANDIDATES],
-    ) -> Result<Invite, Refused> {
+        candidates: [InviteCode; CANDIDATES],
+    ) -> Result<Invite, StoreRefusal> {
         let ttl_ms = u64::try_from(self.invites.ttl.as_millis()).unwrap_or(u64::MAX);
         let mut invocation = self.invite.key(format!(
             "allfives:{{allfives-invites}}:match:{}",
@@ -309,26 +309,30 @@ impl RedisStore {
         let answer: Vec<Value> = self.run(&invocation).await?;
         match answer.as_slice() {
             [Value::BulkString(code), Value::Int(left)] => {
-                let code = std::str::from_utf8(code).ok().and_then(Code::parse);
+                let code = std::str::from_utf8(code).ok().and_then(InviteCode::parse);
                 code.map(|code| Invite {
                     code,
                     expires_in: Duration::from_millis(u64::try_from(*left).unwrap_or(0)),
                 })
                 .ok_or_else(|| {
-                    Refused::Unavailable("the store holds a code that is not one".into())
+                    StoreRefusal::Unavailable("the store holds a code that is not one".into())
                 })
             }
-            [] => Err(Refused::Unavailable(
+            [] => Err(StoreRefusal::Unavailable(
                 "every new invite code was taken".into(),
             )),
-            _ => Err(Refused::Unavailable(
+            _ => Err(StoreRefusal::Unavailable(
                 "the store answered the script with something else".into(),
             )),
         }
     }
 
     /// See `MatchStore::open_invite` and [`OPEN_INVITE`]: misses counted in `minute`.
-    pub async fn open_invite(&self, code: &Code, minute: u64) -> Result<Option<MatchId>, Refused> {
+    pub async fn open_invite(
+        &self,
+        code: &InviteCode,
+        minute: u64,
+    ) -> Result<Option<MatchId>, StoreRefusal> {
         let mut invocation = self.open_invite.key(RedisStore::code_key(code));
         invocation
             .key(format!("allfives:{{allfives-invites}}:misses:{minute}"))
@@ -337,15 +341,15 @@ impl RedisStore {
             .arg(120_000);
         let answer: Vec<Vec<u8>> = self.run(&invocation).await?;
         match answer.as_slice() {
-            [limited] if limited == b"limited" => Err(Refused::RateLimited),
+            [limited] if limited == b"limited" => Err(StoreRefusal::RateLimited),
             [unknown] if unknown == b"unknown" => Ok(None),
             [found, id] if found == b"found" => match <MatchId>::try_from(id.as_slice()) {
                 Ok(id) => Ok(Some(id)),
-                Err(_) => Err(Refused::Unavailable(
+                Err(_) => Err(StoreRefusal::Unavailable(
                     "the store holds a code of no match".into(),
                 )),
             },
-            _ => Err(Refused::Unavailable(
+            _ => Err(StoreRefusal::Unavailable(
                 "the store answered the script with something else".into(),
             )),
         }
