@@ -15,11 +15,12 @@
 //! ```
 //! `SEARCH_QUEUE_SECS` sets a phase's length.
 
-#[path = "../tests/it/common/child.rs"]
-#[allow(dead_code)]
-mod child;
-#[path = "../tests/it/common/searching.rs"]
-mod searching;
+#[allow(
+    dead_code,
+    reason = "this benchmark uses a few of the tests' shared helpers"
+)]
+#[path = "../tests/it/common/mod.rs"]
+mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +30,9 @@ use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
 use tonic::transport::{Channel, Endpoint};
 
-use searching::{flood_request, move_once, new_bot_match};
+use common::child::ChildServer;
+use common::reason;
+use common::searching::{flood_request, move_once, new_bot_match};
 
 /// Players alone, and beside the flood.
 const PLAYERS: u64 = 16;
@@ -75,11 +78,7 @@ impl Played {
 }
 
 fn is_refusal(status: &tonic::Status) -> bool {
-    use tonic_types::StatusExt;
-    status
-        .get_error_details()
-        .error_info()
-        .is_some_and(|info| info.reason == "SEARCH_QUEUE_FULL")
+    reason(status) == "SEARCH_QUEUE_FULL"
 }
 
 /// One player on `channel` for `length`: bot matches one after another.
@@ -172,7 +171,7 @@ fn main() {
         .and_then(|s| s.parse::<f64>().ok())
         .unwrap_or(if measuring { 8.0 } else { 1.0 });
     let length = Duration::from_secs_f64(secs);
-    let server = child::ChildServer::start(&["--allow-client-seeds"], None);
+    let server = ChildServer::start(&["--allow-client-seeds"], None);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

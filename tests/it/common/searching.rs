@@ -1,33 +1,16 @@
 //! Clients whose calls search, shared by the search queue's tests (`tests/it/
-//! search_queue.rs`) and its benchmark (`benches/search_queue.rs`, which includes this
-//! file): a player against three HARD bots, whose moves make the server's bots search,
-//! and the HARD Suggest a flood asks. Standalone (the crate and tonic only), so that
-//! the benchmark can include it.
+//! search_queue.rs`) and its benchmark (`benches/search_queue.rs`): a player against
+//! three HARD bots, whose moves make the server's bots search, and the HARD Suggest a
+//! flood asks.
 
 use allfives::proto::v1 as pb;
-use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
-use tonic::transport::Channel;
 
-pub type Client = AllFivesServiceClient<Channel>;
-
-/// Seat `seat`'s credential in NewGame's answer (empty if it has none).
-fn credential(answer: &pb::NewGameResponse, seat: u32) -> Vec<u8> {
-    answer
-        .credentials
-        .iter()
-        .find(|c| c.seat == seat)
-        .map(|c| c.credential.clone())
-        .unwrap_or_default()
-}
+use super::{CLAIMED, Client, Creds, bot};
 
 /// A 4-player match for seat 0 (claimed) against three HARD bots: its token, the view
 /// for seat 0 and seat 0's credential.
 pub async fn new_bot_match(client: &mut Client) -> (Vec<u8>, pb::GameView, Vec<u8>) {
-    let hard = pb::SeatSetup {
-        bot: pb::BotLevel::Hard as i32,
-        claim: false,
-        display_name: String::new(),
-    };
+    let hard = bot(pb::BotLevel::Hard);
     let new = client
         .new_game(pb::NewGameRequest {
             rules: Some(pb::Rules {
@@ -36,21 +19,12 @@ pub async fn new_bot_match(client: &mut Client) -> (Vec<u8>, pb::GameView, Vec<u
             }),
             seed: None,
             viewer: Some(0),
-            seats: vec![
-                pb::SeatSetup {
-                    bot: 0,
-                    claim: true,
-                    display_name: String::new(),
-                },
-                hard.clone(),
-                hard.clone(),
-                hard,
-            ],
+            seats: vec![CLAIMED, hard.clone(), hard.clone(), hard.clone()],
         })
         .await
         .expect("NewGame")
         .into_inner();
-    let credential = credential(&new, 0);
+    let credential = Creds::from_new_game(&new).of(0);
     (new.state, new.view.expect("view"), credential)
 }
 
@@ -106,41 +80,25 @@ pub async fn move_once(
 /// asks.
 pub async fn flood_request(client: &mut Client, seed: u64, worlds: u32) -> pb::SuggestRequest {
     let new = client
-        .new_game(pb::NewGameRequest {
-            rules: Some(pb::Rules {
+        .new_game(super::hot_seat(
+            pb::Rules {
                 players: 2,
                 ..Default::default()
-            }),
-            seed: Some(seed),
-            viewer: None,
-            seats: vec![
-                pb::SeatSetup {
-                    bot: 0,
-                    claim: true,
-                    display_name: String::new(),
-                };
-                2
-            ],
-        })
+            },
+            Some(seed),
+        ))
         .await
         .expect("NewGame")
         .into_inner();
-    let dealt = client
-        .deal(pb::DealRequest {
-            state: new.state.clone().into(),
-            ..Default::default()
-        })
-        .await
-        .expect("Deal")
-        .into_inner();
-    let view = dealt.view.expect("view");
+    let creds = Creds::from_new_game(&new);
+    let (state, view) = super::deal(client, new.state).await;
     let seat = view.turn.expect("a seat leads");
     pb::SuggestRequest {
-        state: dealt.state.into(),
+        state: state.into(),
         seat,
         level: pb::BotLevel::Hard as i32,
         worlds,
         seed: Some(1),
-        credential: credential(&new, seat),
+        credential: creds.of(seat),
     }
 }
