@@ -13,10 +13,11 @@
 # Homebrew's `redis` on macOS. Why those and nothing else: each is the platform's own,
 # signed and security-patched package that a developer there already trusts (Debian 12
 # ships Redis 7.0, what CI tests against), and both ship redis-cli beside the server,
-# which the cluster tests need. PyPI's
-# `redis-server` wheels stop at Redis 5.0 and at Python 3.8's tags, npm's `redis-server`
-# only starts a server it does not ship, and a download from anywhere else is out. The
-# tests are never skipped: with no server found or installed they fail saying so.
+# which the cluster tests need. PyPI's `redis-server` was last released in 2020 (Redis
+# 6.0 at most) with no wheel that installs on Debian 12's Python 3.11, npm's
+# `redis-server` only starts a server it does not ship, and a download from anywhere
+# else is out. The tests are never skipped: with no server found or installed they fail
+# saying so.
 set -euo pipefail
 cd "$(dirname "$0")"
 
