@@ -29,9 +29,9 @@ const MOVES: u32 = 12;
 
 /// The flags that take the machine's speed out of the queue's decisions: the largest
 /// wait budget (the queue then holds 64 searches a slot while a search holds its slot
-/// under 156 ms, and still the 5 a slot these tests need at most while it holds it
-/// 2 s: ten times a HARD search's hold on a busy machine) and calls that may last a
-/// minute (a waiter's expected wait is compared with it).
+/// under 156 ms, and still the 5 a slot these tests need at most while it holds it up
+/// to 2 s) and calls that may last a minute (a waiter's expected wait is compared with
+/// it: at most 6 rounds of the slots here).
 const UNHURRIED: [&str; 4] = [
     "--search-wait-budget-ms",
     "10000",
