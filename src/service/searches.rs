@@ -21,6 +21,10 @@
 //! The [`Ticket`] holds the place (in the queue, then in a slot) and gives it back when
 //! dropped: by a caller that gave up while waiting, or by the search when it ends.
 //!
+//! Time is read from a [`Clock`] (the system's, unless [`Searches::with_clock`] is
+//! handed another), so that the tests decide how long every search holds its slot and
+//! assert the queue's decisions whatever the machine's speed.
+//!
 //! Our own code: what the project keeps offers a FIFO (tokio's `Semaphore`) or a limit
 //! with no queue (tower's `ConcurrencyLimit`, `LoadShed`); none bounds a queue per key,
 //! ranks waiters by what their keys last ran, or displaces a waiter for a newcomer.
@@ -116,9 +120,26 @@ impl Limits {
     }
 }
 
+/// Where the queue reads the time: the system's monotonic clock in the server, a clock
+/// the test moves by hand in the tests.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Instant;
+}
+
+/// The system's monotonic clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
 /// The queue and its slots.
 pub struct Searches {
     limits: Limits,
+    clock: Arc<dyn Clock>,
     state: Mutex<State>,
     /// Refusals are logged at most once per period, with a count of the others.
     refusals: Mutex<crate::throttle::Throttle>,
@@ -227,8 +248,14 @@ impl std::fmt::Debug for Ticket {
 
 impl Searches {
     pub fn new(limits: Limits) -> Arc<Searches> {
+        Searches::with_clock(limits, Arc::new(SystemClock))
+    }
+
+    /// The queue reading the time from `clock`.
+    pub fn with_clock(limits: Limits, clock: Arc<dyn Clock>) -> Arc<Searches> {
         Arc::new(Searches {
             limits,
+            clock,
             state: Mutex::new(State {
                 running: BTreeSet::new(),
                 waiting: Vec::new(),
@@ -272,7 +299,7 @@ impl Searches {
     /// ranks before it; refused otherwise (see the module's documentation).
     pub fn enter(self: &Arc<Searches>, owner: Owner, deadline: Instant) -> Result<Ticket, Refused> {
         let limits = self.limits;
-        let now = Instant::now();
+        let now = self.clock.now();
         if deadline <= now {
             // It could not run a world: taking a slot would only time a hold of nothing.
             return Err(Refused);
@@ -284,7 +311,7 @@ impl Searches {
         state.next_id += 1;
         let place = if state.running.len() < limits.slots && held.running < limits.running_per_owner
         {
-            Place::Running(state.start(owner))
+            Place::Running(state.start(owner, now))
         } else {
             if held.queued >= limits.queued_per_owner {
                 return Err(Refused);
@@ -362,18 +389,15 @@ impl State {
         self.hold.saturating_mul(rounds)
     }
 
-    /// Takes a slot for `owner` and stamps its client and match with the start.
-    fn start(&mut self, owner: Owner) -> Slot {
+    /// Takes a slot for `owner` at `now` and stamps its client and match with the start.
+    fn start(&mut self, owner: Owner, now: Instant) -> Slot {
         self.started += 1;
         let stamp = 2 * self.started;
         self.running.insert(stamp);
         self.owners.entry(owner).or_default().running += 1;
         self.clients.put(owner.client, stamp);
         self.matches.put(owner.match_id, stamp);
-        Slot {
-            since: Instant::now(),
-            stamp,
-        }
+        Slot { since: now, stamp }
     }
 
     /// Gives back `owner`'s place in the queue.
@@ -381,11 +405,11 @@ impl State {
         self.owners_change(owner, |held| held.queued = held.queued.saturating_sub(1));
     }
 
-    /// Gives back `owner`'s slot, and times how long it held it.
-    fn stop(&mut self, owner: Owner, slot: Slot) {
+    /// Gives back `owner`'s slot at `now`, and times how long it held it.
+    fn stop(&mut self, owner: Owner, slot: Slot, now: Instant) {
         self.running.remove(&slot.stamp);
         self.owners_change(owner, |held| held.running = held.running.saturating_sub(1));
-        self.timed(slot.since.elapsed());
+        self.timed(now.saturating_duration_since(slot.since));
     }
 
     /// Changes what `owner` holds, and forgets it once it holds nothing.
@@ -417,9 +441,9 @@ impl State {
         Ok(())
     }
 
-    /// Gives free slots to the waiters ranked first whose owners run fewer than their
-    /// share.
-    fn dispatch(&mut self, limits: Limits) {
+    /// Gives free slots, at `now`, to the waiters ranked first whose owners run fewer
+    /// than their share.
+    fn dispatch(&mut self, limits: Limits, now: Instant) {
         while self.running.len() < limits.slots {
             let next = self
                 .waiting
@@ -436,7 +460,7 @@ impl State {
             };
             let waiter = self.waiting.swap_remove(i);
             self.unqueue(waiter.owner);
-            let slot = self.start(waiter.owner);
+            let slot = self.start(waiter.owner, now);
             // A waiter that stopped listening still holds the slot until its ticket is
             // dropped, which gives it back.
             let _ = waiter.wake.send(Turn::Run(slot));
@@ -471,6 +495,7 @@ impl Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         let limits = self.searches.limits;
+        let now = self.searches.clock.now();
         let mut state = self.searches.lock();
         // Under the lock, a waiter's message is either sent or not: what it holds.
         let slot = match std::mem::replace(&mut self.place, Place::Gone) {
@@ -489,9 +514,9 @@ impl Drop for Ticket {
             },
         };
         if let Some(slot) = slot {
-            state.stop(self.owner, slot);
+            state.stop(self.owner, slot, now);
         }
-        state.dispatch(limits);
+        state.dispatch(limits, now);
     }
 }
 
@@ -510,23 +535,49 @@ mod tests {
         }
     }
 
+    /// A clock that moves only when told: every hold and wait is the test's choice.
+    struct Hand(Mutex<Instant>);
+
+    impl Clock for Hand {
+        fn now(&self) -> Instant {
+            *self.0.lock().unwrap()
+        }
+    }
+
+    impl Hand {
+        fn advance(&self, by: Duration) {
+            *self.0.lock().unwrap() += by;
+        }
+    }
+
+    /// A queue of `limits` on a clock of the test's.
+    fn clocked(limits: Limits) -> (Arc<Searches>, Arc<Hand>) {
+        let hand = Arc::new(Hand(Mutex::new(Instant::now())));
+        let clock: Arc<dyn Clock> = hand.clone();
+        (Searches::with_clock(limits, clock), hand)
+    }
+
+    /// A deadline no test's queue reaches: its clock starts at the time it is made and
+    /// moves, by hand, far less than this.
     fn far() -> Instant {
-        Instant::now() + Duration::from_secs(60)
+        Instant::now() + Duration::from_secs(3600)
     }
 
     fn is_running(ticket: &Ticket) -> bool {
         matches!(ticket.place, Place::Running(_))
     }
 
-    /// A queue of `slots` slots and two waiting places a slot (a budget of none).
+    /// A queue of `slots` slots and two waiting places a slot (a budget of none), on a
+    /// clock that stands still.
     fn small(slots: usize) -> Arc<Searches> {
-        Searches::new(Limits::for_slots(slots, Duration::ZERO))
+        clocked(Limits::for_slots(slots, Duration::ZERO)).0
     }
 
     /// A queue of `slots` slots and `per_slot` waiting places a slot while a search
-    /// holds its slot as long as it is taken to before any is timed.
+    /// holds its slot as long as it is taken to before any is timed (on a clock that
+    /// stands still, every hold is timed as none: the places only grow).
     fn sized(slots: usize, per_slot: u32) -> Arc<Searches> {
-        Searches::new(Limits::for_slots(slots, FIRST_HOLD * per_slot))
+        clocked(Limits::for_slots(slots, FIRST_HOLD * per_slot)).0
     }
 
     const SOON: Duration = Duration::from_secs(1);
@@ -546,19 +597,34 @@ mod tests {
 
     #[test]
     fn the_hold_is_a_moving_average_of_how_long_searches_held_their_slots() {
-        let searches = Searches::new(Limits::for_slots(1, Duration::from_millis(250)));
+        let (searches, clock) = clocked(Limits::for_slots(1, Duration::from_millis(250)));
         assert_eq!(searches.capacity(), (1, 8));
         let mut state = searches.lock();
         for _ in 0..100 {
             state.timed(Duration::from_millis(100));
         }
-        assert!(state.hold > Duration::from_millis(99), "{:?}", state.hold);
+        let before = state.hold;
+        assert!(before > Duration::from_millis(99), "{before:?}");
         drop(state);
         assert_eq!(searches.capacity(), (1, 2));
-        // A ticket that held its slot is timed.
+        // A ticket that held its slot 20 ms is timed: an eighth of the new hold.
         let ticket = searches.enter(owner(1, 1), far()).unwrap();
+        clock.advance(Duration::from_millis(20));
         drop(ticket);
-        assert!(searches.lock().hold < Duration::from_millis(88));
+        let after = searches.lock().hold;
+        assert_eq!(after, (before * 7 + Duration::from_millis(20)) / 8);
+        // A waiter is timed from its start, not from when it came.
+        let running = searches.enter(owner(1, 1), far()).unwrap();
+        let waiting = searches.enter(owner(2, 2), far()).unwrap();
+        clock.advance(Duration::from_millis(50));
+        drop(running);
+        let hold = searches.lock().hold;
+        clock.advance(Duration::from_millis(10));
+        drop(waiting);
+        assert_eq!(
+            searches.lock().hold,
+            (hold * 7 + Duration::from_millis(10)) / 8
+        );
     }
 
     #[test]
@@ -598,8 +664,8 @@ mod tests {
 
     #[test]
     fn a_search_whose_deadline_has_passed_is_refused_even_on_a_free_slot() {
-        let searches = small(1);
-        let past = Instant::now();
+        let (searches, clock) = clocked(Limits::for_slots(1, Duration::ZERO));
+        let past = clock.now();
         assert_eq!(searches.enter(owner(1, 1), past).err(), Some(Refused));
         assert_eq!(searches.counts(), (0, 0));
         assert_eq!(searches.lock().hold, FIRST_HOLD);
@@ -750,16 +816,21 @@ mod tests {
 
     #[test]
     fn a_search_that_cannot_start_before_its_deadline_is_refused_at_once() {
-        let searches = small(1);
+        // Eight waiting places: only the deadlines refuse here.
+        let (searches, clock) = clocked(Limits::for_slots(1, FIRST_HOLD * 8));
         let _running = searches.enter(owner(1, 1), far()).unwrap();
         // A waiter's expected wait is a hold (30 ms before any is timed) a round.
-        let soon = Instant::now() + Duration::from_millis(10);
+        let soon = clock.now() + Duration::from_millis(10);
         assert!(searches.enter(owner(2, 2), soon).is_err());
-        let later = Instant::now() + Duration::from_millis(45);
+        let later = clock.now() + Duration::from_millis(45);
         let _waiting = searches.enter(owner(2, 2), later).unwrap();
         // One more ahead of the next: two rounds.
         assert!(searches.enter(owner(3, 3), later).is_err());
         assert!(searches.enter(owner(3, 3), far()).is_ok());
+        // Time passing brings a deadline nearer: what fitted no longer does.
+        let fits = clock.now() + Duration::from_millis(100);
+        clock.advance(Duration::from_millis(80));
+        assert!(searches.enter(owner(4, 4), fits).is_err());
     }
 
     #[tokio::test]
@@ -784,5 +855,247 @@ mod tests {
         drop(deaf);
         assert_eq!(searches.counts(), (0, 0));
         assert!(searches.lock().owners.is_empty());
+    }
+
+    /// Whether a waiting ticket has been told since it was last looked at: `Some(true)`
+    /// it runs now, `Some(false)` it was displaced, `None` nothing yet.
+    fn told_now(ticket: &mut Ticket) -> Option<bool> {
+        let Place::Waiting(wait) = &mut ticket.place else {
+            return None;
+        };
+        let (place, runs) = match wait.try_recv() {
+            Ok(Turn::Run(slot)) => (Place::Running(slot), true),
+            Ok(Turn::Displaced) | Err(TryRecvError::Closed) => (Place::Gone, false),
+            Err(TryRecvError::Empty) => return None,
+        };
+        ticket.place = place;
+        Some(runs)
+    }
+
+    /// What a caller of a [`Simulation`]'s queue is doing.
+    enum Doing {
+        /// It asks at this time.
+        Idle(Instant),
+        /// Refused, a flooder asks again as soon as a search ends.
+        Refused,
+        /// It waits, since then, with this many of the flood's searches started before.
+        Waiting(Ticket, Instant, usize),
+        /// Its search ends then (dropping the ticket gives its slot back).
+        Running { _slot: Ticket, ends: Instant },
+    }
+
+    /// What the players, or the flood, of a [`Simulation`]'s queue saw.
+    #[derive(Debug, Default)]
+    struct Seen {
+        served: usize,
+        refused: usize,
+        /// The longest a search waited for its slot.
+        longest_wait: Duration,
+        /// The most searches of the flood that started while one search waited.
+        most_passed_by_flood: usize,
+    }
+
+    /// A queue of two slots with the default wait budget and its callers: players, a
+    /// match each, then flooders spread over the flood's matches, all on one
+    /// connection as a gateway carries them. Every search holds its slot
+    /// [`FIRST_HOLD`]; a player thinks 50 to 100 ms after each answer (quicker than a
+    /// person), a flooder asks again as soon as it is answered, or refused and a search
+    /// has ended. Each call has the server's default deadline. Nothing reads the
+    /// machine's time: the queue's decisions are the verdict.
+    struct Simulation {
+        searches: Arc<Searches>,
+        clock: Arc<Hand>,
+        players: usize,
+        flood_matches: usize,
+        doing: Vec<Doing>,
+        player: Seen,
+        flood: Seen,
+        flood_starts: usize,
+        step: usize,
+    }
+
+    impl Simulation {
+        fn new(players: usize, flooders: usize, flood_matches: usize) -> Simulation {
+            let (searches, clock) = clocked(Limits::for_slots(2, DEFAULT_WAIT_BUDGET));
+            let now = clock.now();
+            let mut sim = Simulation {
+                searches,
+                clock,
+                players,
+                flood_matches,
+                doing: Vec::new(),
+                player: Seen::default(),
+                flood: Seen::default(),
+                flood_starts: 0,
+                step: 0,
+            };
+            sim.doing = (0..players + flooders)
+                .map(|c| {
+                    Doing::Idle(
+                        now + if c < players {
+                            sim.think(c)
+                        } else {
+                            Duration::ZERO
+                        },
+                    )
+                })
+                .collect();
+            sim
+        }
+
+        fn is_player(&self, caller: usize) -> bool {
+            caller < self.players
+        }
+
+        fn owner_of(&self, caller: usize) -> Owner {
+            let game = if self.is_player(caller) {
+                caller
+            } else {
+                200 + (caller - self.players) % self.flood_matches
+            };
+            owner(1, u8::try_from(game).unwrap())
+        }
+
+        /// A player's pause before its next move.
+        fn think(&self, caller: usize) -> Duration {
+            Duration::from_millis(50 + ((self.step * 7919 + caller * 104_729) % 50) as u64)
+        }
+
+        fn seen(&mut self, caller: usize) -> &mut Seen {
+            if self.is_player(caller) {
+                &mut self.player
+            } else {
+                &mut self.flood
+            }
+        }
+
+        /// What a caller does after an answer or a refusal, at `now`.
+        fn next_ask(&self, caller: usize, now: Instant, refused: bool) -> Doing {
+            match (self.is_player(caller), refused) {
+                (true, _) => Doing::Idle(now + self.think(caller)),
+                (false, false) => Doing::Idle(now),
+                (false, true) => Doing::Refused,
+            }
+        }
+
+        /// A search of `caller` starts now.
+        fn started(&mut self, caller: usize, ticket: Ticket, now: Instant) -> Doing {
+            self.seen(caller).served += 1;
+            self.flood_starts += usize::from(!self.is_player(caller));
+            Doing::Running {
+                _slot: ticket,
+                ends: now + FIRST_HOLD,
+            }
+        }
+
+        /// Waiters told to run start; displaced ones are refused.
+        fn settle(&mut self, now: Instant) {
+            for c in 0..self.doing.len() {
+                let Doing::Waiting(ticket, _, _) = &mut self.doing[c] else {
+                    continue;
+                };
+                let Some(runs) = told_now(ticket) else {
+                    continue;
+                };
+                let Doing::Waiting(ticket, came, passed) =
+                    std::mem::replace(&mut self.doing[c], Doing::Refused)
+                else {
+                    unreachable!()
+                };
+                self.doing[c] = if runs {
+                    let flood_starts = self.flood_starts;
+                    let seen = self.seen(c);
+                    seen.longest_wait = seen.longest_wait.max(now - came);
+                    seen.most_passed_by_flood =
+                        seen.most_passed_by_flood.max(flood_starts - passed);
+                    self.started(c, ticket, now)
+                } else {
+                    self.seen(c).refused += 1;
+                    drop(ticket);
+                    self.next_ask(c, now, true)
+                };
+            }
+        }
+
+        /// Runs the queue for `length` of its clock; what the players and the flood saw.
+        fn run(mut self, length: Duration) -> (Seen, Seen) {
+            let end = self.clock.now() + length;
+            while self.clock.now() < end {
+                let now = self.clock.now();
+                self.step += 1;
+                // Searches that end now give their slots back; the refused flood asks again.
+                let mut ended = false;
+                for c in 0..self.doing.len() {
+                    if matches!(self.doing[c], Doing::Running { ends, .. } if ends <= now) {
+                        self.doing[c] = self.next_ask(c, now, false);
+                        ended = true;
+                    }
+                }
+                for d in &mut self.doing {
+                    if ended && matches!(d, Doing::Refused) {
+                        *d = Doing::Idle(now);
+                    }
+                }
+                self.settle(now);
+                // Callers due ask.
+                for c in 0..self.doing.len() {
+                    if !matches!(self.doing[c], Doing::Idle(at) if at <= now) {
+                        continue;
+                    }
+                    let deadline = now + crate::service::DEFAULT_CALL_TIMEOUT;
+                    self.doing[c] = match self.searches.enter(self.owner_of(c), deadline) {
+                        Ok(ticket) if is_running(&ticket) => self.started(c, ticket, now),
+                        Ok(ticket) => Doing::Waiting(ticket, now, self.flood_starts),
+                        Err(Refused) => {
+                            self.seen(c).refused += 1;
+                            self.next_ask(c, now, true)
+                        }
+                    };
+                    // A newcomer may have displaced a waiter.
+                    self.settle(now);
+                }
+                // On to the next thing that happens.
+                let next = self
+                    .doing
+                    .iter()
+                    .filter_map(|d| match d {
+                        Doing::Idle(at) => Some(*at),
+                        Doing::Running { ends, .. } => Some(*ends),
+                        Doing::Waiting(..) | Doing::Refused => None,
+                    })
+                    .min()
+                    .unwrap_or(end)
+                    .max(now + Duration::from_micros(1));
+                self.clock.advance(next - now);
+            }
+            (self.player, self.flood)
+        }
+    }
+
+    #[test]
+    fn players_sharing_one_connection_are_never_refused_a_search() {
+        // Sixteen players whose calls a gateway carries over one connection, each
+        // against server-played HARD bots, on two slots: more searches than the slots
+        // get through, so they queue. Each player is its own owner: none is ever
+        // refused. (On the queue that shared its places per connection, commit 8201ca0,
+        // a connection ran one search of two slots and had two waiting.)
+        let (players, _) = Simulation::new(16, 0, 1).run(Duration::from_secs(4));
+        eprintln!("{players:?}");
+        assert_eq!(players.refused, 0, "{players:?}");
+        assert!(players.served >= 16 * 10, "{players:?}");
+    }
+
+    #[test]
+    fn beside_a_flood_on_their_connection_players_are_never_refused_and_go_first() {
+        // Eight players share their connection with 32 callers asking over 3 matches,
+        // each again at once. The flood's excess is refused; the players never are,
+        // and a player's search waits for at most one of the flood's per flooding
+        // match: a player at human pace goes before a flood.
+        let (players, flood) = Simulation::new(8, 32, 3).run(Duration::from_secs(4));
+        eprintln!("players {players:?}\nflood {flood:?}");
+        assert_eq!(players.refused, 0, "{players:?}");
+        assert!(players.served >= 8 * 10, "{players:?}");
+        assert!(flood.refused > 0 && flood.served > 0, "{flood:?}");
+        assert!(players.most_passed_by_flood <= 3, "{players:?}");
     }
 }

@@ -26,6 +26,7 @@
 pub mod child;
 pub mod raw;
 pub mod redis;
+pub mod searching;
 
 use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 

@@ -1,12 +1,23 @@
 //! Real Redis servers for the match store's tests: `redis-server` (Debian's
-//! `redis-server` package, 7.0; `.ci/run` installs it) started on free loopback ports
-//! in a temporary folder, alone or as a three-master Redis Cluster, killed when
-//! dropped. A machine without `redis-server` fails these tests with what to install:
-//! they are never skipped.
+//! `redis-server` package, 7.0, or Homebrew's `redis`: `bash test.sh` finds or installs
+//! it and names it in `REDIS_SERVER` and `REDIS_CLI`, else the PATH's) started on free
+//! loopback ports in a temporary folder, alone or as a three-master Redis Cluster,
+//! killed when dropped. A machine without `redis-server` fails these tests with what to
+//! install: they are never skipped.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The program named by the environment variable `var` (set by `test.sh`), else `name`
+/// on the PATH.
+fn program(var: &str, name: &str) -> Command {
+    Command::new(std::env::var_os(var).unwrap_or_else(|| name.into()))
+}
+
+fn redis_cli() -> Command {
+    program("REDIS_CLI", "redis-cli")
+}
 
 /// Running `redis-server` processes, and their folder.
 pub struct Redis {
@@ -58,13 +69,13 @@ impl Redis {
             .iter()
             .map(|p| format!("127.0.0.1:{p}"))
             .collect();
-        let status = Command::new("redis-cli")
+        let status = redis_cli()
             .args(["--cluster", "create"])
             .args(&nodes)
             .args(["--cluster-replicas", "0", "--cluster-yes"])
             .stdout(Stdio::null())
             .status()
-            .expect("redis-cli (Debian's redis-tools)");
+            .expect("redis-cli (bash test.sh installs it)");
         assert!(status.success(), "redis-cli --cluster create: {status}");
         // Every node must know the whole cluster (one that does not yet answers a
         // command for a slot it has not heard of CLUSTERDOWN): each says
@@ -94,11 +105,11 @@ impl Redis {
 
     /// What `redis-cli -p PORT ARGS` prints.
     pub fn cli(&self, port: u16, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
+        let out = redis_cli()
             .args(["-p", &port.to_string()])
             .args(args)
             .output()
-            .expect("redis-cli (Debian's redis-tools)");
+            .expect("redis-cli (bash test.sh installs it)");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -188,7 +199,7 @@ impl Redis {
     fn start(&self, port: u16, extra: &[String]) -> Child {
         let dir = self.dir.join(port.to_string());
         std::fs::create_dir_all(&dir).expect("a node's folder");
-        let child = Command::new("redis-server")
+        let child = program("REDIS_SERVER", "redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
@@ -200,7 +211,7 @@ impl Redis {
             .unwrap_or_else(|e| {
                 panic!(
                     "redis-server could not start ({e}): the match store's tests need \
-                     it (apt-get install redis-server)"
+                     it (`bash test.sh` installs it; or apt-get install redis-server)"
                 )
             });
         let started = Instant::now();
