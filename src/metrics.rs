@@ -429,7 +429,7 @@ mod tests {
 
     #[test]
     fn the_search_gauges_show_the_queue_now() {
-        use crate::service::searches::Limits;
+        use crate::service::searches::SearchLimits;
         let metrics = Metrics::new();
         let text = metrics.encode().expect("encode");
         assert!(
@@ -439,7 +439,7 @@ mod tests {
         use crate::service::searches::{FIRST_HOLD, Owner};
         // Two slots, and four places for each while a search holds its slot for
         // FIRST_HOLD (as it is taken to until one is timed).
-        let searches = Searches::new(Limits::for_slots(2, FIRST_HOLD * 4));
+        let searches = Searches::new(SearchLimits::for_slots(2, FIRST_HOLD * 4));
         metrics.watch_searches(Arc::clone(&searches));
         // Two running (a slot each, one per match), one waiting.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);

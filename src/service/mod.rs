@@ -42,7 +42,7 @@ use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
 use crate::state::Tokens;
 use crate::store::MatchStore;
-use searches::{Limits, MatchId, Owner, Searches};
+use searches::{MatchId, Owner, SearchLimits, Searches};
 use status::{ApiError, deadline_passed};
 use steps::{Answer, Policy};
 
@@ -90,7 +90,10 @@ impl Api {
             metrics,
             policy,
             bot_move_floor: Duration::ZERO,
-            searches: Searches::new(Limits::for_slots(cores, searches::DEFAULT_WAIT_BUDGET)),
+            searches: Searches::new(SearchLimits::for_slots(
+                cores,
+                searches::DEFAULT_WAIT_BUDGET,
+            )),
             store: None,
             watches: watch::WatchLimits::new(
                 watch::DEFAULT_MAX_STREAMS,
@@ -157,7 +160,7 @@ impl Api {
     pub fn with_search_wait_budget(self, budget: Duration) -> Api {
         let slots = self.searches.limits().slots;
         Api {
-            searches: Searches::new(Limits::for_slots(slots, budget)),
+            searches: Searches::new(SearchLimits::for_slots(slots, budget)),
             ..self
         }
     }
@@ -215,7 +218,7 @@ impl Api {
         let deadline = tokio::time::Instant::from_std(call.deadline);
         match tokio::time::timeout_at(deadline, ticket.running()).await {
             Ok(Ok(())) => {}
-            Ok(Err(searches::Refused)) => return Err(self.refuse_search(method, seat)),
+            Ok(Err(searches::SearchRefused)) => return Err(self.refuse_search(method, seat)),
             Err(_) => return Err(deadline_passed(&call).into()),
         }
         let stopped = Arc::new(AtomicBool::new(false));

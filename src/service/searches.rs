@@ -7,7 +7,7 @@
 //! owner has fewer than [`QUEUED_PER_OWNER`] waiting and the search can expect to start
 //! before its call's deadline; else it is refused (`SEARCH_QUEUE_FULL`). The queue holds
 //! what the slots get through in the wait budget (`--search-wait-budget-ms` over the
-//! measured time a search holds a slot: [`Limits::queue`]). A slot given back goes to
+//! measured time a search holds a slot: [`SearchLimits::queue`]). A slot given back goes to
 //! the waiter ranked first by (its client's last search start, its match's, its
 //! arrival), the oldest first: clients take turns, then the matches of a client, and a
 //! player at human pace goes before a flood. In a full queue a newcomer ranked before
@@ -75,7 +75,7 @@ const HOLD_SMOOTHING: u32 = 8;
 
 /// The sizes of the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
+pub struct SearchLimits {
     /// Searches running at once (one per core: a search is all CPU).
     pub slots: usize,
     /// Searches one owner may run at once.
@@ -93,12 +93,12 @@ fn remembered(slots: usize) -> NonZeroUsize {
     })
 }
 
-impl Limits {
+impl SearchLimits {
     /// For `slots` slots: an owner runs at most half of them (at least one) and has
     /// [`QUEUED_PER_OWNER`] waiting; the queue is sized for `wait_budget`.
-    pub fn for_slots(slots: usize, wait_budget: Duration) -> Limits {
+    pub fn for_slots(slots: usize, wait_budget: Duration) -> SearchLimits {
         let slots = slots.max(1);
-        Limits {
+        SearchLimits {
             slots,
             running_per_owner: (slots / 2).max(1),
             queued_per_owner: QUEUED_PER_OWNER,
@@ -138,7 +138,7 @@ impl Clock for SystemClock {
 
 /// The queue and its slots.
 pub struct Searches {
-    limits: Limits,
+    limits: SearchLimits,
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
     /// Refusals are logged at most once per period, with a count of the others.
@@ -163,7 +163,7 @@ struct State {
     /// In no order: [`State::rank`] orders them.
     waiting: Vec<Waiter>,
     /// What each owner holding a place holds.
-    owners: HashMap<Owner, Held>,
+    owners: HashMap<Owner, HeldSearch>,
     /// The stamp of the last search start of each client and match seen lately.
     /// Stamps rise, so the least recently stamped key, the one forgotten first, is
     /// the one with the oldest stamp.
@@ -179,7 +179,7 @@ struct State {
 
 /// What one owner holds.
 #[derive(Clone, Copy, Default)]
-struct Held {
+struct HeldSearch {
     running: usize,
     queued: usize,
 }
@@ -194,14 +194,14 @@ struct Waiter {
 
 /// A search in a slot: since when, and its start's stamp.
 #[derive(Clone, Copy)]
-struct Slot {
+struct SearchSlot {
     since: Instant,
     stamp: u64,
 }
 
 /// What a waiter is told.
 enum Turn {
-    Run(Slot),
+    Run(SearchSlot),
     /// Its place went to a newcomer ranked before it.
     Displaced,
 }
@@ -213,7 +213,7 @@ type Rank = (u64, u64, u64);
 /// could not start before its deadline), or its place went to a search ranked before
 /// it while it waited.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Refused;
+pub struct SearchRefused;
 
 /// A search's place: in the queue (until [`Ticket::running`] returns), then in a slot.
 /// Dropping it gives the place back and hands a free slot to the next waiter.
@@ -227,7 +227,7 @@ pub struct Ticket {
 enum Place {
     /// Told when it may run, or that it is displaced.
     Waiting(oneshot::Receiver<Turn>),
-    Running(Slot),
+    Running(SearchSlot),
     /// Displaced: it holds nothing.
     Gone,
 }
@@ -247,12 +247,12 @@ impl std::fmt::Debug for Ticket {
 }
 
 impl Searches {
-    pub fn new(limits: Limits) -> Arc<Searches> {
+    pub fn new(limits: SearchLimits) -> Arc<Searches> {
         Searches::with_clock(limits, Arc::new(SystemClock))
     }
 
     /// The queue reading the time from `clock`.
-    pub fn with_clock(limits: Limits, clock: Arc<dyn Clock>) -> Arc<Searches> {
+    pub fn with_clock(limits: SearchLimits, clock: Arc<dyn Clock>) -> Arc<Searches> {
         Arc::new(Searches {
             limits,
             clock,
@@ -278,7 +278,7 @@ impl Searches {
             .check()
     }
 
-    pub fn limits(&self) -> Limits {
+    pub fn limits(&self) -> SearchLimits {
         self.limits
     }
 
@@ -297,12 +297,16 @@ impl Searches {
     /// A slot now or a place in the queue for a search of `owner` whose call ends at
     /// `deadline`, displacing the last-ranked waiter of a full queue if this search
     /// ranks before it; refused otherwise (see the module's documentation).
-    pub fn enter(self: &Arc<Searches>, owner: Owner, deadline: Instant) -> Result<Ticket, Refused> {
+    pub fn enter(
+        self: &Arc<Searches>,
+        owner: Owner,
+        deadline: Instant,
+    ) -> Result<Ticket, SearchRefused> {
         let limits = self.limits;
         let now = self.clock.now();
         if deadline <= now {
             // It could not run a world: taking a slot would only time a hold of nothing.
-            return Err(Refused);
+            return Err(SearchRefused);
         }
         let mut state = self.lock();
         let state = &mut *state;
@@ -314,7 +318,7 @@ impl Searches {
             Place::Running(state.start(owner, now))
         } else {
             if held.queued >= limits.queued_per_owner {
-                return Err(Refused);
+                return Err(SearchRefused);
             }
             let newcomer = state.newcomer();
             let rank = state.rank(owner, newcomer, id);
@@ -324,7 +328,7 @@ impl Searches {
                 .filter(|w| state.rank(w.owner, w.newcomer, w.id) < rank)
                 .count();
             if state.expected_wait(limits, ahead) > deadline.saturating_duration_since(now) {
-                return Err(Refused);
+                return Err(SearchRefused);
             }
             if state.waiting.len() >= limits.queue(state.hold) {
                 state.displace_for(rank)?;
@@ -384,20 +388,20 @@ impl State {
 
     /// How long a waiter with `ahead` waiters ranked before it may expect to wait: a
     /// search's hold for each round of the slots until its own.
-    fn expected_wait(&self, limits: Limits, ahead: usize) -> Duration {
+    fn expected_wait(&self, limits: SearchLimits, ahead: usize) -> Duration {
         let rounds = u32::try_from(ahead / limits.slots + 1).unwrap_or(u32::MAX);
         self.hold.saturating_mul(rounds)
     }
 
     /// Takes a slot for `owner` at `now` and stamps its client and match with the start.
-    fn start(&mut self, owner: Owner, now: Instant) -> Slot {
+    fn start(&mut self, owner: Owner, now: Instant) -> SearchSlot {
         self.started += 1;
         let stamp = 2 * self.started;
         self.running.insert(stamp);
         self.owners.entry(owner).or_default().running += 1;
         self.clients.put(owner.client, stamp);
         self.matches.put(owner.match_id, stamp);
-        Slot { since: now, stamp }
+        SearchSlot { since: now, stamp }
     }
 
     /// Gives back `owner`'s place in the queue.
@@ -406,14 +410,14 @@ impl State {
     }
 
     /// Gives back `owner`'s slot at `now`, and times how long it held it.
-    fn stop(&mut self, owner: Owner, slot: Slot, now: Instant) {
+    fn stop(&mut self, owner: Owner, slot: SearchSlot, now: Instant) {
         self.running.remove(&slot.stamp);
         self.owners_change(owner, |held| held.running = held.running.saturating_sub(1));
         self.timed(now.saturating_duration_since(slot.since));
     }
 
     /// Changes what `owner` holds, and forgets it once it holds nothing.
-    fn owners_change(&mut self, owner: Owner, change: impl FnOnce(&mut Held)) {
+    fn owners_change(&mut self, owner: Owner, change: impl FnOnce(&mut HeldSearch)) {
         let Some(held) = self.owners.get_mut(&owner) else {
             return;
         };
@@ -425,7 +429,7 @@ impl State {
 
     /// Makes room in a full queue for a newcomer ranked `rank`: the last-ranked waiter
     /// is told it is displaced, if it ranks after the newcomer.
-    fn displace_for(&mut self, rank: Rank) -> Result<(), Refused> {
+    fn displace_for(&mut self, rank: Rank) -> Result<(), SearchRefused> {
         let last = self
             .waiting
             .iter()
@@ -433,7 +437,7 @@ impl State {
             .map(|(i, w)| (self.rank(w.owner, w.newcomer, w.id), i))
             .max();
         let Some((_, i)) = last.filter(|&(last, _)| last > rank) else {
-            return Err(Refused);
+            return Err(SearchRefused);
         };
         let waiter = self.waiting.swap_remove(i);
         self.unqueue(waiter.owner);
@@ -443,7 +447,7 @@ impl State {
 
     /// Gives free slots, at `now`, to the waiters ranked first whose owners run fewer
     /// than their share.
-    fn dispatch(&mut self, limits: Limits, now: Instant) {
+    fn dispatch(&mut self, limits: SearchLimits, now: Instant) {
         while self.running.len() < limits.slots {
             let next = self
                 .waiting
@@ -477,7 +481,7 @@ impl State {
 impl Ticket {
     /// Waits until the search may run (at once if it entered on a free slot); refused
     /// if its place went to a search ranked before it meanwhile.
-    pub async fn running(&mut self) -> Result<(), Refused> {
+    pub async fn running(&mut self) -> Result<(), SearchRefused> {
         if let Place::Waiting(wait) = &mut self.place {
             self.place = match wait.await {
                 Ok(Turn::Run(slot)) => Place::Running(slot),
@@ -486,7 +490,7 @@ impl Ticket {
             };
         }
         match self.place {
-            Place::Gone => Err(Refused),
+            Place::Gone => Err(SearchRefused),
             _ => Ok(()),
         }
     }
@@ -551,7 +555,7 @@ mod tests {
     }
 
     /// A queue of `limits` on a clock of the test's.
-    fn clocked(limits: Limits) -> (Arc<Searches>, Arc<Hand>) {
+    fn clocked(limits: SearchLimits) -> (Arc<Searches>, Arc<Hand>) {
         let hand = Arc::new(Hand(Mutex::new(Instant::now())));
         let clock: Arc<dyn Clock> = hand.clone();
         (Searches::with_clock(limits, clock), hand)
@@ -570,34 +574,37 @@ mod tests {
     /// A queue of `slots` slots and two waiting places a slot (a budget of none), on a
     /// clock that stands still.
     fn small(slots: usize) -> Arc<Searches> {
-        clocked(Limits::for_slots(slots, Duration::ZERO)).0
+        clocked(SearchLimits::for_slots(slots, Duration::ZERO)).0
     }
 
     /// A queue of `slots` slots and `per_slot` waiting places a slot while a search
     /// holds its slot as long as it is taken to before any is timed (on a clock that
     /// stands still, every hold is timed as none: the places only grow).
     fn sized(slots: usize, per_slot: u32) -> Arc<Searches> {
-        clocked(Limits::for_slots(slots, FIRST_HOLD * per_slot)).0
+        clocked(SearchLimits::for_slots(slots, FIRST_HOLD * per_slot)).0
     }
 
     const SOON: Duration = Duration::from_secs(1);
 
     #[test]
     fn the_queue_holds_what_the_slots_get_through_in_the_budget() {
-        let limits = Limits::for_slots(2, Duration::from_millis(250));
+        let limits = SearchLimits::for_slots(2, Duration::from_millis(250));
         assert_eq!(limits.running_per_owner, 1);
         assert_eq!(limits.queue(FIRST_HOLD), 2 * 8);
         assert_eq!(limits.queue(Duration::from_millis(5)), 2 * 50);
         assert_eq!(limits.queue(Duration::from_micros(1)), 2 * 64);
         assert_eq!(limits.queue(Duration::ZERO), 2 * 64);
         assert_eq!(limits.queue(Duration::from_secs(1)), 2 * 2);
-        assert_eq!(Limits::for_slots(8, Duration::ZERO).queue(FIRST_HOLD), 16);
-        assert_eq!(Limits::for_slots(0, Duration::ZERO).slots, 1);
+        assert_eq!(
+            SearchLimits::for_slots(8, Duration::ZERO).queue(FIRST_HOLD),
+            16
+        );
+        assert_eq!(SearchLimits::for_slots(0, Duration::ZERO).slots, 1);
     }
 
     #[test]
     fn the_hold_is_a_moving_average_of_how_long_searches_held_their_slots() {
-        let (searches, clock) = clocked(Limits::for_slots(1, Duration::from_millis(250)));
+        let (searches, clock) = clocked(SearchLimits::for_slots(1, Duration::from_millis(250)));
         assert_eq!(searches.capacity(), (1, 8));
         let mut state = searches.lock();
         for _ in 0..100 {
@@ -664,9 +671,9 @@ mod tests {
 
     #[test]
     fn a_search_whose_deadline_has_passed_is_refused_even_on_a_free_slot() {
-        let (searches, clock) = clocked(Limits::for_slots(1, Duration::ZERO));
+        let (searches, clock) = clocked(SearchLimits::for_slots(1, Duration::ZERO));
         let past = clock.now();
-        assert_eq!(searches.enter(owner(1, 1), past).err(), Some(Refused));
+        assert_eq!(searches.enter(owner(1, 1), past).err(), Some(SearchRefused));
         assert_eq!(searches.counts(), (0, 0));
         assert_eq!(searches.lock().hold, FIRST_HOLD);
     }
@@ -681,7 +688,10 @@ mod tests {
         assert_eq!(held.iter().filter(|t| is_running(t)).count(), 2);
         assert_eq!(searches.counts(), (2, 4));
         // The queue is full: a match that ranks no better is refused.
-        assert_eq!(searches.enter(owner(1, 6), far()).err(), Some(Refused));
+        assert_eq!(
+            searches.enter(owner(1, 6), far()).err(),
+            Some(SearchRefused)
+        );
     }
 
     #[tokio::test]
@@ -800,7 +810,7 @@ mod tests {
         assert_eq!(searches.counts(), (1, 2));
         assert_eq!(
             tokio::time::timeout(SOON, newest.running()).await,
-            Ok(Err(Refused))
+            Ok(Err(SearchRefused))
         );
         drop(newest);
         assert_eq!(searches.counts(), (1, 2));
@@ -817,7 +827,7 @@ mod tests {
     #[test]
     fn a_search_that_cannot_start_before_its_deadline_is_refused_at_once() {
         // Eight waiting places: only the deadlines refuse here.
-        let (searches, clock) = clocked(Limits::for_slots(1, FIRST_HOLD * 8));
+        let (searches, clock) = clocked(SearchLimits::for_slots(1, FIRST_HOLD * 8));
         let _running = searches.enter(owner(1, 1), far()).unwrap();
         // A waiter's expected wait is a hold (30 ms before any is timed) a round.
         let soon = clock.now() + Duration::from_millis(10);
@@ -876,8 +886,8 @@ mod tests {
     enum Doing {
         /// It asks at this time.
         Idle(Instant),
-        /// Refused, a flooder asks again as soon as a search ends.
-        Refused,
+        /// SearchRefused, a flooder asks again as soon as a search ends.
+        SearchRefused,
         /// It waits, since then, with this many of the flood's searches started before.
         Waiting(Ticket, Instant, usize),
         /// Its search ends then (dropping the ticket gives its slot back).
@@ -916,7 +926,7 @@ mod tests {
 
     impl Simulation {
         fn new(players: usize, flooders: usize, flood_matches: usize) -> Simulation {
-            let (searches, clock) = clocked(Limits::for_slots(2, DEFAULT_WAIT_BUDGET));
+            let (searches, clock) = clocked(SearchLimits::for_slots(2, DEFAULT_WAIT_BUDGET));
             let now = clock.now();
             let mut sim = Simulation {
                 searches,
@@ -974,7 +984,7 @@ mod tests {
             match (self.is_player(caller), refused) {
                 (true, _) => Doing::Idle(now + self.think(caller)),
                 (false, false) => Doing::Idle(now),
-                (false, true) => Doing::Refused,
+                (false, true) => Doing::SearchRefused,
             }
         }
 
@@ -998,7 +1008,7 @@ mod tests {
                     continue;
                 };
                 let Doing::Waiting(ticket, came, passed) =
-                    std::mem::replace(&mut self.doing[c], Doing::Refused)
+                    std::mem::replace(&mut self.doing[c], Doing::SearchRefused)
                 else {
                     unreachable!()
                 };
@@ -1032,7 +1042,7 @@ mod tests {
                     }
                 }
                 for d in &mut self.doing {
-                    if ended && matches!(d, Doing::Refused) {
+                    if ended && matches!(d, Doing::SearchRefused) {
                         *d = Doing::Idle(now);
                     }
                 }
@@ -1042,11 +1052,12 @@ mod tests {
                     if !matches!(self.doing[c], Doing::Idle(at) if at <= now) {
                         continue;
                     }
-                    let deadline = now + crate::service::DEFAULT_CALL_TIMEOUT;
+                    // The server's default --request-timeout-ms.
+                    let deadline = now + Duration::from_secs(5);
                     self.doing[c] = match self.searches.enter(self.owner_of(c), deadline) {
                         Ok(ticket) if is_running(&ticket) => self.started(c, ticket, now),
                         Ok(ticket) => Doing::Waiting(ticket, now, self.flood_starts),
-                        Err(Refused) => {
+                        Err(SearchRefused) => {
                             self.seen(c).refused += 1;
                             self.next_ask(c, now, true)
                         }
@@ -1061,7 +1072,7 @@ mod tests {
                     .filter_map(|d| match d {
                         Doing::Idle(at) => Some(*at),
                         Doing::Running { ends, .. } => Some(*ends),
-                        Doing::Waiting(..) | Doing::Refused => None,
+                        Doing::Waiting(..) | Doing::SearchRefused => None,
                     })
                     .min()
                     .unwrap_or(end)
