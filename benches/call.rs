@@ -64,7 +64,7 @@ fn hot_seat(game: Game) -> Record {
         *slot = Player::Human(credential(seat));
     }
     Record {
-        match_id: [0x5A; allfives::state::MATCH_ID_LEN],
+        match_id: allfives::state::MatchId([0x5A; allfives::state::MATCH_ID_LEN]),
         game,
         seats,
         secret: [0x3C; 16],

@@ -70,7 +70,7 @@ fn chained(table: usize, states: &[Game]) -> Vec<Option<Record>> {
                 return None;
             }
             let record = Record {
-                match_id: [table as u8; 16],
+                match_id: allfives::state::MatchId([table as u8; 16]),
                 game: game.clone(),
                 seats,
                 secret: SECRET,

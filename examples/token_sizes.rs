@@ -30,7 +30,7 @@ fn largest_record(game: &Game) -> Record {
         *slot = Player::Human([0xC0 | seat as u8; 16]);
     }
     Record {
-        match_id: [0xAA; 16],
+        match_id: allfives::state::MatchId([0xAA; 16]),
         game: game.clone(),
         seats,
         secret: [0x5E; 16],

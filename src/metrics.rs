@@ -449,7 +449,7 @@ mod tests {
             .map(|(n, game)| {
                 let owner = Owner {
                     client: crate::call::ClientId::Connection(crate::call::ConnectionId(n as u64)),
-                    match_id: [game; crate::state::MATCH_ID_LEN],
+                    match_id: crate::state::MatchId([game; crate::state::MATCH_ID_LEN]),
                     seat: Some(0),
                 };
                 searches.enter(owner, deadline).expect("room")

@@ -22,14 +22,14 @@
 //! A suggestion (a play or a draw) is a move the service then accepts.
 #![no_main]
 
-use allfives::service::{moves, seats, steps, suggest};
 use allfives::engine::Phase;
 use allfives::engine::suggest::Search;
 use allfives::proto::v1 as pb;
 use allfives::service::convert::level_out;
+use allfives::service::status::ApiError;
 use allfives::service::steps::Policy;
 use allfives::service::steps::Step;
-use allfives::service::status::ApiError;
+use allfives::service::{moves, seats, steps, suggest};
 use allfives::state::{self, Player, Record, StateId, TokenError};
 use allfives_fuzz::{
     assert_seats_shown, assert_sound, byte, credential_for, holds, real_tokens, ring, take, tokens,
@@ -62,7 +62,7 @@ fn answered(token: &[u8], view: &pb::GameView, previous: Option<StateId>) -> Rec
     let (record, id) = state::open(ring(), token).expect("a token the service answered opens");
     assert_sound(&record.game);
     assert_eq!(view.moves, record.game.moves());
-    assert_eq!(view.match_id, hex(&record.match_id));
+    assert_eq!(view.match_id, hex(&record.match_id.0));
     assert_eq!(view.state_id, id, "the view shows the state's id");
     assert_eq!(record.previous, previous, "made from the request's state");
     assert_eq!(
@@ -432,6 +432,7 @@ fuzz_target!(|data: &[u8]| {
             ApiError::TooManyWatches | ApiError::InviteRateLimited => Code::ResourceExhausted,
             ApiError::InviteNotFound => Code::NotFound,
             ApiError::NoOpenSeat => Code::FailedPrecondition,
+            ApiError::DeadlinePassed { .. } => Code::DeadlineExceeded,
         };
         assert_eq!(status.code(), expected, "{error:?}");
     }

@@ -93,7 +93,7 @@ pub fn chained(table: usize, match_id: [u8; 16], games: Vec<Game>) -> Vec<Option
                 return None;
             }
             let record = Record {
-                match_id,
+                match_id: allfives::state::MatchId(match_id),
                 seats,
                 game,
                 secret: SECRET,
@@ -482,7 +482,7 @@ fn record_of(game: &Game) -> Record {
         };
     }
     Record {
-        match_id: [7; 16],
+        match_id: allfives::state::MatchId([7; 16]),
         game: game.clone(),
         seats,
         secret: [moves.to_le_bytes()[0]; 16],

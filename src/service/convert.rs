@@ -9,7 +9,7 @@ use crate::engine::{
 
 use crate::proto::v1 as pb;
 use crate::state::names::Names;
-use crate::state::{MATCH_ID_LEN, Player, Seats};
+use crate::state::{MatchId, Player, Seats};
 use crate::store::invites::InviteCode;
 
 use super::status::ApiError;
@@ -454,24 +454,14 @@ pub(super) fn claim_key_in(key: &[u8]) -> Result<&[u8], ApiError> {
     Ok(key)
 }
 
-/// A match id as `GameView.match_id` shows it: 32 lower-case hex digits.
-pub(super) fn match_id_in(hex: &str) -> Result<[u8; MATCH_ID_LEN], ApiError> {
-    let bad = || {
+/// A match id as `GameView.match_id` shows it: 32 hex digits.
+pub(super) fn match_id_in(hex: &str) -> Result<MatchId, ApiError> {
+    hex.parse().map_err(|_| {
         ApiError::field(
             "match_id",
             "a match id is 32 hex digits (GameView.match_id)",
         )
-    };
-    let bytes = hex.as_bytes();
-    if bytes.len() != 2 * MATCH_ID_LEN || !bytes.iter().all(u8::is_ascii_hexdigit) {
-        return Err(bad());
-    }
-    let mut id = [0u8; MATCH_ID_LEN];
-    for (byte, pair) in id.iter_mut().zip(bytes.chunks_exact(2)) {
-        let digits = std::str::from_utf8(pair).map_err(|_| bad())?;
-        *byte = u8::from_str_radix(digits, 16).map_err(|_| bad())?;
-    }
-    Ok(id)
+    })
 }
 
 /// An invite code as typed (`store::invites::InviteCode::parse`), or the field's refusal.

@@ -209,7 +209,7 @@ mod tests {
     use crate::engine::suggest::Search;
     use crate::service::seats::{claim_seat, new_game};
     use crate::service::steps::{Policy, finish};
-    use crate::state::{MATCH_ID_LEN, Opened, Record};
+    use crate::state::{MATCH_ID_LEN, MatchId, Opened, Record};
 
     fn ring() -> std::sync::Arc<crate::state::KeyRing> {
         std::sync::Arc::new(crate::state::KeyRing::new(vec![(1, [3; 32])], None).unwrap())
@@ -715,7 +715,7 @@ mod tests {
         }
         let hands = game.hand_number();
         assert!(hands > 32, "a long game: {hands} hands");
-        let record = Record::new([1; MATCH_ID_LEN], game.clone());
+        let record = Record::new(MatchId([1; MATCH_ID_LEN]), game.clone());
         let token = tokens.seal(&mut Opened::new(record)).unwrap();
         assert!(token.len() <= 512, "{} bytes", token.len());
         let sheet = score(

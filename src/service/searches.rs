@@ -534,7 +534,7 @@ mod tests {
     fn owner(conn: u64, game: u8) -> Owner {
         Owner {
             client: ClientId::Connection(ConnectionId(conn)),
-            match_id: [game; MATCH_ID_LEN],
+            match_id: MatchId([game; MATCH_ID_LEN]),
             seat: Some(0),
         }
     }

@@ -12,7 +12,7 @@ use crate::engine::Game;
 use crate::proto::v1 as pb;
 use crate::state::names::Names;
 use crate::state::seats::CREDENTIAL_LEN;
-use crate::state::{self, MATCH_ID_LEN, Opened, Player, Record, Seats, Tokens};
+use crate::state::{self, MatchId, Opened, Player, Record, Seats, Tokens};
 
 impl Api {
     pub(super) async fn new_game_call(
@@ -127,7 +127,7 @@ pub fn new_game(
         ));
     }
     let opened = Opened::new(Record {
-        match_id: random_bytes::<MATCH_ID_LEN>(),
+        match_id: MatchId(random_bytes()),
         game: Game::new(rules, seed)?,
         seats,
         secret: secret_bytes()?,

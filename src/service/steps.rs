@@ -11,7 +11,7 @@
 use crate::engine::suggest::{self, Level, Search};
 use crate::engine::{Action, Event, Phase, Seat};
 use crate::proto::v1 as pb;
-use crate::state::{self, MATCH_ID_LEN, Opened, Record, Seats, Tokens};
+use crate::state::{self, MatchId, Opened, Record, Seats, Tokens};
 
 use super::convert::{Table, event_out, seat_in, view_out, viewer_in};
 use super::status::ApiError;
@@ -55,26 +55,6 @@ pub struct Answer {
     pub bot_worlds: u32,
 }
 
-/// A match id in lower-case hex, written on the stack: no formatting machinery and no
-/// allocation (this runs on every call).
-struct Hex([u8; 2 * MATCH_ID_LEN]);
-
-impl Hex {
-    fn new(bytes: &[u8; MATCH_ID_LEN]) -> Hex {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut out = [0u8; 2 * MATCH_ID_LEN];
-        for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
-            pair[0] = DIGITS[usize::from(b >> 4)];
-            pair[1] = DIGITS[usize::from(b & 0xf)];
-        }
-        Hex(out)
-    }
-
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.0).expect("hex digits are ASCII")
-    }
-}
-
 /// Random bytes for match ids and deal seeds, from the thread's `ThreadRng`
 /// ([`state::random`]).
 pub(super) fn random_bytes<const N: usize>() -> [u8; N] {
@@ -101,7 +81,7 @@ pub(super) fn render(opened: &Opened, viewer: Option<Seat>) -> Result<pb::GameVi
     Ok(view_out(
         &opened.game.view(viewer)?,
         &Table {
-            match_id: Hex::new(&opened.match_id).as_str(),
+            match_id: opened.match_id.hex().as_str(),
             state_id: &opened.state_id(),
             previous_state_id: previous.as_ref().map_or(&[], |id| id.as_slice()),
             seats: &opened.seats,
@@ -176,7 +156,7 @@ pub struct Step {
 
 impl Step {
     /// The match it moves (what the search queue shares turns by).
-    pub fn match_id(&self) -> [u8; MATCH_ID_LEN] {
+    pub fn match_id(&self) -> MatchId {
         self.opened.match_id
     }
 
@@ -253,20 +233,4 @@ pub fn finish_until(
     let mut answer = answer(tokens, opened, viewer, &events)?;
     answer.bot_worlds = played.hard_worlds;
     Ok(Some(answer))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_is_lower_case_two_digits_a_byte() {
-        let mut id = [0u8; MATCH_ID_LEN];
-        id[..4].copy_from_slice(&[0x00, 0x0f, 0xa5, 0xff]);
-        id[MATCH_ID_LEN - 1] = 0x10;
-        let hex = Hex::new(&id);
-        assert_eq!(hex.as_str().len(), 2 * MATCH_ID_LEN);
-        assert!(hex.as_str().starts_with("000fa5ff00"));
-        assert!(hex.as_str().ends_with("0010"));
-    }
 }

@@ -9,7 +9,7 @@ use super::{Api, traced};
 use crate::engine::Knowledge;
 use crate::engine::suggest::{self, Level, Search};
 use crate::proto::v1 as pb;
-use crate::state::{MATCH_ID_LEN, Tokens};
+use crate::state::{MatchId, Tokens};
 
 impl Api {
     pub(super) async fn suggest_call(
@@ -59,7 +59,7 @@ pub fn suggest(tokens: &Tokens, req: &pb::SuggestRequest) -> Result<pb::SuggestR
 /// credential checked, so that a HARD search enters the search queue only for a call
 /// that may search, and under its match ([`Asked::match_id`]).
 pub struct Asked {
-    match_id: [u8; MATCH_ID_LEN],
+    match_id: MatchId,
     knowledge: Knowledge,
     level: Level,
     worlds: Option<u32>,
@@ -87,7 +87,7 @@ pub fn ask(tokens: &Tokens, req: &pb::SuggestRequest) -> Result<Asked, ApiError>
 
 impl Asked {
     /// The match whose seat asked.
-    pub fn match_id(&self) -> [u8; MATCH_ID_LEN] {
+    pub fn match_id(&self) -> MatchId {
         self.match_id
     }
 

@@ -35,7 +35,7 @@ use super::steps::{open, render};
 use super::{Api, traced};
 use crate::call::{Closing, ConnectionId};
 use crate::proto::v1 as pb;
-use crate::state::{self, MATCH_ID_LEN, StateId, Tokens};
+use crate::state::{self, MatchId, StateId, Tokens};
 use crate::store::{Head, MatchStore, Notice, Watching};
 
 /// The answer of a Watch call.
@@ -365,7 +365,7 @@ impl Follower {
 /// match by its id only: it holds no token of the match).
 #[derive(Clone, Debug)]
 pub struct Watch {
-    pub match_id: [u8; MATCH_ID_LEN],
+    pub match_id: MatchId,
     viewer: Option<u32>,
     credential: Vec<u8>,
     pub last_seen: Option<StateId>,

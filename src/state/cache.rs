@@ -280,7 +280,7 @@ impl Tokens {
 mod tests {
     use super::*;
     use crate::engine::{Action, Game, Rules};
-    use crate::state::MATCH_ID_LEN;
+    use crate::state::{MATCH_ID_LEN, MatchId};
 
     fn ring() -> Arc<KeyRing> {
         Arc::new(KeyRing::new(vec![(1, [9; 32])], None).unwrap())
@@ -289,7 +289,7 @@ mod tests {
     fn dealt() -> Record {
         let mut game = Game::new(Rules::for_players(2), 7).unwrap();
         game.apply(Action::Deal, &mut Vec::new()).unwrap();
-        Record::new([5; MATCH_ID_LEN], game)
+        Record::new(MatchId([5; MATCH_ID_LEN]), game)
     }
 
     /// Seals `record` and keeps it, as a handler does.
@@ -354,7 +354,7 @@ mod tests {
 
     fn numbered(n: u8) -> Record {
         let mut record = dealt();
-        record.match_id = [n; MATCH_ID_LEN];
+        record.match_id = MatchId([n; MATCH_ID_LEN]);
         record
     }
 
@@ -406,7 +406,7 @@ mod tests {
         let tokens = Tokens::new(ring(), 64);
         let token = sealed(&tokens, dealt());
         let mut opened = tokens.open(&token).unwrap();
-        opened.match_id = [7; MATCH_ID_LEN];
+        opened.match_id = MatchId([7; MATCH_ID_LEN]);
         tokens.keep(opened);
         assert_eq!(
             *tokens.open(&token).unwrap(),
@@ -466,9 +466,9 @@ mod tests {
             let action = choose(&game, Strategy::Greedy, &mut rng, &mut scratch).unwrap();
             game.apply(action, &mut Vec::new()).unwrap();
         }
-        let ended = Record::new([5; MATCH_ID_LEN], game.clone());
+        let ended = Record::new(MatchId([5; MATCH_ID_LEN]), game.clone());
         game.apply(Action::Deal, &mut Vec::new()).unwrap();
-        (ended, Record::new([5; MATCH_ID_LEN], game))
+        (ended, Record::new(MatchId([5; MATCH_ID_LEN]), game))
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod cache;
 pub mod claim;
 pub mod keyring;
 pub mod lineage;
+pub mod match_id;
 pub mod names;
 pub mod plaintext;
 pub mod random;

@@ -22,11 +22,7 @@ use super::lineage::{ID_LEN, StateId};
 use super::names::{self, Names};
 use super::seats::{CREDENTIAL_LEN, Player, Seats};
 
-/// Bytes in a match id.
-pub const MATCH_ID_LEN: usize = 16;
-
-/// A match's id, from its token.
-pub type MatchId = [u8; MATCH_ID_LEN];
+pub use super::match_id::{MATCH_ID_LEN, MatchId};
 /// Room for any plaintext this build writes (the largest seen is under 400 bytes).
 pub const PLAINTEXT_CAPACITY: usize = 512;
 /// The byte of a draw in `State.actions`; a play's byte is below 140.
@@ -36,7 +32,7 @@ const DRAW: u8 = 255;
 /// seat, the match's secret and the id of the state this one was made from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
-    pub match_id: [u8; MATCH_ID_LEN],
+    pub match_id: MatchId,
     pub game: Game,
     pub seats: Seats,
     /// The key of the match's state ids (`state::lineage`); never shown.
@@ -54,7 +50,7 @@ impl Record {
     /// A record of `game` for tests and tools: every seat a human's with an all-zero
     /// credential, a zero secret, an all-zero previous state. The service never makes
     /// one.
-    pub fn new(match_id: [u8; MATCH_ID_LEN], game: Game) -> Record {
+    pub fn new(match_id: MatchId, game: Game) -> Record {
         let mut seats = Seats::OPEN;
         for slot in &mut seats.0[..game.rules().players] {
             *slot = Player::Human([0; CREDENTIAL_LEN]);
@@ -109,7 +105,7 @@ pub fn encode_into(record: &Record, buf: &mut Vec<u8>) {
     }
     let state = pb::State {
         seed: Some(game.seed()),
-        match_id: record.match_id.to_vec(),
+        match_id: record.match_id.0.to_vec(),
         rules: Some(rules_written(rules)),
         hand: card.hand,
         starter: card.starter.map(|s| s as u32),
@@ -233,6 +229,7 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
         .map_err(|e| DecodeError::Replay(ReplayError::Rules(e)))?;
     let seed = state.seed.ok_or(corrupt("no seed"))?;
     let match_id = <[u8; MATCH_ID_LEN]>::try_from(state.match_id.as_slice())
+        .map(MatchId)
         .map_err(|_| corrupt("match id"))?;
     let sides = rules.sides();
     let row_len = 2 * sides;
@@ -437,7 +434,7 @@ mod tests {
                 };
             }
             let mut record = Record {
-                match_id,
+                match_id: MatchId(match_id),
                 game: Game::new(rules(table), seed).unwrap(),
                 seats,
                 secret,
@@ -483,7 +480,7 @@ mod tests {
     fn the_plaintext_is_prosts_state_and_decodes_as_it() {
         let mut game = Game::new(Rules::for_players(3), 0).unwrap();
         game.deal().unwrap();
-        let record = Record::new([9; MATCH_ID_LEN], game);
+        let record = Record::new(MatchId([9; MATCH_ID_LEN]), game);
         let bytes = encode(&record);
         let state = pb::State::decode(bytes.as_slice()).unwrap();
         assert_eq!(state.seed, Some(0), "a zero seed is written all the same");
@@ -499,9 +496,9 @@ mod tests {
     #[test]
     fn states_the_service_never_seals_are_refused() {
         let mut game = Game::new(Rules::for_players(2), 3).unwrap();
-        let before = Record::new([9; MATCH_ID_LEN], game.clone());
+        let before = Record::new(MatchId([9; MATCH_ID_LEN]), game.clone());
         game.deal().unwrap();
-        let dealt = Record::new([9; MATCH_ID_LEN], game.clone());
+        let dealt = Record::new(MatchId([9; MATCH_ID_LEN]), game.clone());
         assert!(decode(&encode(&dealt)).is_ok());
         let changed = |change: &dyn Fn(&mut Record)| {
             let mut record = dealt.clone();
@@ -536,7 +533,7 @@ mod tests {
     fn names_round_trip_and_only_the_services_are_taken() {
         let mut game = Game::new(Rules::for_players(3), 5).unwrap();
         game.deal().unwrap();
-        let mut record = Record::new([9; MATCH_ID_LEN], game);
+        let mut record = Record::new(MatchId([9; MATCH_ID_LEN]), game);
         assert!(
             pb::State::decode(encode(&record).as_slice())
                 .unwrap()

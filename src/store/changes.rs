@@ -198,10 +198,10 @@ mod tests {
     #[tokio::test]
     async fn watchers_of_a_match_hear_its_moves_and_leave() {
         let changes = Changes::new(None);
-        let mut a = changes.watch([1; 16]).await.expect("watch");
-        let mut b = changes.watch([1; 16]).await.expect("watch");
-        let mut other = changes.watch([2; 16]).await.expect("watch");
-        changes.publish(&[1; 16], Notice::Moved(head(7)));
+        let mut a = changes.watch(MatchId([1; 16])).await.expect("watch");
+        let mut b = changes.watch(MatchId([1; 16])).await.expect("watch");
+        let mut other = changes.watch(MatchId([2; 16])).await.expect("watch");
+        changes.publish(&MatchId([1; 16]), Notice::Moved(head(7)));
         for w in [&mut a, &mut b] {
             match w.notices.recv().await {
                 Ok(Notice::Moved(h)) => assert_eq!(h.state, [7; 16]),
@@ -212,7 +212,7 @@ mod tests {
         assert_eq!(changes.watchers(), 3);
         drop(a);
         drop(b);
-        assert!(!changes.watched(&[1; 16]));
+        assert!(!changes.watched(&MatchId([1; 16])));
         assert_eq!(changes.watchers(), 1);
     }
 
@@ -222,16 +222,18 @@ mod tests {
         let changes = Changes::new(Some(tx));
         let first = tokio::spawn({
             let changes = Arc::clone(&changes);
-            async move { changes.watch([1; 16]).await.map(|_| ()) }
+            async move { changes.watch(MatchId([1; 16])).await.map(|_| ()) }
         });
         let Some(Subscription::Subscribe(id, ready)) = rx.recv().await else {
             panic!("a subscription asked for");
         };
-        assert_eq!(id, [1; 16]);
+        assert_eq!(id, MatchId([1; 16]));
         assert!(!first.is_finished());
         ready.send(Ready::Yes).expect("ready");
         assert_eq!(first.await.expect("task"), Ok(()));
         // The watcher left when the task's `Watching` dropped: unsubscribed.
-        assert!(matches!(rx.recv().await, Some(Subscription::Unsubscribe(id)) if id == [1; 16]));
+        assert!(
+            matches!(rx.recv().await, Some(Subscription::Unsubscribe(id)) if id == MatchId([1; 16]))
+        );
     }
 }

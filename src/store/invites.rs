@@ -301,21 +301,30 @@ mod tests {
         };
         let invites = MemoryInvites::new(NonZeroUsize::new(8).expect("8"), rules);
         let now = Instant::now();
-        let first = invites.invite(&[1; 16], codes(10), now).expect("a code");
+        let first = invites
+            .invite(&MatchId([1; 16]), codes(10), now)
+            .expect("a code");
         assert_eq!(first.code, codes(10)[0]);
         let again = invites
-            .invite(&[1; 16], codes(20), now + Duration::from_secs(10))
+            .invite(&MatchId([1; 16]), codes(20), now + Duration::from_secs(10))
             .expect("the same code");
         assert_eq!(again.code, first.code);
         assert_eq!(again.expires_in, Duration::from_secs(50));
         // Another match cannot take a live code: the next candidate.
-        let other = invites.invite(&[2; 16], codes(10), now).expect("a code");
+        let other = invites
+            .invite(&MatchId([2; 16]), codes(10), now)
+            .expect("a code");
         assert_eq!(other.code, codes(10)[1]);
-        assert_eq!(invites.open(&first.code, now, 0), Ok(Some([1; 16])));
+        assert_eq!(
+            invites.open(&first.code, now, 0),
+            Ok(Some(MatchId([1; 16])))
+        );
         // Expired: no longer found, and the match gets a new code.
         let later = now + Duration::from_secs(61);
         assert_eq!(invites.open(&first.code, later, 0), Ok(None));
-        let renewed = invites.invite(&[1; 16], codes(30), later).expect("a code");
+        let renewed = invites
+            .invite(&MatchId([1; 16]), codes(30), later)
+            .expect("a code");
         assert_eq!(renewed.code, codes(30)[0]);
     }
 
@@ -328,7 +337,7 @@ mod tests {
         let invites = MemoryInvites::new(NonZeroUsize::new(8).expect("8"), rules);
         let now = Instant::now();
         let real = invites
-            .invite(&[1; 16], codes(10), now)
+            .invite(&MatchId([1; 16]), codes(10), now)
             .expect("a code")
             .code;
         let wrong = InviteCode::from_random([99; 8]);
@@ -339,7 +348,7 @@ mod tests {
         // up: a guesser's right guess is refused like the wrong ones.
         assert_eq!(invites.open(&wrong, now, 7), Err(StoreRefusal::RateLimited));
         assert_eq!(invites.open(&real, now, 7), Err(StoreRefusal::RateLimited));
-        assert_eq!(invites.open(&real, now, 8), Ok(Some([1; 16])));
+        assert_eq!(invites.open(&real, now, 8), Ok(Some(MatchId([1; 16]))));
     }
 
     #[test]
@@ -347,19 +356,23 @@ mod tests {
         let invites = MemoryInvites::new(NonZeroUsize::new(2).expect("2"), RULES);
         let now = Instant::now();
         let first = invites
-            .invite(&[1; 16], codes(10), now)
+            .invite(&MatchId([1; 16]), codes(10), now)
             .expect("a code")
             .code;
-        invites.invite(&[2; 16], codes(20), now).expect("a code");
-        invites.invite(&[3; 16], codes(30), now).expect("a code");
+        invites
+            .invite(&MatchId([2; 16]), codes(20), now)
+            .expect("a code");
+        invites
+            .invite(&MatchId([3; 16]), codes(30), now)
+            .expect("a code");
         assert_eq!(invites.open(&first, now, 0), Ok(None));
         // The first match asks again: a new code, which opens.
         let again = invites
-            .invite(&[1; 16], codes(40), now)
+            .invite(&MatchId([1; 16]), codes(40), now)
             .expect("a code")
             .code;
         assert_eq!(again, codes(40)[0]);
-        assert_eq!(invites.open(&again, now, 0), Ok(Some([1; 16])));
+        assert_eq!(invites.open(&again, now, 0), Ok(Some(MatchId([1; 16]))));
     }
 
     #[test]
@@ -367,9 +380,11 @@ mod tests {
         let invites = MemoryInvites::new(NonZeroUsize::new(8).expect("8"), RULES);
         let now = Instant::now();
         let same = [InviteCode::from_random([5; 8]); CANDIDATES];
-        invites.invite(&[1; 16], same, now).expect("a code");
+        invites
+            .invite(&MatchId([1; 16]), same, now)
+            .expect("a code");
         assert!(matches!(
-            invites.invite(&[2; 16], same, now),
+            invites.invite(&MatchId([2; 16]), same, now),
             Err(StoreRefusal::Unavailable(_))
         ));
     }

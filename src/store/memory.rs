@@ -107,7 +107,7 @@ mod tests {
     /// store.
     fn step(match_id: u8, from: Option<u8>, to: u8) -> Move {
         Move {
-            match_id: [match_id; MATCH_ID_LEN],
+            match_id: MatchId([match_id; MATCH_ID_LEN]),
             from: from.map(|f| [f; 16]),
             to: [to; 16],
             stored: true,
@@ -153,7 +153,7 @@ mod tests {
     fn the_head_is_the_latest_move_with_its_token() {
         let s = store(8);
         let now = Instant::now();
-        let id = [1; MATCH_ID_LEN];
+        let id = MatchId([1; MATCH_ID_LEN]);
         assert_eq!(s.latest(&id, now), None);
         let (first, second) = (step(1, None, 1), step(1, Some(1), 2));
         assert!(

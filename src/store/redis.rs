@@ -31,16 +31,19 @@ use tokio::sync::mpsc;
 use super::changes::{Changes, Notice, Ready, Subscription};
 use super::invites::{CANDIDATES, Invite, InviteCode, InviteRules};
 use super::{Head, MatchId, Move, RESPONSE_TIMEOUT, Stale, StoreRefusal};
+use crate::state::MATCH_ID_LEN;
+use crate::state::lineage::ID_LEN;
 
 /// The compare-and-set, one step in the store: KEYS[1] the match's head key, holding
 /// its [`Head`] (the state id first); ARGV the state the call came from (empty for a
 /// new match), the state it made, the time to live in milliseconds, "1" if the match
 /// was made with a store (so it must be held), the new head, the command that
-/// publishes (`PUBLISH` or `SPUBLISH`) and the match's channel. Answers `{"ok"}`,
+/// publishes (`PUBLISH` or `SPUBLISH`), the match's channel and the length of a state
+/// id (`state::lineage::ID_LEN`, given, not repeated here). Answers `{"ok"}`,
 /// `{"stale", head's id}` or `{"forgotten"}`; a move taken (not a retry) is published.
 pub const ADVANCE: &str = r#"
 local head = redis.call('GET', KEYS[1])
-local id = head and string.sub(head, 1, 16)
+local id = head and string.sub(head, 1, tonumber(ARGV[8]))
 if id == ARGV[2] then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return {'ok'}
@@ -206,12 +209,12 @@ impl RedisStore {
 
     /// The key of a match's head.
     pub fn head_key(match_id: &MatchId) -> String {
-        format!("allfives:{{{}}}:head", hex(match_id))
+        format!("allfives:{{{}}}:head", match_id)
     }
 
     /// The channel of a match's changes.
     pub fn channel(match_id: &MatchId) -> String {
-        format!("allfives:{{{}}}:changes", hex(match_id))
+        format!("allfives:{{{}}}:changes", match_id)
     }
 
     pub async fn ping(&self) -> Result<(), StoreRefusal> {
@@ -253,7 +256,8 @@ impl RedisStore {
             } else {
                 "PUBLISH"
             })
-            .arg(RedisStore::channel(&m.match_id));
+            .arg(RedisStore::channel(&m.match_id))
+            .arg(ID_LEN);
         let answer: Vec<Vec<u8>> = self.run(&invocation).await?;
         match answer.as_slice() {
             [ok] if ok == b"ok" => Ok(()),
@@ -294,14 +298,13 @@ impl RedisStore {
         candidates: [InviteCode; CANDIDATES],
     ) -> Result<Invite, StoreRefusal> {
         let ttl_ms = u64::try_from(self.invites.ttl.as_millis()).unwrap_or(u64::MAX);
-        let mut invocation = self.invite.key(format!(
-            "allfives:{{allfives-invites}}:match:{}",
-            hex(match_id)
-        ));
+        let mut invocation = self
+            .invite
+            .key(format!("allfives:{{allfives-invites}}:match:{}", match_id));
         for code in &candidates {
             invocation.key(RedisStore::code_key(code));
         }
-        invocation.arg(&match_id[..]);
+        invocation.arg(&match_id.0[..]);
         for code in &candidates {
             invocation.arg(&code.symbols()[..]);
         }
@@ -343,12 +346,14 @@ impl RedisStore {
         match answer.as_slice() {
             [limited] if limited == b"limited" => Err(StoreRefusal::RateLimited),
             [unknown] if unknown == b"unknown" => Ok(None),
-            [found, id] if found == b"found" => match <MatchId>::try_from(id.as_slice()) {
-                Ok(id) => Ok(Some(id)),
-                Err(_) => Err(StoreRefusal::Unavailable(
-                    "the store holds a code of no match".into(),
-                )),
-            },
+            [found, id] if found == b"found" => {
+                match <[u8; MATCH_ID_LEN]>::try_from(id.as_slice()).map(MatchId) {
+                    Ok(id) => Ok(Some(id)),
+                    Err(_) => Err(StoreRefusal::Unavailable(
+                        "the store holds a code of no match".into(),
+                    )),
+                }
+            }
             _ => Err(StoreRefusal::Unavailable(
                 "the store answered the script with something else".into(),
             )),
@@ -356,24 +361,12 @@ impl RedisStore {
     }
 }
 
-fn hex(match_id: &MatchId) -> String {
-    match_id.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The match a channel's name names.
 fn match_of(channel: &[u8]) -> Option<MatchId> {
     let hex = channel
         .strip_prefix(b"allfives:{")?
         .strip_suffix(b"}:changes")?;
-    let mut id = [0u8; 16];
-    if hex.len() != 2 * id.len() {
-        return None;
-    }
-    for (byte, pair) in id.iter_mut().zip(hex.chunks_exact(2)) {
-        let text = std::str::from_utf8(pair).ok()?;
-        *byte = u8::from_str_radix(text, 16).ok()?;
-    }
-    Some(id)
+    std::str::from_utf8(hex).ok()?.parse().ok()
 }
 
 /// This process's subscriptions: carries out the [`Subscription`] commands in order
@@ -500,7 +493,7 @@ mod tests {
 
     #[test]
     fn a_channel_names_its_match() {
-        let id = [0xab; 16];
+        let id = MatchId([0xab; 16]);
         assert_eq!(match_of(RedisStore::channel(&id).as_bytes()), Some(id));
         assert_eq!(match_of(b"allfives:{zz}:changes"), None);
         assert_eq!(match_of(RedisStore::head_key(&id).as_bytes()), None);

@@ -492,7 +492,7 @@ struct Forged {
 }
 
 /// The match id of every record here.
-const MATCH_ID: [u8; 16] = [9; 16];
+const MATCH_ID: allfives::state::MatchId = allfives::state::MatchId([9; 16]);
 
 /// The byte of a draw in `State.actions`.
 const DRAW: u8 = 255;

@@ -552,12 +552,9 @@ async fn stored_head(
     )
     .await
     .expect("connect");
-    let id: Vec<u8> = (0..match_id.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&match_id[i..i + 2], 16).expect("hex"))
-        .collect();
+    let id: allfives::state::MatchId = match_id.parse().expect("a match id");
     store
-        .latest(&id.try_into().expect("16 bytes"))
+        .latest(&id)
         .await
         .expect("the store answers")
         .expect("the match is held")
