@@ -321,21 +321,21 @@ impl AllFivesService for Api {
         &self,
         req: Request<pb::DealRequest>,
     ) -> Result<Response<pb::DealResponse>, Status> {
-        self.deal_call(req).await
+        self.changing(req, |_| None, moves::deal).await
     }
 
     async fn play(
         &self,
         req: Request<pb::PlayRequest>,
     ) -> Result<Response<pb::PlayResponse>, Status> {
-        self.play_call(req).await
+        self.changing(req, |r| Some(r.seat), moves::play).await
     }
 
     async fn draw(
         &self,
         req: Request<pb::DrawRequest>,
     ) -> Result<Response<pb::DrawResponse>, Status> {
-        self.draw_call(req).await
+        self.changing(req, |r| Some(r.seat), moves::draw).await
     }
 
     async fn score(

@@ -16,42 +16,24 @@ use crate::engine::Action;
 use crate::proto::v1 as pb;
 use crate::state::Tokens;
 
-/// A changing call's answer as its response.
+/// A changing call's answer as its response: Deal's, Play's, Draw's.
 macro_rules! respond {
-    ($response:ident) => {
-        |a: Answer| pb::$response {
-            state: a.state,
-            view: Some(a.view),
-            events: a.events,
+    ($($response:ident),*) => {$(
+        impl From<Answer> for pb::$response {
+            fn from(a: Answer) -> pb::$response {
+                pb::$response {
+                    state: a.state,
+                    view: Some(a.view),
+                    events: a.events,
+                }
+            }
         }
-    };
+    )*};
 }
 
+respond!(DealResponse, PlayResponse, DrawResponse);
+
 impl Api {
-    pub(super) async fn deal_call(
-        &self,
-        req: Request<pb::DealRequest>,
-    ) -> Result<Response<pb::DealResponse>, Status> {
-        self.changing(req, |_| None, deal, respond!(DealResponse))
-            .await
-    }
-
-    pub(super) async fn play_call(
-        &self,
-        req: Request<pb::PlayRequest>,
-    ) -> Result<Response<pb::PlayResponse>, Status> {
-        self.changing(req, |r| Some(r.seat), play, respond!(PlayResponse))
-            .await
-    }
-
-    pub(super) async fn draw_call(
-        &self,
-        req: Request<pb::DrawRequest>,
-    ) -> Result<Response<pb::DrawResponse>, Status> {
-        self.changing(req, |r| Some(r.seat), draw, respond!(DrawResponse))
-            .await
-    }
-
     pub(super) async fn score_call(
         &self,
         req: Request<pb::ScoreRequest>,
@@ -63,20 +45,21 @@ impl Api {
 
     /// A Deal, Play or Draw: its own move, then the bots that come on turn (on the
     /// blocking pool, in the search queue, when a HARD one may search), sealed and
-    /// answered as `response`. A call whose search is refused or stopped does nothing:
+    /// answered. A call whose search is refused or stopped does nothing:
     /// nothing is sealed, so the client's token is still the match's and a retry with
     /// it answers what this call would have. A call in which HARD bots moved lasts at
     /// least their floor (`bot_move_floor` per full search) from when its search got a
     /// slot, waited out asynchronously after the slot is given back, so its time says
     /// nothing about the bots' tiles, however long it waited for the slot.
     ///
-    /// `seat` reads the seat the request acts for (for the log), `begin` makes its move.
-    async fn changing<Q: Send, R: Send + 'static>(
+    /// `seat` reads the seat the request acts for (for the log), `begin` makes its move
+    /// (`deal`, `play`, `draw` below): the trait's Deal, Play and Draw are one call
+    /// each of this.
+    pub(super) async fn changing<Q: Send, R: From<Answer> + Send + 'static>(
         &self,
         req: Request<Q>,
         seat: fn(&Q) -> Option<u32>,
         begin: fn(&Tokens, &Q) -> Result<Step, ApiError>,
-        response: fn(Answer) -> R,
     ) -> Result<Response<R>, Status> {
         let call = Api::call(&req)?;
         let method = call.route.map_or("", |route| route.method);
@@ -125,7 +108,7 @@ impl Api {
         traced(&self.metrics, method, seat, || {
             let answer = answer?;
             self.metrics.events(&answer.events);
-            Ok(response(answer))
+            Ok(R::from(answer))
         })
     }
 }
