@@ -21,7 +21,7 @@ impl Api {
         let call = Api::call(&req)?;
         let seat = Some(req.get_ref().viewer);
         let answer = self.create_invite_code(req.get_ref(), &call).await;
-        traced(&self.metrics, "CreateInviteCode", seat, || answer)
+        traced(&self.metrics, &call, seat, || answer)
     }
 
     pub(super) async fn open_invite_code_call(
@@ -30,7 +30,7 @@ impl Api {
     ) -> Result<Response<pb::OpenInviteCodeResponse>, Status> {
         let call = Api::call(&req)?;
         let answer = self.open_invite_code(req.get_ref(), &call).await;
-        traced(&self.metrics, "OpenInviteCode", None, || answer)
+        traced(&self.metrics, &call, None, || answer)
     }
 
     /// The match's code, for a seated player, while it takes a friend: checked on the

@@ -203,7 +203,6 @@ impl Api {
         &self,
         call: CallContext,
         match_id: MatchId,
-        method: &'static str,
         seat: Option<u32>,
         work: impl FnOnce(&Api, &dyn Fn() -> bool) -> Option<T> + Send + 'static,
     ) -> Result<T, Status> {
@@ -213,12 +212,12 @@ impl Api {
             seat,
         };
         let Ok(mut ticket) = self.searches.enter(owner, call.deadline) else {
-            return Err(self.refuse_search(method, seat));
+            return Err(self.refuse_search(&call, seat));
         };
         let deadline = tokio::time::Instant::from_std(call.deadline);
         match tokio::time::timeout_at(deadline, ticket.running()).await {
             Ok(Ok(())) => {}
-            Ok(Err(searches::SearchRefused)) => return Err(self.refuse_search(method, seat)),
+            Ok(Err(searches::SearchRefused)) => return Err(self.refuse_search(&call, seat)),
             Err(_) => return Err(deadline_passed(&call).into()),
         }
         let stopped = Arc::new(AtomicBool::new(false));
@@ -237,7 +236,8 @@ impl Api {
 
     /// A search refused for the queue: counted, and logged at most once per period
     /// (a flood would otherwise write a line per call).
-    fn refuse_search(&self, method: &'static str, seat: Option<u32>) -> Status {
+    fn refuse_search(&self, call: &CallContext, seat: Option<u32>) -> Status {
+        let method = call.route.map_or("", |route| route.method);
         let error = ApiError::SearchQueueFull;
         self.metrics.refused(error.reason());
         if let Some(held_back) = self.searches.refusal_due() {
@@ -270,11 +270,13 @@ async fn within<T>(
 /// Handlers log nothing themselves, so no line is lost outside the span.
 fn traced<T>(
     metrics: &Metrics,
-    method: &'static str,
+    call: &CallContext,
     seat: Option<u32>,
-    call: impl FnOnce() -> Result<T, ApiError>,
+    call_answer: impl FnOnce() -> Result<T, ApiError>,
 ) -> Result<Response<T>, Status> {
-    match call() {
+    // The method's name, from the call's route (the proto's).
+    let method = call.route.map_or("", |route| route.method);
+    match call_answer() {
         Ok(answer) => {
             if tracing::enabled!(tracing::Level::DEBUG) {
                 tracing::info_span!("rpc", method, seat, result = "OK")

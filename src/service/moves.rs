@@ -38,7 +38,8 @@ impl Api {
         &self,
         req: Request<pb::ScoreRequest>,
     ) -> Result<Response<pb::ScoreResponse>, Status> {
-        traced(&self.metrics, "Score", None, || {
+        let call = Api::call(&req)?;
+        traced(&self.metrics, &call, None, || {
             score(&self.tokens, req.get_ref())
         })
     }
@@ -62,12 +63,11 @@ impl Api {
         begin: fn(&Tokens, &Q) -> Result<Step, ApiError>,
     ) -> Result<Response<R>, Status> {
         let call = Api::call(&req)?;
-        let method = call.route.map_or("", |route| route.method);
         let req = req.into_inner();
         let seat = seat(&req);
         let step = match begin(&self.tokens, &req) {
             Ok(step) => step,
-            Err(error) => return traced(&self.metrics, method, seat, || Err(error)),
+            Err(error) => return traced(&self.metrics, &call, seat, || Err(error)),
         };
         let searches = step.searches();
         let match_id = step.match_id();
@@ -84,7 +84,7 @@ impl Api {
             Some((answer, started.checked_add(floor).unwrap_or(started)))
         };
         let (answer, until) = if searches {
-            self.searching(call, match_id, method, seat, end).await?
+            self.searching(call, match_id, seat, end).await?
         } else {
             // No HARD bot: nothing asks the stop.
             end(self, &|| false).ok_or_else(|| Status::from(deadline_passed(&call)))?
@@ -105,7 +105,7 @@ impl Api {
             Ok(answer) => self.stored(answer, &call).await,
             Err(error) => Err(error),
         };
-        traced(&self.metrics, method, seat, || {
+        traced(&self.metrics, &call, seat, || {
             let answer = answer?;
             self.metrics.events(&answer.events);
             Ok(R::from(answer))

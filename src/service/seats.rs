@@ -26,7 +26,7 @@ impl Api {
             Ok(answer) => self.stored(answer, &call).await,
             Err(error) => Err(error),
         };
-        traced(&self.metrics, "NewGame", None, || {
+        traced(&self.metrics, &call, None, || {
             let answer = answer?;
             self.metrics.game_created();
             Ok(pb::NewGameResponse {
@@ -49,7 +49,7 @@ impl Api {
             Ok((answer, credential)) => (self.stored(answer, &call).await).map(|a| (a, credential)),
             Err(error) => Err(error),
         };
-        traced(&self.metrics, "ClaimSeat", Some(seat), || {
+        traced(&self.metrics, &call, Some(seat), || {
             let (answer, credential) = answer?;
             Ok(pb::ClaimSeatResponse {
                 state: answer.state,

@@ -16,22 +16,22 @@ impl Api {
         &self,
         req: Request<pb::SuggestRequest>,
     ) -> Result<Response<pb::SuggestResponse>, Status> {
+        let call = Api::call(&req)?;
         let seat = Some(req.get_ref().seat);
         if req.get_ref().level != pb::BotLevel::Hard as i32 {
-            return traced(&self.metrics, "Suggest", seat, || {
+            return traced(&self.metrics, &call, seat, || {
                 suggest(&self.tokens, req.get_ref())
             });
         }
         // Opened and checked before the queue: a call that may not search takes no
         // place in it.
-        let call = Api::call(&req)?;
         let asked = match ask(&self.tokens, req.get_ref()) {
             Ok(asked) => asked,
-            Err(error) => return traced(&self.metrics, "Suggest", seat, || Err(error)),
+            Err(error) => return traced(&self.metrics, &call, seat, || Err(error)),
         };
-        self.searching(call, asked.match_id(), "Suggest", seat, move |api, stop| {
+        self.searching(call, asked.match_id(), seat, move |api, stop| {
             let answer = asked.search_until(stop).transpose()?;
-            Some(traced(&api.metrics, "Suggest", seat, || answer))
+            Some(traced(&api.metrics, &call, seat, || answer))
         })
         .await?
     }

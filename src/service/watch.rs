@@ -183,7 +183,7 @@ impl Api {
         let opened = self.open_watch(call.connection, req.get_ref()).await;
         let (first, followed) = match opened {
             Ok(opened) => opened,
-            Err(error) => return traced(&self.metrics, "Watch", seat, || Err(error)),
+            Err(error) => return traced(&self.metrics, &call, seat, || Err(error)),
         };
         let (sender, receiver) = mpsc::channel(BUFFER);
         // The first message fits the empty channel: this cannot fail.
@@ -195,7 +195,7 @@ impl Api {
             sender,
         };
         tokio::spawn(follower.run());
-        traced(&self.metrics, "Watch", seat, || {
+        traced(&self.metrics, &call, seat, || {
             Ok(Box::pin(ReceiverStream::new(receiver)) as WatchStream)
         })
     }
