@@ -20,8 +20,8 @@
 //!   graceful shutdown.
 //! - [`store`]: the optional match store, which refuses moves from a match's older
 //!   states (`--match-store`).
-//! - [`call`]: a call's context (its connection, its deadline), made by the server
-//!   and read by the service: the one thing both need.
+//! - [`call`]: a call's context (its connection, client, route, deadline), made once
+//!   by the server and read by every layer and the service: the one thing both need.
 //! - [`throttle`]: log lines held to one per period (server and service both log).
 //! - [`metrics`]: the Prometheus metrics and their HTTP endpoint.
 //! - [`config`]: every flag and environment variable (docs/operations.md).
