@@ -134,9 +134,10 @@ impl Api {
     }
 
     /// A changing call's answer, once the store (if any) moved its match to the state
-    /// it made; refused `STATE_STALE` if the match is at another state, and
-    /// `STORE_UNAVAILABLE` if the store did not answer before the call's `deadline`
-    /// (its head may have moved all the same: the same call again is answered).
+    /// it made; refused `STATE_STALE` if the match is at another state,
+    /// `STORE_UNAVAILABLE` if the store did not answer in its own time, and the call's
+    /// deadline answer ([`deadline_passed`]) if the call's deadline came first (either
+    /// way its head may have moved all the same: the same call again is answered).
     async fn stored(&self, answer: Answer, call: &CallContext) -> Result<Answer, ApiError> {
         let Some(store) = &self.store else {
             // A match made with a store moves only through it.
