@@ -22,6 +22,9 @@
 //!   states (`--match-store`).
 //! - [`call`]: a call's context (its connection, client, route, deadline), made once
 //!   by the server and read by every layer and the service: the one thing both need.
+//! - [`connection`]: a connection's state in one struct, its tracker (calls open,
+//!   closing, its share of the calls-in-flight budget, its Watch streams, its client),
+//!   carried in each call's context.
 //! - [`throttle`]: log lines held to one per period (server and service both log).
 //! - [`metrics`]: the Prometheus metrics and their HTTP endpoint.
 //! - [`config`]: every flag and environment variable (docs/operations.md).
@@ -34,6 +37,7 @@
 pub mod call;
 #[cfg(feature = "server")]
 pub mod config;
+pub mod connection;
 pub use allfives_engine as engine;
 pub mod metrics;
 pub mod proto;

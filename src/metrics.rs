@@ -448,7 +448,9 @@ mod tests {
             .enumerate()
             .map(|(n, game)| {
                 let owner = Owner {
-                    client: crate::call::ClientId::Connection(crate::call::ConnectionId(n as u64)),
+                    client: crate::connection::ClientId::Connection(
+                        crate::connection::ConnectionId(n as u64),
+                    ),
                     match_id: crate::state::MatchId([game; crate::state::MATCH_ID_LEN]),
                     seat: Some(0),
                 };

@@ -11,7 +11,8 @@
 //! [`stack`]'s table. The files below, in that order:
 //! - [`incoming`]: accepting connections (the cap, the preface deadline, lingering close);
 //! - [`serve`]: the connection loop (age, idle timeout, eviction, shutdown, all graceful);
-//! - [`connections`]: each connection's calls open, and each call's context;
+//! - [`connections`]: the open connections' trackers (`crate::connection`), each call
+//!   counted open on its own, and each call's context;
 //! - [`call_log`]: every call's outcome, logged and counted;
 //! - [`admission`]: the calls-in-flight budget and the call's deadline;
 //! - [`request_body`]: the request body's framing ([`framing`]: the parser) and deadline.

@@ -23,21 +23,20 @@
 //! With the request message limit, the cap bounds the request bytes the server holds
 //! (docs/RELIABILITY.md, "The memory budget").
 
-use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
 use http_body::Body as HttpBody;
-use tokio::sync::Notify;
 use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::http::{Request, Response};
 use tonic::codegen::{Bytes, Service, StdError};
 
-use crate::call::{CallContext, ConnectionId};
+use crate::call::CallContext;
+use crate::connection::{BudgetShare, CallSlot, Tracker};
 use crate::service::status::{ApiError, deadline_passed};
 
 /// The shared budget of calls in flight.
@@ -71,6 +70,8 @@ impl Admission {
     }
 }
 
+/// The budget. Each connection's share of it (its calls holding a slot, those stalled)
+/// is kept in its tracker ([`BudgetShare`]), read and changed only under this lock.
 struct Budget {
     cap: usize,
     state: Mutex<BudgetState>,
@@ -79,15 +80,25 @@ struct Budget {
 #[derive(Default)]
 struct BudgetState {
     in_flight: usize,
-    connections: HashMap<ConnectionId, ConnectionCalls>,
+    /// The connections holding a stalled call, each once: where a call at the cap
+    /// looks for one to displace. At most as many as calls in flight.
+    stalling: Vec<Arc<Tracker>>,
 }
 
-#[derive(Default)]
-struct ConnectionCalls {
-    /// Calls of this connection holding a slot.
-    held: usize,
-    /// Those whose body has not fully arrived, oldest first.
-    stalled: VecDeque<Arc<CallSlot>>,
+impl BudgetState {
+    /// `tracker` has no stalled call any more.
+    fn unlist(&mut self, tracker: &Arc<Tracker>) {
+        if let Some(i) = self.stalling.iter().position(|t| Arc::ptr_eq(t, tracker)) {
+            self.stalling.swap_remove(i);
+        }
+    }
+}
+
+/// Takes `slot` out of `share`'s stalled calls; `true` if that left none.
+fn unstall(share: &mut BudgetShare, slot: &Arc<CallSlot>) -> bool {
+    let before = share.stalled.len();
+    share.stalled.retain(|s| !Arc::ptr_eq(s, slot));
+    before != share.stalled.len() && share.stalled.is_empty()
 }
 
 impl Budget {
@@ -96,84 +107,92 @@ impl Budget {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A slot for a call on `connection`, taking a stalled call's from a connection
-    /// holding more if every slot is held; `None`: refused.
-    fn admit(self: &Arc<Self>, connection: ConnectionId) -> Option<Arc<CallSlot>> {
+    /// A slot for a call on `tracker`'s connection, taking a stalled call's from a
+    /// connection holding more if every slot is held; `None`: refused.
+    fn admit(self: &Arc<Self>, tracker: &Arc<Tracker>) -> Option<Place> {
         let mut state = self.lock();
         if state.in_flight >= self.cap {
-            let ours = state.connections.get(&connection).map_or(0, |c| c.held);
+            let ours = tracker.budget().held;
             let victim = state
-                .connections
+                .stalling
                 .iter()
-                .filter(|(_, calls)| calls.held > ours + 1 && !calls.stalled.is_empty())
-                .max_by_key(|(_, calls)| calls.held)
-                .map(|(key, _)| *key)?;
-            let calls = state.connections.get_mut(&victim)?;
-            let displaced = calls.stalled.pop_front()?;
+                .map(|t| (t.budget().held, t))
+                .filter(|&(held, _)| held > ours + 1)
+                .max_by_key(|&(held, _)| held)
+                .map(|(_, t)| Arc::clone(t))?;
+            let (displaced, emptied) = {
+                let mut share = victim.budget();
+                let displaced = share.stalled.pop_front()?;
+                share.held -= 1;
+                (displaced, share.stalled.is_empty())
+            };
+            if emptied {
+                state.unlist(&victim);
+            }
             displaced.released.store(true, Ordering::Release);
-            calls.held -= 1;
             state.in_flight -= 1;
             displaced.displaced.notify_one();
         }
         state.in_flight += 1;
-        let slot = Arc::new(CallSlot {
+        let slot = Arc::new(CallSlot::default());
+        let first_stalled = {
+            let mut share = tracker.budget();
+            share.held += 1;
+            share.stalled.push_back(Arc::clone(&slot));
+            share.stalled.len() == 1
+        };
+        if first_stalled {
+            state.stalling.push(Arc::clone(tracker));
+        }
+        Some(Place {
             budget: Arc::clone(self),
-            connection,
-            released: AtomicBool::new(false),
-            body_done: AtomicBool::new(false),
-            displaced: Notify::new(),
-        });
-        let calls = state.connections.entry(connection).or_default();
-        calls.held += 1;
-        calls.stalled.push_back(Arc::clone(&slot));
-        Some(slot)
+            tracker: Arc::clone(tracker),
+            slot,
+        })
     }
 }
 
-/// A call's place in the budget.
-struct CallSlot {
+/// A call's place in the budget: its slot, and its connection's tracker.
+#[derive(Clone)]
+struct Place {
     budget: Arc<Budget>,
-    connection: ConnectionId,
-    /// Given back (the call ended, or it was displaced).
-    released: AtomicBool,
-    body_done: AtomicBool,
-    /// Told when another connection's call took this slot.
-    displaced: Notify,
+    tracker: Arc<Tracker>,
+    slot: Arc<CallSlot>,
 }
 
-impl CallSlot {
+impl Place {
     /// The request body has fully arrived: the call can no longer be displaced.
-    fn body_done(self: &Arc<Self>) {
-        if self.body_done.swap(true, Ordering::AcqRel) || self.released.load(Ordering::Acquire) {
+    fn body_done(&self) {
+        let slot = &self.slot;
+        if slot.body_done.swap(true, Ordering::AcqRel) || slot.released.load(Ordering::Acquire) {
             return;
         }
         let mut state = self.budget.lock();
-        if let Some(calls) = state.connections.get_mut(&self.connection) {
-            calls.stalled.retain(|t| !Arc::ptr_eq(t, self));
+        if unstall(&mut self.tracker.budget(), slot) {
+            state.unlist(&self.tracker);
         }
     }
 
     /// The call ended: its slot is free (once; a displaced call's already is).
-    fn release(self: &Arc<Self>) {
+    fn release(&self) {
         let mut state = self.budget.lock();
-        if self.released.swap(true, Ordering::AcqRel) {
+        if self.slot.released.swap(true, Ordering::AcqRel) {
             return;
         }
         state.in_flight -= 1;
-        if let Some(calls) = state.connections.get_mut(&self.connection) {
-            calls.held -= 1;
-            if !self.body_done.load(Ordering::Acquire) {
-                calls.stalled.retain(|t| !Arc::ptr_eq(t, self));
-            }
-            if calls.held == 0 {
-                state.connections.remove(&self.connection);
-            }
+        let emptied = {
+            let mut share = self.tracker.budget();
+            share.held -= 1;
+            unstall(&mut share, &self.slot)
+        };
+        if emptied {
+            state.unlist(&self.tracker);
         }
     }
 }
 
 /// Gives a call's slot back when its future ends or is dropped.
-struct HeldCall(Arc<CallSlot>);
+struct HeldCall(Place);
 
 impl Drop for HeldCall {
     fn drop(&mut self) {
@@ -185,7 +204,7 @@ impl Drop for HeldCall {
 /// [`BodyArrived::arrived`] once the body's first message (or its end) has arrived,
 /// and from then on the call can no longer be displaced.
 #[derive(Clone)]
-pub struct BodyArrived(Arc<CallSlot>);
+pub struct BodyArrived(Place);
 
 impl BodyArrived {
     pub fn arrived(&self) {
@@ -217,27 +236,26 @@ where
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
-        let Some(&context) = request.extensions().get::<CallContext>() else {
+        let Some(context) = request.extensions().get::<CallContext>() else {
             return Box::pin(std::future::ready(Ok(CallContext::missing().into_http())));
         };
-        let Some(slot) = self.admission.budget.admit(context.connection) else {
+        let Some(place) = self.admission.budget.admit(&context.connection) else {
             return Box::pin(std::future::ready(Ok(overloaded())));
         };
-        request
-            .extensions_mut()
-            .insert(BodyArrived(Arc::clone(&slot)));
+        let deadline = tokio::time::Instant::from_std(context.deadline);
+        let timed_out = deadline_passed(context);
+        request.extensions_mut().insert(BodyArrived(place.clone()));
         // HeldCall from here, so that the slot is given back even if the future is dropped
         // before it is first polled.
-        let held = HeldCall(slot);
+        let held = HeldCall(place);
         let response = self.inner.call(request);
-        let deadline = tokio::time::Instant::from_std(context.deadline);
         Box::pin(async move {
             tokio::select! {
                 result = tokio::time::timeout_at(deadline, response) => match result {
                     Ok(response) => response.map(|r| r.map(Body::new)),
-                    Err(_) => Ok(Status::from(deadline_passed(&context)).into_http::<Body>()),
+                    Err(_) => Ok(Status::from(timed_out).into_http::<Body>()),
                 },
-                () = held.0.displaced.notified() => Ok(overloaded()),
+                () = held.0.slot.displaced.notified() => Ok(overloaded()),
             }
         })
     }
@@ -305,6 +323,27 @@ mod tests {
         }
     }
 
+    thread_local! {
+        /// The connections of the test running on this thread (each test has a thread
+        /// of its own, and its tasks run on it), by number.
+        static CONNECTIONS: std::cell::RefCell<std::collections::HashMap<u64, Arc<Tracker>>> =
+            Default::default();
+    }
+
+    /// Connection `n` of this test.
+    fn connection(n: u64) -> Arc<Tracker> {
+        CONNECTIONS.with_borrow_mut(|all| {
+            Arc::clone(all.entry(n).or_insert_with(|| {
+                Tracker::new(
+                    crate::connection::ConnectionId(n),
+                    None,
+                    tokio::time::Instant::now(),
+                    None,
+                )
+            }))
+        })
+    }
+
     fn on<B>(body: B, connection: u64) -> Request<B> {
         with_timeout(body, connection, None, Duration::from_secs(60))
     }
@@ -317,11 +356,10 @@ mod tests {
         grpc_timeout: Option<&[u8]>,
         server: Duration,
     ) -> Request<B> {
-        let connection = ConnectionId(connection);
         let mut request = Request::new(body);
         request.extensions_mut().insert(CallContext::new(
-            connection,
-            crate::call::ClientId::Connection(connection),
+            self::connection(connection),
+            None,
             "/allfives.v1.AllFivesService/Play",
             tokio::time::Instant::now().into_std(),
             grpc_timeout,
@@ -439,19 +477,19 @@ mod tests {
     fn a_call_whose_body_arrived_keeps_its_slot() {
         let admission = Admission::new(2);
         let slots: Vec<_> = (0..2)
-            .map(|_| admission.budget.admit(ConnectionId(1)).expect("a slot"))
+            .map(|_| admission.budget.admit(&connection(1)).expect("a slot"))
             .collect();
-        BodyArrived(Arc::clone(&slots[0])).arrived();
+        BodyArrived(slots[0].clone()).arrived();
         assert!(
-            admission.budget.admit(ConnectionId(2)).is_some(),
+            admission.budget.admit(&connection(2)).is_some(),
             "the stalled one is displaced"
         );
-        assert!(slots[1].released.load(Ordering::Acquire));
+        assert!(slots[1].slot.released.load(Ordering::Acquire));
         assert!(
-            admission.budget.admit(ConnectionId(3)).is_none(),
+            admission.budget.admit(&connection(3)).is_none(),
             "the one whose body arrived is not"
         );
-        assert!(!slots[0].released.load(Ordering::Acquire));
+        assert!(!slots[0].slot.released.load(Ordering::Acquire));
     }
 
     /// Reads its request's body to the end if it can, then answers only when told:
@@ -507,6 +545,61 @@ mod tests {
         let mut service = admission.wrap(Answering(Arc::new(tokio::sync::Notify::new())));
         drop(service.call(on(Body::empty(), 1)));
         assert_eq!(admission.in_flight(), 0);
+        assert_eq!(share(1), (0, 0));
+    }
+
+    /// Connection `n`'s share of the budget: calls holding a slot, stalled calls.
+    fn share(n: u64) -> (usize, usize) {
+        let tracker = connection(n);
+        let share = tracker.budget();
+        (share.held, share.stalled.len())
+    }
+
+    #[tokio::test]
+    async fn once_every_call_has_ended_no_connection_holds_anything_of_the_budget() {
+        let admission = Admission::new(4);
+        let mut stalling = admission.wrap(Answering(Arc::new(tokio::sync::Notify::new())));
+        let release = Arc::new(tokio::sync::Notify::new());
+        let mut answering = admission.wrap(Answering(Arc::clone(&release)));
+        // Connection 1 stalls four calls; connection 2's two calls and then connection
+        // 3's one displace three of them; connection 4 is refused.
+        let stalled: Vec<_> = (0..4)
+            .map(|_| tokio::spawn(stalling.call(on(Stalled, 1))))
+            .collect();
+        tokio::task::yield_now().await;
+        assert_eq!(share(1), (4, 4));
+        assert_eq!(admission.budget.lock().stalling.len(), 1);
+        let mut working: Vec<_> = (0..2)
+            .map(|_| tokio::spawn(answering.call(on(Body::empty(), 2))))
+            .collect();
+        // Their bodies arrive (or connection 3 could displace one of them).
+        tokio::task::yield_now().await;
+        working.push(tokio::spawn(answering.call(on(Body::empty(), 3))));
+        tokio::task::yield_now().await;
+        assert_eq!((share(1), share(2), share(3)), ((1, 1), (2, 0), (1, 0)));
+        let refused = answering
+            .call(on(Body::empty(), 4))
+            .await
+            .expect("answered");
+        assert_eq!(code(&refused), Code::ResourceExhausted);
+        assert_eq!(share(4), (0, 0));
+        for _ in 0..3 {
+            release.notify_one();
+        }
+        for call in working {
+            call.await.expect("task").expect("answered");
+        }
+        for call in stalled {
+            call.abort();
+            let _ = call.await;
+        }
+        // Nothing to clean up: each share is back to nothing, and no connection is
+        // listed as stalling.
+        assert_eq!(admission.in_flight(), 0);
+        for n in 1..=4 {
+            assert_eq!(share(n), (0, 0), "connection {n}");
+        }
+        assert!(admission.budget.lock().stalling.is_empty());
     }
 
     #[tokio::test]

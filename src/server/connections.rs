@@ -1,14 +1,15 @@
-//! The connections being served, and what each is doing: how many calls it has open and
-//! since when it has had none. [`Registry`] holds one [`Tracker`] per connection; the
+//! The connections being served. [`Registry`] holds each one's [`Tracker`] (what it is
+//! doing and holds, in one struct: `crate::connection`), by its number; the
 //! connection loop ([`super::serve`]) closes a connection that stayed idle too long,
 //! and at the connection cap [`Registry::evict_idlest`] closes the one idle the longest
 //! so that a new client is served (docs/RELIABILITY.md, "Connections").
 //!
 //! [`Tracked`] is the per-connection service hyper calls, the first layer of the stack
 //! (`super::stack`): it counts a call open from its headers until its response body is
-//! done (or dropped), and makes the call's [`CallContext`] (the connection's number,
-//! the client: the peer's address, or `--trusted-client-header`'s when one is set; and the deadline from
-//! `grpc-timeout` and `--request-timeout-ms`), carried as a request extension with
+//! done (or dropped), and makes the call's [`CallContext`] (the connection's tracker,
+//! the client: the peer's address, or `--trusted-client-header`'s when one is set; and
+//! the deadline from `grpc-timeout` and `--request-timeout-ms`), carried as a request
+//! extension with
 //! tonic's `TcpConnectInfo` (so `Request::remote_addr()` names the peer).
 //!
 //! Ours: hyper-util's `GracefulShutdown` closes connections only at shutdown (and its
@@ -17,27 +18,28 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http_body::{Body as HttpBody, Frame, SizeHint};
-use tokio::sync::{Notify, OwnedSemaphorePermit};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 use tonic::body::Body;
 use tonic::codegen::http::{HeaderName, Request, Response};
 use tonic::codegen::{Bytes, Service, StdError};
 use tonic::transport::server::TcpConnectInfo;
 
-use crate::call::{CallContext, ClientId, Closing, ConnectionId};
-use crate::routes::Route;
+use crate::call::CallContext;
+use crate::connection::{ConnectionId, OpenCall, Tracker};
 
-/// Every connection open, by a number of its own.
+/// Every connection open, by its number.
 #[derive(Default)]
 pub struct Registry {
-    live: Mutex<HashMap<u64, Arc<Tracker>>>,
+    live: Mutex<HashMap<ConnectionId, Arc<Tracker>>>,
     next: AtomicU64,
     epoch: OnceInstant,
 }
@@ -52,24 +54,18 @@ impl Default for OnceInstant {
 }
 
 impl Registry {
-    /// Registers a new connection holding `permit` (its place under the cap); the
-    /// connection leaves the registry when the returned [`Registered`] is dropped.
-    pub fn register(self: &Arc<Self>, permit: OwnedSemaphorePermit) -> Registered {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let tracker = Arc::new(Tracker {
-            open: AtomicUsize::new(0),
-            streams: AtomicUsize::new(0),
-            idle_since_ms: AtomicU64::new(self.now_ms()),
-            evicted: AtomicBool::new(false),
-            evict: Notify::new(),
-            changed: Notify::new(),
-            closing: tokio::sync::watch::Sender::new(false),
-            permit: Mutex::new(Some(permit)),
-            epoch: self.epoch.0,
-        });
+    /// Registers a new connection from `peer` holding `permit` (its place under the
+    /// cap); the connection leaves the registry when the returned [`Registered`] is
+    /// dropped.
+    pub fn register(
+        self: &Arc<Self>,
+        permit: OwnedSemaphorePermit,
+        peer: Option<IpAddr>,
+    ) -> Registered {
+        let id = ConnectionId(self.next.fetch_add(1, Ordering::Relaxed));
+        let tracker = Tracker::new(id, peer, self.epoch.0, Some(permit));
         self.lock().insert(id, Arc::clone(&tracker));
         Registered {
-            id,
             tracker,
             registry: Arc::clone(self),
         }
@@ -87,53 +83,33 @@ impl Registry {
     /// told instead (its streams end with OK, and their clients watch again, on another
     /// connection): a stream holds a connection open for as long as it likes, and
     /// connections holding nothing else must not keep new clients out. `false` if every
-    /// connection has a call in flight.
+    /// connection has a call in flight ([`Tracker::eviction_rank`]).
     pub fn evict_idlest(&self) -> bool {
         let chosen = {
             let live = self.lock();
             live.values()
-                .filter(|t| {
-                    let open = t.open.load(Ordering::Acquire);
-                    let streams = t.streams.load(Ordering::Acquire);
-                    open <= streams && !t.evicted.load(Ordering::Acquire)
-                })
-                // Idle ones first, then those with streams only; the longest idle first.
-                .min_by_key(|t| {
-                    (
-                        t.open.load(Ordering::Acquire) > 0,
-                        t.idle_since_ms.load(Ordering::Acquire),
-                    )
-                })
-                .cloned()
+                .filter_map(|t| Some((t.eviction_rank()?, t)))
+                .min_by_key(|(rank, _)| *rank)
+                .map(|(_, t)| Arc::clone(t))
         };
         let Some(tracker) = chosen else {
             return false;
         };
-        tracker.evicted.store(true, Ordering::Release);
-        drop(tracker.take_permit());
-        tracker.evict.notify_one();
+        tracker.evict();
         true
     }
 
-    fn now_ms(&self) -> u64 {
-        millis_since(self.epoch.0)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Tracker>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ConnectionId, Arc<Tracker>>> {
         // A panic while the map was held leaves it consistent (inserts and removes
         // only), so a poisoned lock is still usable.
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-fn millis_since(epoch: Instant) -> u64 {
-    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
 /// A connection's place in the registry; dropping it removes the connection and gives
-/// its place under the cap back (if eviction has not already).
+/// its place under the cap back (if eviction has not already). Its tracker goes with
+/// the last call that holds it.
 pub struct Registered {
-    id: u64,
     tracker: Arc<Tracker>,
     registry: Arc<Registry>,
 }
@@ -145,114 +121,14 @@ impl Registered {
 
     /// The connection's number, unique in this registry.
     pub fn id(&self) -> ConnectionId {
-        ConnectionId(self.id)
+        self.tracker.id()
     }
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        self.registry.lock().remove(&self.id);
-        drop(self.tracker.take_permit());
-    }
-}
-
-/// What one connection is doing.
-pub struct Tracker {
-    /// Calls open: headers received, response body not yet done.
-    open: AtomicUsize,
-    /// Of those, streams that end themselves when the connection closes (`Watch`:
-    /// [`Route::ends_at_close`]).
-    streams: AtomicUsize,
-    /// When the last call closed (or the connection opened), in ms since `epoch`.
-    idle_since_ms: AtomicU64,
-    /// Told to close by [`Registry::evict_idlest`].
-    evicted: AtomicBool,
-    evict: Notify,
-    /// A call opened while none was open, or the last one closed.
-    changed: Notify,
-    /// The connection has begun to close: its long-lived calls end (`Closing`).
-    closing: tokio::sync::watch::Sender<bool>,
-    permit: Mutex<Option<OwnedSemaphorePermit>>,
-    epoch: Instant,
-}
-
-impl Tracker {
-    fn take_permit(&self) -> Option<OwnedSemaphorePermit> {
-        self.permit
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-
-    fn opened(self: &Arc<Self>, stream: bool) -> OpenCall {
-        if stream {
-            self.streams.fetch_add(1, Ordering::AcqRel);
-        }
-        if self.open.fetch_add(1, Ordering::AcqRel) == 0 {
-            self.changed.notify_one();
-        }
-        OpenCall {
-            tracker: Arc::clone(self),
-            stream,
-        }
-    }
-
-    /// Tells the connection's calls that it has begun to close.
-    pub fn closing(&self) {
-        self.closing.send_replace(true);
-    }
-
-    /// Completes when the registry tells this connection to close.
-    pub async fn evicted(&self) {
-        self.evict.notified().await;
-    }
-
-    /// Completes once the connection has had no call open for `timeout` (never if
-    /// `timeout` is `None`).
-    pub async fn idle_for(&self, timeout: Option<Duration>) {
-        let Some(timeout) = timeout else {
-            return std::future::pending().await;
-        };
-        loop {
-            if self.open.load(Ordering::Acquire) > 0 {
-                self.changed.notified().await;
-                continue;
-            }
-            let since = self.idle_since_ms.load(Ordering::Acquire);
-            let deadline = self.epoch + Duration::from_millis(since) + timeout;
-            tokio::select! {
-                () = tokio::time::sleep_until(deadline) => {
-                    if self.open.load(Ordering::Acquire) == 0
-                        && self.idle_since_ms.load(Ordering::Acquire) == since
-                    {
-                        return;
-                    }
-                }
-                () = self.changed.notified() => {}
-            }
-        }
-    }
-}
-
-/// One call counted open until dropped (with its response body, or with the call's
-/// future if the call never answered); `stream`: a `Watch` stream.
-struct OpenCall {
-    tracker: Arc<Tracker>,
-    stream: bool,
-}
-
-impl Drop for OpenCall {
-    fn drop(&mut self) {
-        let tracker = &self.tracker;
-        if self.stream {
-            tracker.streams.fetch_sub(1, Ordering::AcqRel);
-        }
-        tracker
-            .idle_since_ms
-            .store(millis_since(tracker.epoch), Ordering::Release);
-        if tracker.open.fetch_sub(1, Ordering::AcqRel) == 1 {
-            tracker.changed.notify_one();
-        }
+        self.registry.lock().remove(&self.tracker.id());
+        self.tracker.give_place_back();
     }
 }
 
@@ -260,7 +136,6 @@ impl Drop for OpenCall {
 #[derive(Clone)]
 pub struct Tracked<S> {
     inner: S,
-    connection: ConnectionId,
     tracker: Arc<Tracker>,
     info: TcpConnectInfo,
     /// The server's `--request-timeout-ms`.
@@ -279,7 +154,6 @@ impl<S> Tracked<S> {
     ) -> Self {
         Tracked {
             inner,
-            connection: connection.id(),
             tracker: Arc::clone(connection.tracker()),
             info,
             timeout,
@@ -314,26 +188,16 @@ where
             .as_ref()
             .and_then(|name| request.headers().get_all(name).iter().next_back())
             .map(|v| v.as_bytes());
-        let client = ClientId::new(
-            self.connection,
-            self.info.remote_addr.map(|addr| addr.ip()),
-            forwarded,
-        );
         let context = CallContext::new(
-            self.connection,
-            client,
+            Arc::clone(&self.tracker),
+            forwarded,
             request.uri().path(),
             std::time::Instant::now(),
             header,
             self.timeout,
         );
-        let open = self
-            .tracker
-            .opened(context.route.is_some_and(Route::ends_at_close));
+        let open = self.tracker.opened();
         request.extensions_mut().insert(context);
-        request
-            .extensions_mut()
-            .insert(Closing(self.tracker.closing.subscribe()));
         request.extensions_mut().insert(self.info.clone());
         let response = self.inner.call(request);
         Box::pin(async move {
@@ -375,6 +239,7 @@ impl HttpBody for TrackedBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connection::ClientId;
     use tokio::sync::Semaphore;
 
     fn permit(cap: &Arc<Semaphore>) -> OwnedSemaphorePermit {
@@ -385,11 +250,11 @@ mod tests {
     async fn the_idlest_connection_is_evicted_and_its_place_given_back_at_once() {
         let cap = Arc::new(Semaphore::new(3));
         let registry = Arc::new(Registry::default());
-        let first = registry.register(permit(&cap));
+        let first = registry.register(permit(&cap), None);
         tokio::time::sleep(Duration::from_millis(5)).await;
-        let busy = registry.register(permit(&cap));
-        let _call = busy.tracker().opened(false);
-        let second = registry.register(permit(&cap));
+        let busy = registry.register(permit(&cap), None);
+        let _call = busy.tracker().opened();
+        let second = registry.register(permit(&cap), None);
         assert_eq!(cap.available_permits(), 0);
 
         assert!(registry.evict_idlest());
@@ -421,15 +286,17 @@ mod tests {
     async fn a_connection_holding_only_watch_streams_is_evicted_when_none_is_idle() {
         let cap = Arc::new(Semaphore::new(3));
         let registry = Arc::new(Registry::default());
-        let watching = registry.register(permit(&cap));
-        let _streams = [
-            watching.tracker().opened(true),
-            watching.tracker().opened(true),
-        ];
-        let busy = registry.register(permit(&cap));
-        let _call = busy.tracker().opened(false);
-        let mixed = registry.register(permit(&cap));
-        let _both = [mixed.tracker().opened(true), mixed.tracker().opened(false)];
+        // A Watch call: open on its connection, and one of its streams.
+        let watch = |t: &Arc<Tracker>| {
+            assert!(t.open_watch(8));
+            t.opened()
+        };
+        let watching = registry.register(permit(&cap), None);
+        let _streams = [watch(watching.tracker()), watch(watching.tracker())];
+        let busy = registry.register(permit(&cap), None);
+        let _call = busy.tracker().opened();
+        let mixed = registry.register(permit(&cap), None);
+        let _both = [watch(mixed.tracker()), mixed.tracker().opened()];
         assert!(registry.evict_idlest());
         tokio::time::timeout(Duration::from_secs(1), watching.tracker().evicted())
             .await
@@ -453,7 +320,7 @@ mod tests {
         }
 
         fn call(&mut self, request: Request<Body>) -> Self::Future {
-            *self.0.lock().unwrap() = request.extensions().get::<CallContext>().copied();
+            *self.0.lock().unwrap() = request.extensions().get::<CallContext>().cloned();
             std::future::ready(Ok(Response::new(Body::empty())))
         }
     }
@@ -472,7 +339,7 @@ mod tests {
     ) -> (ClientId, ClientId) {
         let cap = Arc::new(Semaphore::new(1));
         let registry = Arc::new(Registry::default());
-        let conn = registry.register(permit(&cap));
+        let conn = registry.register(permit(&cap), peer.map(|p| p.ip()));
         let seen = Arc::new(Mutex::new(None));
         let inner = Sees(Arc::clone(&seen));
         let info = TcpConnectInfo {
@@ -487,7 +354,7 @@ mod tests {
             request.headers_mut().append(name, value.parse().unwrap());
         }
         drop(tracked.call(request).await.unwrap());
-        let context = seen.lock().unwrap().expect("a context");
+        let context = seen.lock().unwrap().clone().expect("a context");
         (context.client, ClientId::Connection(conn.id()))
     }
 
@@ -530,25 +397,5 @@ mod tests {
             let (client, connection) = client_of(trusted, sent).await;
             assert_eq!(client, connection, "{trusted:?} {sent:?}");
         }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn idle_means_no_call_open_for_the_whole_timeout() {
-        let cap = Arc::new(Semaphore::new(1));
-        let registry = Arc::new(Registry::default());
-        let conn = registry.register(permit(&cap));
-        let tracker = Arc::clone(conn.tracker());
-        let call = tracker.opened(false);
-        let idle = tokio::spawn({
-            let tracker = Arc::clone(&tracker);
-            async move { tracker.idle_for(Some(Duration::from_secs(10))).await }
-        });
-        tokio::time::sleep(Duration::from_secs(30)).await;
-        assert!(!idle.is_finished(), "a call is open: not idle");
-        drop(call);
-        tokio::time::sleep(Duration::from_secs(9)).await;
-        assert!(!idle.is_finished());
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        assert!(idle.is_finished(), "idle ten seconds after the last call");
     }
 }

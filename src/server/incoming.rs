@@ -202,7 +202,8 @@ impl Stream for Incoming {
             let Some(stream) = this.waiting.take() else {
                 continue;
             };
-            let registered = this.registry.register(permit);
+            let peer = stream.peer_addr().ok().map(|addr| addr.ip());
+            let registered = this.registry.register(permit, peer);
             let connection = Connection::new(stream, registered, this.handshake_timeout);
             return Poll::Ready(Some(Ok(connection)));
         }

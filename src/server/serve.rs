@@ -27,9 +27,9 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::watch;
 use tokio_stream::StreamExt;
 
-use super::connections::Tracker;
 use super::incoming::{Connection, Incoming};
 use super::stack::Stack;
+use crate::connection::Tracker;
 
 /// When connections are closed.
 #[derive(Clone, Copy, Debug)]
@@ -124,7 +124,7 @@ async fn serve_one(
             _ = stopping.changed(), if !closing => ("shutdown", Duration::MAX / 4),
         };
         tracing::debug!(why = why.0, "closing a connection gracefully");
-        tracker.closing();
+        tracker.close();
         served.as_mut().graceful_shutdown();
         grace.as_mut().reset(tokio::time::Instant::now() + why.1);
         closing = true;

@@ -5,7 +5,7 @@
 //! | # | layer | file | what it does | what it may answer |
 //! |---|---|---|---|---|
 //! | 0 | accept | `incoming.rs`, `serve.rs` | connection cap (evicting the idlest idle connection), preface deadline, age, idle timeout, graceful close; HTTP/2 limits (`http_builder`) | no call status: connections refused or closed (GOAWAY), streams past `--concurrency-limit` refused by HTTP/2 |
-//! | 1 | [`Tracked`] | `connections.rs` | counts the call open on its connection; makes its [`CallContext`](crate::call::CallContext) (connection, client, route from [`crate::routes`], deadline), the one every layer after it reads | nothing |
+//! | 1 | [`Tracked`] | `connections.rs` | counts the call open on its connection; makes its [`CallContext`](crate::call::CallContext) (its connection's tracker, [`crate::connection`], client, route from [`crate::routes`], deadline), the one every layer after it reads | nothing |
 //! | 2 | CORS | tower-http | answers browsers' preflights, decorates gRPC-Web answers | HTTP 200 to a preflight (no CORS headers for an origin not allowed) |
 //! | 3 | gRPC-Web | tonic-web | turns a browser's gRPC-Web call into gRPC and back | what tonic-web refuses itself (a bad content type); bad base64 reaches layer 6 as a body error |
 //! | 4 | [`CallLog`] | `call_log.rs` | logs and counts every call's outcome below it | nothing of its own |

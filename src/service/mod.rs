@@ -172,7 +172,7 @@ impl Api {
     fn call<T>(req: &Request<T>) -> Result<CallContext, Status> {
         req.extensions()
             .get::<CallContext>()
-            .copied()
+            .cloned()
             .ok_or_else(CallContext::missing)
     }
 
@@ -202,7 +202,7 @@ impl Api {
     /// call waits for it, so a stopped search frees it within one world's time.
     async fn searching<T: Send + 'static>(
         &self,
-        call: CallContext,
+        call: &CallContext,
         match_id: MatchId,
         seat: Option<u32>,
         work: impl FnOnce(&Api, &dyn Fn() -> bool) -> Option<T> + Send + 'static,
@@ -213,26 +213,27 @@ impl Api {
             seat,
         };
         let Ok(mut ticket) = self.searches.enter(owner, call.deadline) else {
-            return Err(self.refuse_search(&call, seat));
+            return Err(self.refuse_search(call, seat));
         };
         let deadline = tokio::time::Instant::from_std(call.deadline);
         match tokio::time::timeout_at(deadline, ticket.running()).await {
             Ok(Ok(())) => {}
-            Ok(Err(searches::SearchRefused)) => return Err(self.refuse_search(&call, seat)),
-            Err(_) => return Err(deadline_passed(&call).into()),
+            Ok(Err(searches::SearchRefused)) => return Err(self.refuse_search(call, seat)),
+            Err(_) => return Err(deadline_passed(call).into()),
         }
         let stopped = Arc::new(AtomicBool::new(false));
         let _stop_on_drop = StopOnDrop(Arc::clone(&stopped));
         let api = self.clone();
         let flag = Arc::clone(&stopped);
+        let until = call.deadline;
         let searched = tokio::task::spawn_blocking(move || {
             let _ticket = ticket;
-            let stop = || flag.load(Ordering::Relaxed) || Instant::now() >= call.deadline;
+            let stop = || flag.load(Ordering::Relaxed) || Instant::now() >= until;
             work(&api, &stop)
         })
         .await
         .map_err(|_| Status::internal("the search failed"))?;
-        searched.ok_or_else(|| deadline_passed(&call).into())
+        searched.ok_or_else(|| deadline_passed(call).into())
     }
 
     /// A search refused for the queue: counted, and logged at most once per period
@@ -373,23 +374,24 @@ impl AllFivesService for Api {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::call::ConnectionId;
+    use crate::connection::{ConnectionId, Tracker};
 
     #[test]
     fn a_call_uses_the_context_the_server_made_and_none_is_made_up() {
-        let connection = ConnectionId(7);
+        let connection = Tracker::new(ConnectionId(7), None, tokio::time::Instant::now(), None);
         let context = CallContext::new(
             connection,
-            crate::call::ClientId::Connection(connection),
+            None,
             "/allfives.v1.AllFivesService/Play",
             Instant::now(),
             Some(b"1S"),
             Duration::from_secs(5),
         );
         let mut req = Request::new(());
-        req.extensions_mut().insert(context);
+        req.extensions_mut().insert(context.clone());
         let call = Api::call(&req).expect("its context");
-        assert_eq!(call.connection, ConnectionId(7));
+        assert!(Arc::ptr_eq(&call.connection, &context.connection));
+        assert_eq!(call.connection.id(), ConnectionId(7));
         assert_eq!(call.deadline, context.deadline);
         assert_eq!(call.route.map(|r| r.method), Some("Play"));
         let missing = Api::call(&Request::new(())).expect_err("no context");

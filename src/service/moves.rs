@@ -84,7 +84,7 @@ impl Api {
             Some((answer, started.checked_add(floor).unwrap_or(started)))
         };
         let (answer, until) = if searches {
-            self.searching(call, match_id, seat, end).await?
+            self.searching(&call, match_id, seat, end).await?
         } else {
             // No HARD bot: nothing asks the stop.
             end(self, &|| false).ok_or_else(|| Status::from(deadline_passed(&call)))?

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use lru::LruCache;
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
-use crate::call::ClientId;
+use crate::connection::ClientId;
 
 pub use crate::state::MatchId;
 
@@ -527,7 +527,7 @@ impl Drop for Ticket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::call::ConnectionId;
+    use crate::connection::ConnectionId;
     use crate::state::MATCH_ID_LEN;
 
     /// The owner of match `game` on connection `conn`.

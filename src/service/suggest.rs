@@ -29,9 +29,10 @@ impl Api {
             Ok(asked) => asked,
             Err(error) => return traced(&self.metrics, &call, seat, || Err(error)),
         };
-        self.searching(call, asked.match_id(), seat, move |api, stop| {
+        let traced_call = call.clone();
+        self.searching(&call, asked.match_id(), seat, move |api, stop| {
             let answer = asked.search_until(stop).transpose()?;
-            Some(traced(&api.metrics, &call, seat, || answer))
+            Some(traced(&api.metrics, &traced_call, seat, || answer))
         })
         .await?
     }

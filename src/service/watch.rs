@@ -18,9 +18,9 @@
 //! once its response has begun) and no deadline (the request timeout ends unary calls
 //! only).
 
-use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
@@ -33,7 +33,7 @@ use super::convert::{event_out, match_id_in};
 use super::status::ApiError;
 use super::steps::{open, render};
 use super::{Api, traced};
-use crate::call::{Closing, ConnectionId};
+use crate::connection::{Closing, Tracker};
 use crate::proto::v1 as pb;
 use crate::state::{self, MatchId, StateId, Tokens};
 use crate::store::{Head, MatchStore, Notice, Watching};
@@ -72,25 +72,20 @@ enum Next {
 /// Messages a stream holds for a slow reader before it waits for it.
 const BUFFER: usize = 2;
 
-/// The bounds on open Watch streams.
+/// The bounds on open Watch streams: in all, counted here, and per connection, counted
+/// in the connection's tracker (`crate::connection`).
 #[derive(Debug)]
 pub struct WatchLimits {
     total: usize,
     per_connection: usize,
-    open: Mutex<Open>,
-}
-
-#[derive(Debug, Default)]
-struct Open {
-    total: usize,
-    by_connection: HashMap<ConnectionId, usize>,
+    open: AtomicUsize,
 }
 
 /// One stream's place under the [`WatchLimits`], given back when dropped.
 #[derive(Debug)]
 pub struct Permit {
     limits: Arc<WatchLimits>,
-    connection: ConnectionId,
+    connection: Arc<Tracker>,
 }
 
 impl WatchLimits {
@@ -98,22 +93,27 @@ impl WatchLimits {
         Arc::new(WatchLimits {
             total,
             per_connection,
-            open: Mutex::default(),
+            open: AtomicUsize::new(0),
         })
     }
 
     /// A place for a stream on `connection`, if there is one.
-    pub fn admit(self: &Arc<Self>, connection: ConnectionId) -> Option<Permit> {
-        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        let on_connection = open.by_connection.get(&connection).copied().unwrap_or(0);
-        if open.total >= self.total || on_connection >= self.per_connection {
+    pub fn admit(self: &Arc<Self>, connection: &Arc<Tracker>) -> Option<Permit> {
+        if !connection.open_watch(self.per_connection) {
             return None;
         }
-        open.total += 1;
-        *open.by_connection.entry(connection).or_default() += 1;
+        let taken = self
+            .open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.total).then_some(n + 1)
+            });
+        if taken.is_err() {
+            connection.close_watch();
+            return None;
+        }
         Some(Permit {
             limits: Arc::clone(self),
-            connection,
+            connection: Arc::clone(connection),
         })
     }
 
@@ -124,27 +124,14 @@ impl WatchLimits {
 
     /// Streams open now.
     pub fn open(&self) -> usize {
-        self.open
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .total
+        self.open.load(Ordering::Acquire)
     }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let mut open = self
-            .limits
-            .open
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        open.total = open.total.saturating_sub(1);
-        if let Some(n) = open.by_connection.get_mut(&self.connection) {
-            *n -= 1;
-            if *n == 0 {
-                open.by_connection.remove(&self.connection);
-            }
-        }
+        self.limits.open.fetch_sub(1, Ordering::AcqRel);
+        self.connection.close_watch();
     }
 }
 
@@ -174,13 +161,9 @@ impl Api {
         req: tonic::Request<pb::WatchRequest>,
     ) -> Result<Response<WatchStream>, Status> {
         let call = Api::call(&req)?;
-        let closing = req
-            .extensions()
-            .get::<Closing>()
-            .cloned()
-            .unwrap_or_else(Closing::never);
+        let closing = call.connection.closing();
         let seat = req.get_ref().viewer;
-        let opened = self.open_watch(call.connection, req.get_ref()).await;
+        let opened = self.open_watch(&call.connection, req.get_ref()).await;
         let (first, followed) = match opened {
             Ok(opened) => opened,
             Err(error) => return traced(&self.metrics, &call, seat, || Err(error)),
@@ -205,7 +188,7 @@ impl Api {
     /// not hold (a bad credential, a match the store does not hold, no store).
     async fn open_watch(
         &self,
-        connection: ConnectionId,
+        connection: &Arc<Tracker>,
         req: &pb::WatchRequest,
     ) -> Result<(pb::WatchResponse, Followed), ApiError> {
         let Some(store) = self.store.clone() else {
