@@ -60,6 +60,11 @@ impl Api {
     }
 }
 
+/// The refusal of a display name that looks like another seat's at the table
+/// (`state::names::look_alike`).
+const LOOKS_ALIKE: &str =
+    "a display name may not look like another seat's name at the table: choose another";
+
 pub fn new_game(
     tokens: &Tokens,
     policy: &Policy,
@@ -86,7 +91,11 @@ pub fn new_game(
                             "only a seat claimed in this call is named in it",
                         ));
                     }
-                    names.0[seat] = display_name_in(&setup.display_name, "seats.display_name")?;
+                    let name = display_name_in(&setup.display_name, "seats.display_name")?;
+                    if names.alike(seat, &name).is_some() {
+                        return Err(ApiError::field("seats.display_name", LOOKS_ALIKE));
+                    }
+                    names.0[seat] = name;
                 }
                 *slot =
                     match (setup.bot, setup.claim) {
@@ -171,6 +180,9 @@ pub fn claim_seat(
     }
     if opened.seats.0[seat] != Player::Open {
         return Err(ApiError::SeatTaken(seat));
+    }
+    if opened.names.alike(seat, &name).is_some() {
+        return Err(ApiError::field("display_name", LOOKS_ALIKE));
     }
     // A claim in another branch (an older token) must not deal the hands of this one,
     // so each claim makes the seed anew (nothing has been dealt yet): drawn, or with a

@@ -3,15 +3,30 @@
 //! the token (`State.names`) and shown to everyone in `GameView.seats`. Public, as a
 //! name at a real table is, so the bytes they add to a token tell nothing hidden.
 //!
-//! What a name may hold is bounded here: at most [`MAX_NAME_BYTES`] bytes of UTF-8
-//! (the token's largest size grows by at most four of them), no control characters
-//! and no line or paragraph separators (a name is one line of text), no bidirectional
-//! formatting characters (an override could make a name read as another, or reorder
-//! the text around it where a client shows it), no invisible characters that would
-//! let a name look empty or like another's (zero-width spaces and joiners' kin, the
-//! soft hyphen, word joiner, byte-order mark, tag characters, blank-looking fillers),
-//! no more than two combining marks in a row (a stack of them spills over the text
-//! around it), something visible, and no space at either end.
+//! What a name may hold is bounded here, by Unicode's own tables (ICU4X's properties,
+//! no hand-written ranges): at most [`MAX_NAME_BYTES`] bytes of UTF-8 (the token's
+//! largest size grows by at most four of them); one line (no control characters, no
+//! line or paragraph separators); no bidirectional formatting characters
+//! (`Bidi_Control`: an override could make a name read as another, or reorder the text
+//! around it where a client shows it); nothing invisible or formatting
+//! (`Default_Ignorable_Code_Point` and the format characters, `Cf`: they let a name look
+//! empty, or like another's, or change how the text around them shows), but for the
+//! three that are part of the writing: a zero-width joiner inside an emoji sequence
+//! (👨‍👩‍👧) or after a virama (Sinhala's "ශ්‍රී"), a variation selector after an
+//! emoji (❤️), and a zero-width non-joiner where it changes how letters join (after a
+//! joining letter, as in Persian names, or after a virama); the braille blank, which
+//! shows nothing though no property says so; no more than two
+//! combining marks (`Mn`, `Me`) in a row (a stack of them spills over the text around
+//! it); and no space at either end.
+//!
+//! At one table no two names may look alike ([`look_alike`]: the same UTS #39 skeleton,
+//! unicode-security's), so that neither "Aⅼice" (a Roman numeral fifty) nor a second
+//! "Alice" can sit beside "Alice".
+
+use icu_properties::props::{
+    BidiControl, BinaryProperty, CanonicalCombiningClass, DefaultIgnorableCodePoint, Emoji,
+    EmojiModifier, EnumeratedProperty, ExtendedPictographic, GeneralCategory, JoiningType,
+};
 
 /// The most bytes of UTF-8 in a display name.
 pub const MAX_NAME_BYTES: usize = 24;
@@ -25,84 +40,105 @@ impl Names {
     pub fn is_empty(&self) -> bool {
         self.0.iter().all(String::is_empty)
     }
+
+    /// A seat other than `seat` whose name looks like `name` ([`look_alike`]), if any.
+    pub fn alike(&self, seat: usize, name: &str) -> Option<usize> {
+        (0..self.0.len()).find(|&other| other != seat && look_alike(&self.0[other], name))
+    }
 }
 
-/// The characters that change the direction of the text around them: the Arabic
-/// letter mark, the left-to-right and right-to-left marks, embeddings, overrides and
-/// isolates.
-fn bidirectional(c: char) -> bool {
-    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
-/// Characters that show nothing, or look like a space, though they are not one: a
-/// name made of them would look empty, or like another name.
-fn invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}' // soft hyphen
-            | '\u{034F}' // combining grapheme joiner
-            | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' // Hangul fillers
-            | '\u{17B4}' | '\u{17B5}'
-            | '\u{180B}'..='\u{180F}'
-            | '\u{200B}' // zero-width space (ZWNJ and ZWJ, U+200C and U+200D, are letters' business)
-            | '\u{2028}' | '\u{2029}' // line and paragraph separators
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2800}' // braille blank
-            | '\u{FE00}'..='\u{FE0F}' // variation selectors: only after an emoji (below)
-            | '\u{FEFF}'
-            | '\u{FFF9}'..='\u{FFFB}'
-            | '\u{E0000}'..='\u{E007F}' // tags
-            | '\u{E0100}'..='\u{E01EF}'
-    )
-}
-
-/// The combining marks that stack above or below a letter (the Thai and other
-/// scripts' vowel and tone signs, at most two on a letter, are not counted).
-fn combining(c: char) -> bool {
-    matches!(
-        c,
-        '\u{0300}'..='\u{036F}'
-            | '\u{0483}'..='\u{0489}'
-            | '\u{1AB0}'..='\u{1AFF}'
-            | '\u{1DC0}'..='\u{1DFF}'
-            | '\u{20D0}'..='\u{20FF}'
-            | '\u{FE20}'..='\u{FE2F}'
-    )
+/// Whether two names would be taken for each other at a table: both given, with the
+/// same UTS #39 skeleton (invisible characters dropped, each character mapped to the
+/// one it is confusable with, normalized).
+pub fn look_alike(a: &str, b: &str) -> bool {
+    use unicode_security::confusable_detection::skeleton;
+    !a.is_empty() && !b.is_empty() && skeleton(a).eq(skeleton(b))
 }
 
 /// Why a display name is refused; `None`: it may be shown.
 pub fn refusal(name: &str) -> Option<&'static str> {
+    if name.len() > MAX_NAME_BYTES {
+        return Some("a display name is at most 24 bytes of UTF-8");
+    }
+    let chars: Vec<char> = name.chars().collect();
     let mut marks = 0;
-    let mut previous = ' ';
-    for c in name.chars() {
-        marks = if combining(c) { marks + 1 } else { 0 };
+    // Whether the characters so far end with an emoji (a pictograph or a skin tone,
+    // with its variation selector if it has one): what a joiner may follow.
+    let mut after_emoji = false;
+    for (i, &c) in chars.iter().enumerate() {
+        let previous = i.checked_sub(1).map(|p| chars[p]);
+        let next = chars.get(i + 1).copied();
+        let category = GeneralCategory::for_char(c);
+        if c.is_control()
+            || matches!(
+                category,
+                GeneralCategory::LineSeparator | GeneralCategory::ParagraphSeparator
+            )
+        {
+            return Some("a display name is one line: no control characters");
+        }
+        if BidiControl::for_char(c) {
+            return Some("a display name holds no bidirectional formatting characters");
+        }
+        let selector = matches!(c, '\u{FE0E}' | '\u{FE0F}');
+        let written = match c {
+            '\u{200D}' => {
+                (after_emoji && next.is_some_and(ExtendedPictographic::for_char))
+                    || (previous.is_some_and(virama) && next.is_some_and(char::is_alphabetic))
+            }
+            '\u{200C}' => previous.is_some_and(joins) && next.is_some_and(char::is_alphabetic),
+            _ => selector && previous.is_some_and(Emoji::for_char),
+        };
+        let invisible = DefaultIgnorableCodePoint::for_char(c)
+            || category == GeneralCategory::Format
+            || c == '\u{2800}';
+        if invisible && !written {
+            return Some("a display name holds no invisible or formatting characters");
+        }
+        after_emoji = ExtendedPictographic::for_char(c)
+            || EmojiModifier::for_char(c)
+            || (after_emoji && selector);
+        marks = match category {
+            GeneralCategory::NonspacingMark | GeneralCategory::EnclosingMark => marks + 1,
+            _ => 0,
+        };
         if marks > 2 {
             return Some("a display name has at most two combining marks in a row");
         }
-        // A variation selector picks an emoji's look: after a symbol, never alone.
-        if ('\u{FE00}'..='\u{FE0F}').contains(&c)
-            && !previous.is_alphanumeric()
-            && (previous as u32) >= 0x2000
-        {
-            previous = c;
-            continue;
-        }
-        if invisible(c) {
-            return Some("a display name holds no invisible characters");
-        }
-        previous = c;
     }
-    if name.len() > MAX_NAME_BYTES {
-        Some("a display name is at most 24 bytes of UTF-8")
-    } else if name.chars().any(char::is_control) {
-        Some("a display name holds no control characters")
-    } else if name.chars().any(bidirectional) {
-        Some("a display name holds no bidirectional formatting characters")
-    } else if name.trim() != name {
+    if name.trim() != name {
         Some("a display name has no space at either end")
     } else {
         None
     }
+}
+
+/// Whether a zero-width non-joiner after `c` changes how the text is written: `c` is a
+/// letter that joins the one after it (Arabic, Syriac, N'Ko, Mongolian...), or a
+/// virama (Indic scripts: a half form instead of a conjunct).
+fn joins(c: char) -> bool {
+    matches!(
+        JoiningType::for_char(c),
+        JoiningType::DualJoining | JoiningType::LeftJoining
+    ) || virama(c)
+}
+
+/// Whether `c` is a virama, after which a joiner or a non-joiner picks the form of the
+/// consonants around it (Sinhala's "ශ්‍රී" is written with a joiner).
+fn virama(c: char) -> bool {
+    CanonicalCombiningClass::for_char(c) == CanonicalCombiningClass::Virama
+}
+
+/// Whether a name the token holds is one the service could have written: within
+/// [`MAX_NAME_BYTES`], one line, no bidirectional formatting (what every version of
+/// [`refusal`] refused). Every name was judged by [`refusal`] when it entered (NewGame,
+/// ClaimSeat); a token's are not judged again, so that a match named before the rule
+/// was tightened (issue 40) still opens.
+pub fn stored(name: &str) -> bool {
+    name.len() <= MAX_NAME_BYTES
+        && !name
+            .chars()
+            .any(|c| c.is_control() || BidiControl::for_char(c))
 }
 
 #[cfg(test)]
@@ -132,6 +168,24 @@ mod tests {
         assert_eq!(refusal("Ana \u{2764}\u{FE0F}"), None);
         // 8 Thai letters of 3 bytes each.
         assert_eq!(refusal(&"ส".repeat(8)), None);
+        // The invisible characters that are part of the writing: joiners in emoji
+        // sequences (a family, a heart on fire, a skin tone), a keycap, a non-joiner
+        // in a Persian name and after a Devanagari virama, a joiner in Sinhala.
+        for name in [
+            "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}",
+            "Ana \u{2764}\u{FE0F}\u{200D}\u{1F525}",
+            "Bo \u{1F44D}\u{1F3FD}",
+            "Bo \u{1F469}\u{1F3FD}\u{200D}\u{1F4BB}",
+            "Bo 1\u{FE0F}\u{20E3}",
+            "\u{0639}\u{0644}\u{06CC}\u{200C}\u{0631}\u{0636}\u{0627}",
+            "\u{0915}\u{094D}\u{200C}\u{0937}",
+            "\u{0DC1}\u{0DCA}\u{200D}\u{0DBB}\u{0DD3}",
+            // Two marks of any script on a letter: Arabic harakat, Hebrew points.
+            "\u{0639}\u{064E}\u{0651}\u{0644}\u{064A}",
+            "\u{05E9}\u{05C1}\u{05B8}\u{05DC}",
+        ] {
+            assert_eq!(refusal(name), None, "{name:?}");
+        }
     }
 
     #[test]
@@ -157,9 +211,69 @@ mod tests {
             "Ana\u{E0041}".into(),
             "A\u{0300}\u{0301}\u{0302}".into(),
             "A\u{FE0F}".into(),
+            // Issue 40's: eleven Arabic harakat on one letter, three Hebrew points,
+            // the deprecated format characters, a musical beam, an Egyptian joiner, an
+            // Arabic number sign, a joiner hiding in "Alice", interlinear annotation.
+            format!("a{}", "\u{064E}".repeat(11)),
+            "\u{05E9}\u{05B0}\u{05B1}\u{05B2}".into(),
+            "A\u{206A}".into(),
+            "A\u{206F}".into(),
+            "A\u{1D173}".into(),
+            "A\u{13430}B".into(),
+            "\u{0600}1".into(),
+            "Al\u{200D}ice".into(),
+            "Al\u{200C}ice".into(),
+            "A\u{FFF9}b\u{FFFB}".into(),
+            "\u{2800}".into(),
+            "A\u{2800}".into(),
+            // A joiner or a non-joiner must sit between what it joins.
+            "\u{1F468}\u{200D}".into(),
+            "\u{200D}\u{1F468}".into(),
+            "A \u{1F468}\u{200D}B".into(),
+            "\u{0639}\u{200C}".into(),
+            // A variation selector after a letter, other selectors, a Mongolian one.
+            "A\u{FE0E}".into(),
+            "\u{2764}\u{FE01}".into(),
+            "\u{1820}\u{180B}".into(),
+            "\u{5B57}\u{E0100}".into(),
         ];
         for name in &refused {
             assert!(refusal(name).is_some(), "{name:?}");
         }
+    }
+
+    #[test]
+    fn names_that_look_alike_are_told_apart_by_their_skeletons() {
+        for (a, b) in [
+            ("Alice", "Alice"),
+            ("Alice", "A\u{217C}ice"),
+            ("Alice", "Al\u{200D}ice"),
+            ("Paypal", "\u{0420}aypal"),
+            ("Ana", "\u{0391}na"),
+            ("Zo\u{00EB}", "Zoe\u{0308}"),
+        ] {
+            assert!(look_alike(a, b), "{a:?} {b:?}");
+        }
+        for (a, b) in [("Ana", "Bob"), ("Ana", "Anna"), ("", ""), ("Ana", "")] {
+            assert!(!look_alike(a, b), "{a:?} {b:?}");
+        }
+        let names = Names(["Alice".into(), String::new(), "Bob".into(), String::new()]);
+        assert_eq!(names.alike(1, "A\u{217C}ice"), Some(0));
+        assert_eq!(
+            names.alike(0, "Alice"),
+            None,
+            "its own seat's name is not another's"
+        );
+        assert_eq!(names.alike(1, "Carol"), None);
+        assert_eq!(names.alike(1, ""), None);
+    }
+
+    #[test]
+    fn a_token_holds_any_name_the_service_could_have_written() {
+        assert!(stored(""));
+        assert!(stored("Al\u{200D}ice"), "judged when it entered, not again");
+        assert!(!stored(&"a".repeat(25)));
+        assert!(!stored("Ana\nBob"));
+        assert!(!stored("\u{202E}anA"));
     }
 }

@@ -312,8 +312,7 @@ fn names_in(given: Vec<String>, seats: &Seats, players: usize) -> Result<Names, 
         return Err(corrupt("names"));
     }
     for (seat, name) in given.into_iter().enumerate() {
-        if names::refusal(&name).is_some()
-            || (!name.is_empty() && !matches!(seats.0[seat], Player::Human(_)))
+        if !names::stored(&name) || (!name.is_empty() && !matches!(seats.0[seat], Player::Human(_)))
         {
             return Err(corrupt("a name"));
         }

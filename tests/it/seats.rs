@@ -839,6 +839,19 @@ async fn display_names_are_shown_to_everyone_and_bounded() {
         "Ana\u{2028}Bob",
         "\u{3164}",
         "A\u{0300}\u{0301}\u{0302}",
+        // Issue 40's: marks of other scripts, invisible and formatting characters
+        // outside the Latin blocks, a joiner hiding in a name.
+        "a\u{064E}\u{064E}\u{064E}",
+        "\u{05E9}\u{05B0}\u{05B1}\u{05B2}",
+        "A\u{206A}",
+        "A\u{1D173}",
+        "A\u{13430}B",
+        "\u{0600}1",
+        "Al\u{200D}ice",
+        "\u{2800}",
+        // Another seat's name, or one that looks like it (a Greek capital alpha).
+        "Ana",
+        "\u{0391}na",
     ] {
         let status = client
             .claim_seat(pb::ClaimSeatRequest {
@@ -855,7 +868,7 @@ async fn display_names_are_shown_to_everyone_and_bounded() {
         let status = client
             .new_game(pb::NewGameRequest {
                 rules: two(),
-                seats: vec![named(bad), OPEN],
+                seats: vec![named("Ana"), named(bad)],
                 viewer: Some(0),
                 seed: None,
             })
