@@ -26,6 +26,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use allfives::call::CallContext;
+use allfives::connection::Tracker;
 use allfives::metrics::Metrics;
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_server::AllFivesServiceServer;
@@ -75,8 +76,11 @@ fn framed(message: &impl Message) -> Bytes {
 /// or the call's status.
 async fn call(server: &mut Server, method: &str, body: Bytes) -> Result<Vec<u8>, String> {
     let path = format!("/allfives.v1.AllFivesService/{method}");
-    // The context the server's connection layer gives every call.
-    let context = CallContext::in_process(&path, std::time::Duration::from_secs(60));
+    // The context the server's connection layer gives every call, on one connection
+    // (the server makes a connection's tracker once, not per call).
+    static CONNECTION: std::sync::LazyLock<Arc<Tracker>> =
+        std::sync::LazyLock::new(Tracker::in_process);
+    let context = CallContext::in_process(&CONNECTION, &path, std::time::Duration::from_secs(60));
     let request = http::Request::builder()
         .method("POST")
         .uri(path)

@@ -1,5 +1,5 @@
-//! A call's context: the connection it came on (its tracker, `crate::connection`), which
-//! client it is from, which method it calls, and when it must be over. Made once per call by the connection layer
+//! A call's context: the connection it came on (its tracker, `crate::connection`),
+//! which client it is from, which method it calls, and when it must be over. Made once per call by the connection layer
 //! (`server::connections`), carried as a request extension, and read by every layer and
 //! handler that needs it: the call log and metrics (`server::call_log`), the
 //! calls-in-flight budget (`server::admission`), the body check
@@ -66,11 +66,12 @@ impl CallContext {
     }
 
     /// The context of a call to `path` made in process, without the server's transport
-    /// (a test or a benchmark calling the service): on a connection of its own
-    /// ([`Tracker::in_process`]), and over `timeout` from now.
-    pub fn in_process(path: &str, timeout: Duration) -> CallContext {
+    /// (a test or a benchmark calling the service), on `connection` (made once with
+    /// [`Tracker::in_process`], as the server makes one per connection), over `timeout`
+    /// from now.
+    pub fn in_process(connection: &Arc<Tracker>, path: &str, timeout: Duration) -> CallContext {
         CallContext::new(
-            Tracker::in_process(),
+            Arc::clone(connection),
             None,
             path,
             Instant::now(),

@@ -9,7 +9,7 @@
 //! | calls open, idle since | `server::connections` | [`Tracker::opened`]: from a call's headers until its response is done; [`Tracker::idle_for`] closes an idle connection (`server::serve`) |
 //! | told to close | `server::connections`, `server::serve` | evicted at the connection cap ([`Tracker::evict`]), its place under the cap; closing ([`Closing`]) ends its Watch streams |
 //! | its share of the calls-in-flight budget | `server::admission` | [`BudgetShare`]: calls holding a slot, those whose body has not arrived |
-//! | its Watch streams | `service::watch` | [`Tracker::open_watch`]: the per-connection bound, and what eviction reads |
+//! | its Watch streams | `service::watch` | [`Tracker::open_watch`], counted while a Watch call's answer lasts: the per-connection bound, and what eviction reads |
 //!
 //! It goes when its last holder drops it (the connection's task, and calls still
 //! running on it): nothing to remove anywhere else. The registry of open connections
@@ -29,13 +29,14 @@ use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio::time::Instant;
 
-/// A connection's number, unique for the server's life (`server::connections`).
+/// A connection's number, unique for the server's life (`server::connections`), but
+/// for [`ConnectionId::IN_PROCESS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnectionId(pub u64);
 
 impl ConnectionId {
-    /// The connection of a call made without the server's transport (a test or a
-    /// benchmark calling the service in process).
+    /// The connection of every call made without the server's transport (a test or a
+    /// benchmark calling the service in process): one client to the search queue.
     pub const IN_PROCESS: ConnectionId = ConnectionId(u64::MAX);
 }
 
@@ -192,7 +193,7 @@ impl Tracker {
 
     /// Its share of the calls-in-flight budget, which `server::admission` reads and
     /// changes only under the budget's own lock.
-    pub fn budget(&self) -> MutexGuard<'_, BudgetShare> {
+    pub(crate) fn budget(&self) -> MutexGuard<'_, BudgetShare> {
         // Every update leaves the share consistent before anything can panic.
         self.budget.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -236,7 +237,7 @@ impl Drop for OpenCall {
 /// A connection's share of the calls-in-flight budget (`server::admission`, which
 /// changes it only under the budget's lock).
 #[derive(Debug, Default)]
-pub struct BudgetShare {
+pub(crate) struct BudgetShare {
     /// Calls of this connection holding a slot.
     pub held: usize,
     /// Those whose body has not fully arrived, oldest first: the ones another
@@ -246,7 +247,7 @@ pub struct BudgetShare {
 
 /// A call's place in the calls-in-flight budget (`server::admission`).
 #[derive(Debug, Default)]
-pub struct CallSlot {
+pub(crate) struct CallSlot {
     /// Given back (the call ended, or it was displaced).
     pub released: AtomicBool,
     /// Its request body has fully arrived: it can no longer be displaced.

@@ -9,8 +9,6 @@
 //! - the metrics label a call by it (`crate::metrics`);
 //! - the body check follows one message or a stream, and decodes the requests of the
 //!   services it does not serve with our codec (`server::request_body`);
-//! - the connection cap tells a connection holding only streams that end themselves
-//!   when it closes (`server::connections`);
 //! - our codec tells a request it cannot decode from an answer (`service::codec`).
 
 use std::any::TypeId;
@@ -55,13 +53,6 @@ impl Route {
     /// A unary call: one request, one answer.
     pub fn is_unary(&self) -> bool {
         !self.client_streaming && !self.server_streaming
-    }
-
-    /// A stream of ours that lasts as long as its client likes and ends itself, cleanly,
-    /// when its connection begins to close (`Watch`): a connection holding only such
-    /// streams may be closed for another client's sake.
-    pub fn ends_at_close(&self) -> bool {
-        self.ours && self.server_streaming
     }
 
     /// Whether `U` is the request of one of our services' methods (a message only a
@@ -163,10 +154,10 @@ mod tests {
         let watch = Route::of_path("/allfives.v1.AllFivesService/Watch").expect("Watch");
         assert_eq!(watch.request, "allfives.v1.WatchRequest");
         assert_eq!((watch.request_type)(), TypeId::of::<pb::WatchRequest>());
-        assert!(watch.ends_at_close() && !watch.is_unary());
+        assert!(watch.ours && watch.server_streaming && !watch.is_unary());
         let play = Route::of_path("/allfives.v1.AllFivesService/Play").expect("Play");
         assert_eq!((play.request_type)(), TypeId::of::<pb::PlayRequest>());
-        assert!(play.is_unary() && !play.ends_at_close());
+        assert!(play.is_unary() && !play.server_streaming);
         // Field 1 of a PlayRequest is its token (bytes); a varint there fails.
         assert!((play.decode_request)(&[0x08, 0x01]).is_err());
         assert!((play.decode_request)(&pb::PlayRequest::default().encode_to_vec()).is_ok());
@@ -177,7 +168,7 @@ mod tests {
                 (health.request_type)(),
                 TypeId::of::<tonic_health::pb::HealthCheckRequest>()
             );
-            assert!(!health.ours && !health.ends_at_close());
+            assert!(!health.ours);
             let reflection =
                 Route::of_path("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo")
                     .expect("reflection");

@@ -6,11 +6,11 @@
 //!
 //! [`Tracked`] is the per-connection service hyper calls, the first layer of the stack
 //! (`super::stack`): it counts a call open from its headers until its response body is
-//! done (or dropped), and makes the call's [`CallContext`] (the connection's tracker,
-//! the client: the peer's address, or `--trusted-client-header`'s when one is set; and
-//! the deadline from `grpc-timeout` and `--request-timeout-ms`), carried as a request
-//! extension with
-//! tonic's `TcpConnectInfo` (so `Request::remote_addr()` names the peer).
+//! done (or dropped), and makes the call's [`CallContext`] (the connection's tracker;
+//! the client: the peer's address, or `--trusted-client-header`'s when one is set; the
+//! deadline from `grpc-timeout` and `--request-timeout-ms`), carried as a request
+//! extension with tonic's `TcpConnectInfo` (so `Request::remote_addr()` names the
+//! peer).
 //!
 //! Ours: hyper-util's `GracefulShutdown` closes connections only at shutdown (and its
 //! connection trait is sealed), while a connection here also closes at its age, when

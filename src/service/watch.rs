@@ -81,11 +81,24 @@ pub struct WatchLimits {
     open: AtomicUsize,
 }
 
-/// One stream's place under the [`WatchLimits`], given back when dropped.
+/// A stream's place under the [`WatchLimits`]' total, held by its task, given back
+/// when dropped.
 #[derive(Debug)]
 pub struct Permit {
     limits: Arc<WatchLimits>,
-    connection: Arc<Tracker>,
+}
+
+/// A stream's place among its connection's, held by its answer (so that the count,
+/// which eviction at the connection cap also reads, never outlasts the call: a stream
+/// whose answer has ended while its task winds down is not one), given back when
+/// dropped.
+#[derive(Debug)]
+pub struct OnConnection(Arc<Tracker>);
+
+impl Drop for OnConnection {
+    fn drop(&mut self) {
+        self.0.close_watch();
+    }
 }
 
 impl WatchLimits {
@@ -97,24 +110,22 @@ impl WatchLimits {
         })
     }
 
-    /// A place for a stream on `connection`, if there is one.
-    pub fn admit(self: &Arc<Self>, connection: &Arc<Tracker>) -> Option<Permit> {
+    /// A place for a stream on `connection`, if there is one: in all, and on the
+    /// connection.
+    pub fn admit(self: &Arc<Self>, connection: &Arc<Tracker>) -> Option<(Permit, OnConnection)> {
         if !connection.open_watch(self.per_connection) {
             return None;
         }
-        let taken = self
-            .open
+        let on_connection = OnConnection(Arc::clone(connection));
+        self.open
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < self.total).then_some(n + 1)
-            });
-        if taken.is_err() {
-            connection.close_watch();
-            return None;
-        }
-        Some(Permit {
+            })
+            .ok()?;
+        let permit = Permit {
             limits: Arc::clone(self),
-            connection: Arc::clone(connection),
-        })
+        };
+        Some((permit, on_connection))
     }
 
     /// The most streams open at once.
@@ -131,7 +142,24 @@ impl WatchLimits {
 impl Drop for Permit {
     fn drop(&mut self) {
         self.limits.open.fetch_sub(1, Ordering::AcqRel);
-        self.connection.close_watch();
+    }
+}
+
+/// A Watch call's answer: the messages its task sends, and its place among its
+/// connection's streams, given back with the answer.
+struct Answer {
+    messages: ReceiverStream<Result<pb::WatchResponse, Status>>,
+    _on_connection: OnConnection,
+}
+
+impl Stream for Answer {
+    type Item = Result<pb::WatchResponse, Status>;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        Pin::new(&mut self.messages).poll_next(cx)
     }
 }
 
@@ -164,7 +192,7 @@ impl Api {
         let closing = call.connection.closing();
         let seat = req.get_ref().viewer;
         let opened = self.open_watch(&call.connection, req.get_ref()).await;
-        let (first, followed) = match opened {
+        let (first, followed, on_connection) = match opened {
             Ok(opened) => opened,
             Err(error) => return traced(&self.metrics, &call, seat, || Err(error)),
         };
@@ -179,7 +207,11 @@ impl Api {
         };
         tokio::spawn(follower.run());
         traced(&self.metrics, &call, seat, || {
-            Ok(Box::pin(ReceiverStream::new(receiver)) as WatchStream)
+            let answer = Answer {
+                messages: ReceiverStream::new(receiver),
+                _on_connection: on_connection,
+            };
+            Ok(Box::pin(answer) as WatchStream)
         })
     }
 
@@ -190,12 +222,12 @@ impl Api {
         &self,
         connection: &Arc<Tracker>,
         req: &pb::WatchRequest,
-    ) -> Result<(pb::WatchResponse, Followed), ApiError> {
+    ) -> Result<(pb::WatchResponse, Followed, OnConnection), ApiError> {
         let Some(store) = self.store.clone() else {
             return Err(ApiError::StoreRequired);
         };
         let watch = watch_in(&self.tokens, req)?;
-        let permit = self
+        let (permit, on_connection) = self
             .watches
             .admit(connection)
             .ok_or(ApiError::TooManyWatches)?;
@@ -225,7 +257,7 @@ impl Api {
             watching,
             _permit: permit,
         };
-        Ok((first, followed))
+        Ok((first, followed, on_connection))
     }
 }
 
@@ -429,4 +461,33 @@ pub fn watched(
     };
     tokens.keep(opened);
     Ok(change)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streams_place_on_its_connection_goes_with_its_answer_and_a_refusal_takes_none() {
+        let limits = WatchLimits::new(2, 1);
+        let connection = Tracker::in_process();
+        let (permit, answer) = limits.admit(&connection).expect("a place");
+        assert!(limits.admit(&connection).is_none(), "one per connection");
+        // Its answer ended while its task winds down: with a unary call open the
+        // connection is busy, not one of streams only, so never evicted for it.
+        drop(answer);
+        let _unary = connection.opened();
+        assert_eq!(connection.eviction_rank(), None);
+        assert_eq!(limits.open(), 1, "the task still holds its place in all");
+        drop(permit);
+        assert_eq!(limits.open(), 0);
+        // Refused for the total: nothing is kept on the connection.
+        let other = Tracker::in_process();
+        let held = [limits.admit(&connection), limits.admit(&other)];
+        assert!(held.iter().all(Option::is_some));
+        let third = Tracker::in_process();
+        assert!(limits.admit(&third).is_none(), "two in all");
+        drop(held);
+        assert!(third.open_watch(1), "its count on the connection was given back");
+    }
 }
