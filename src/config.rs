@@ -319,6 +319,17 @@ pub struct Config {
     )]
     pub max_watch_streams_per_connection: u64,
 
+    /// The most Watch streams of one client (its address, IPv6 by its /64, or the
+    /// address `--trusted-client-header` names): one client cannot take the replica's
+    /// streams, however many connections it opens.
+    #[arg(
+        long,
+        env = "ALLFIVES_MAX_WATCH_STREAMS_PER_CLIENT",
+        default_value_t = 64,
+        value_parser = clap::value_parser!(u64).range(1..=10_000_000)
+    )]
+    pub max_watch_streams_per_client: u64,
+
     /// Seconds a Watch stream stays silent before a heartbeat: under the idle timeout
     /// of every proxy between the server and its clients.
     #[arg(

@@ -154,7 +154,7 @@ struct Counts {
     /// The HARD search queue, once the server has made it.
     searches: OnceLock<Arc<Searches>>,
     /// The Watch streams' bounds and count, once the server has made them.
-    watches: OnceLock<Arc<crate::service::watch::WatchLimits>>,
+    watches: OnceLock<Arc<crate::service::watch_limits::WatchLimits>>,
 }
 
 /// The server's metrics: shared (in an `Arc`) by the gRPC server, the API and the
@@ -231,7 +231,7 @@ impl Metrics {
         let _ = self.counts.searches.set(searches);
     }
 
-    pub fn watch_streams(&self, watches: Arc<crate::service::watch::WatchLimits>) {
+    pub fn watch_streams(&self, watches: Arc<crate::service::watch_limits::WatchLimits>) {
         let _ = self.counts.watches.set(watches);
     }
 
@@ -405,6 +405,25 @@ impl Collector for Counts {
                     ([("state", "open")], watches.open()),
                     ([("state", "limit")], watches.limit()),
                 ],
+            )?;
+            labelled_counter(
+                e,
+                "watch_refusals",
+                "Watch calls refused TOO_MANY_WATCHES, by the bound they met: replica \
+                 (--max-watch-streams), connection, client (--max-watch-streams-per-client), \
+                 client_match (one client on one match), match_spectators, seat (one seat's \
+                 devices).",
+                watches
+                    .refusals()
+                    .map(|(bound, n)| ([("bound", bound.label())], n)),
+            )?;
+            labelled_counter(
+                e,
+                "watch_streams_ended",
+                "Watch streams the server ended before their client or connection went: \
+                 made_room (a spectator's, for a seat's at --max-watch-streams), stalled \
+                 (its client read nothing for two heartbeats).",
+                watches.ended().map(|(why, n)| ([("why", why.label())], n)),
             )?;
         }
         if let Some(counts) = self.token_cache.get() {

@@ -114,6 +114,7 @@ where
         .with_watches(
             usize::try_from(config.max_watch_streams)?,
             usize::try_from(config.max_watch_streams_per_connection)?,
+            usize::try_from(config.max_watch_streams_per_client)?,
             Duration::from_secs(config.watch_heartbeat_secs),
         );
     metrics.watch_searches(api.searches());

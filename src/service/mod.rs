@@ -29,6 +29,7 @@ pub mod status;
 pub mod steps;
 pub mod suggest;
 pub mod watch;
+pub mod watch_limits;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,6 +46,7 @@ use crate::store::MatchStore;
 use searches::{MatchId, Owner, SearchLimits, Searches};
 use status::{ApiError, deadline_passed};
 use steps::{Answer, Policy};
+use watch_limits::WatchLimits;
 
 /// The service: holds the key ring with its cache of lately sealed games, and the
 /// metrics. No call depends on another: a game lives in its token, and the cache only
@@ -67,7 +69,7 @@ pub struct Api {
     /// that changes a match is answered only once the store moved it (`crate::store`).
     store: Option<Arc<MatchStore>>,
     /// The bounds on open Watch streams (`watch`).
-    watches: Arc<watch::WatchLimits>,
+    watches: Arc<WatchLimits>,
     /// How long a Watch stream stays silent before a heartbeat.
     watch_heartbeat: Duration,
 }
@@ -95,27 +97,35 @@ impl Api {
                 searches::DEFAULT_WAIT_BUDGET,
             )),
             store: None,
-            watches: watch::WatchLimits::new(
-                watch::DEFAULT_MAX_STREAMS,
-                watch::DEFAULT_MAX_PER_CONNECTION,
+            watches: WatchLimits::new(
+                watch_limits::DEFAULT_MAX_STREAMS,
+                watch_limits::DEFAULT_MAX_PER_CONNECTION,
+                watch_limits::DEFAULT_MAX_PER_CLIENT,
             ),
             watch_heartbeat: watch::DEFAULT_HEARTBEAT,
         }
     }
 
     /// The same service, with at most `total` Watch streams open, `per_connection` on
-    /// one connection (`--max-watch-streams`, `--max-watch-streams-per-connection`),
-    /// and a heartbeat after `heartbeat` of silence (`--watch-heartbeat-secs`).
-    pub fn with_watches(self, total: usize, per_connection: usize, heartbeat: Duration) -> Api {
+    /// one connection, `per_client` of one client (`--max-watch-streams`,
+    /// `--max-watch-streams-per-connection`, `--max-watch-streams-per-client`), and a
+    /// heartbeat after `heartbeat` of silence (`--watch-heartbeat-secs`).
+    pub fn with_watches(
+        self,
+        total: usize,
+        per_connection: usize,
+        per_client: usize,
+        heartbeat: Duration,
+    ) -> Api {
         Api {
-            watches: watch::WatchLimits::new(total, per_connection),
+            watches: WatchLimits::new(total, per_connection, per_client),
             watch_heartbeat: heartbeat,
             ..self
         }
     }
 
     /// The bounds on Watch streams, with the count open (for the metrics' gauges).
-    pub fn watches(&self) -> Arc<watch::WatchLimits> {
+    pub fn watches(&self) -> Arc<WatchLimits> {
         Arc::clone(&self.watches)
     }
 

@@ -11,20 +11,22 @@
 //! begins to close (its age, or the server draining): the client watches again with the
 //! last state id it saw.
 //!
-//! Streams are bounded ([`WatchLimits`]): per connection and in all, past which a Watch is
-//! refused `RESOURCE_EXHAUSTED` `TOO_MANY_WATCHES`. A stream is a task, a two-message
-//! channel and a place among its match's watchers: its memory is measured in
-//! docs/PERFORMANCE.md. It holds no call slot (the calls-in-flight budget lets it go
-//! once its response has begun) and no deadline (the request timeout ends unary calls
-//! only).
+//! Streams are bounded, and make room for the match's players (`super::watch_limits`:
+//! a seat's stream is admitted only once its credential holds on the match's latest
+//! state); a stream told to make room ends `TOO_MANY_WATCHES`, and one whose client
+//! has not read a message for two heartbeats ends by itself. A stream is a task, a
+//! two-message channel and a place among its match's watchers: its memory is measured
+//! in docs/PERFORMANCE.md. It holds no call slot (the calls-in-flight budget lets it go
+//! once its response has begun) and no deadline once it has answered (the request
+//! timeout ends its opening: the store's read and subscription).
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Response, Status};
@@ -32,8 +34,10 @@ use tonic::{Response, Status};
 use super::convert::{event_out, match_id_in};
 use super::status::ApiError;
 use super::steps::{open, render};
+use super::watch_limits::{self, OnConnection, Permit, Watcher};
 use super::{Api, traced};
-use crate::connection::{Closing, Tracker};
+use crate::call::CallContext;
+use crate::connection::Closing;
 use crate::proto::v1 as pb;
 use crate::state::{self, MatchId, StateId, Tokens};
 use crate::store::{Head, MatchStore, Notice, Watching};
@@ -45,15 +49,6 @@ pub type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchResponse, Statu
 /// (`--watch-heartbeat-secs`): well under the idle timeouts of common proxies (nginx's
 /// 60 s).
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
-
-/// The most Watch streams open unless the server says otherwise
-/// (`--max-watch-streams`).
-pub const DEFAULT_MAX_STREAMS: usize = 1_000;
-
-/// The most Watch streams open on one connection unless the server says otherwise
-/// (`--max-watch-streams-per-connection`): a device watches one match, a spectator's
-/// page a few.
-pub const DEFAULT_MAX_PER_CONNECTION: usize = 8;
 
 /// How long a stream whose store did not answer a resync waits to ask again.
 const RESYNC_RETRY: Duration = Duration::from_secs(1);
@@ -71,79 +66,6 @@ enum Next {
 
 /// Messages a stream holds for a slow reader before it waits for it.
 const BUFFER: usize = 2;
-
-/// The bounds on open Watch streams: in all, counted here, and per connection, counted
-/// in the connection's tracker (`crate::connection`).
-#[derive(Debug)]
-pub struct WatchLimits {
-    total: usize,
-    per_connection: usize,
-    open: AtomicUsize,
-}
-
-/// A stream's place under the [`WatchLimits`]' total, held by its task, given back
-/// when dropped.
-#[derive(Debug)]
-pub struct Permit {
-    limits: Arc<WatchLimits>,
-}
-
-/// A stream's place among its connection's, held by its answer (so that the count,
-/// which eviction at the connection cap also reads, never outlasts the call: a stream
-/// whose answer has ended while its task winds down is not one), given back when
-/// dropped.
-#[derive(Debug)]
-pub struct OnConnection(Arc<Tracker>);
-
-impl Drop for OnConnection {
-    fn drop(&mut self) {
-        self.0.close_watch();
-    }
-}
-
-impl WatchLimits {
-    pub fn new(total: usize, per_connection: usize) -> Arc<WatchLimits> {
-        Arc::new(WatchLimits {
-            total,
-            per_connection,
-            open: AtomicUsize::new(0),
-        })
-    }
-
-    /// A place for a stream on `connection`, if there is one: in all, and on the
-    /// connection.
-    pub fn admit(self: &Arc<Self>, connection: &Arc<Tracker>) -> Option<(Permit, OnConnection)> {
-        if !connection.open_watch(self.per_connection) {
-            return None;
-        }
-        let on_connection = OnConnection(Arc::clone(connection));
-        self.open
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.total).then_some(n + 1)
-            })
-            .ok()?;
-        let permit = Permit {
-            limits: Arc::clone(self),
-        };
-        Some((permit, on_connection))
-    }
-
-    /// The most streams open at once.
-    pub fn limit(&self) -> usize {
-        self.total
-    }
-
-    /// Streams open now.
-    pub fn open(&self) -> usize {
-        self.open.load(Ordering::Acquire)
-    }
-}
-
-impl Drop for Permit {
-    fn drop(&mut self) {
-        self.limits.open.fetch_sub(1, Ordering::AcqRel);
-    }
-}
 
 /// A Watch call's answer: the messages its task sends, and its place among its
 /// connection's streams, given back with the answer.
@@ -171,7 +93,7 @@ struct Followed {
     watching: Watching,
     /// The state id of the last state sent.
     last: [u8; 16],
-    _permit: Permit,
+    permit: Permit,
 }
 
 /// A stream's task.
@@ -191,7 +113,7 @@ impl Api {
         let call = Api::call(&req)?;
         let closing = call.connection.closing();
         let seat = req.get_ref().viewer;
-        let opened = self.open_watch(&call.connection, req.get_ref()).await;
+        let opened = self.open_watch(&call, req.get_ref()).await;
         let (first, followed, on_connection) = match opened {
             Ok(opened) => opened,
             Err(error) => return traced(&self.metrics, &call, seat, || Err(error)),
@@ -220,17 +142,28 @@ impl Api {
     /// not hold (a bad credential, a match the store does not hold, no store).
     async fn open_watch(
         &self,
-        connection: &Arc<Tracker>,
+        call: &CallContext,
         req: &pb::WatchRequest,
     ) -> Result<(pb::WatchResponse, Followed, OnConnection), ApiError> {
         let Some(store) = self.store.clone() else {
             return Err(ApiError::StoreRequired);
         };
         let watch = watch_in(&self.tokens, req)?;
+        // A seat's stream is one only once its credential holds (on the match's latest
+        // state): a seat's places are not for anyone naming a seat.
+        let watcher = match watch.viewer {
+            Some(seat) => {
+                let head = latest(&store, &watch).await?;
+                let (opened, _) = open(&self.tokens, &head.token, Some(seat), &watch.credential)?;
+                self.tokens.keep(opened);
+                Watcher::Seat(seat as usize)
+            }
+            None => Watcher::Spectator,
+        };
         let (permit, on_connection) = self
             .watches
-            .admit(connection)
-            .ok_or(ApiError::TooManyWatches)?;
+            .admit(&call.connection, call.client, watch.match_id, watcher)
+            .map_err(|_| ApiError::TooManyWatches)?;
         let watching = store.watch(watch.match_id).await.map_err(ApiError::from)?;
         let head = latest(&store, &watch).await?;
         let first = match watch.last_seen {
@@ -255,7 +188,7 @@ impl Api {
             last: head.state,
             watch,
             watching,
-            _permit: permit,
+            permit,
         };
         Ok((first, followed, on_connection))
     }
@@ -303,6 +236,12 @@ impl Follower {
             let message = tokio::select! {
                 () = self.closing.closed() => return,
                 () = self.sender.closed() => return,
+                () = self.followed.permit.told_to_end() => {
+                    // Its place was given to a seat's stream, or it is stalled: if there
+                    // is room, its client is told why.
+                    let _ = self.sender.try_send(Err(ApiError::TooManyWatches.into()));
+                    return;
+                }
                 _ = beat.tick() => Some(Next::Message(Ok(heartbeat()))),
                 () = &mut retry, if retrying => {
                     retrying = false;
@@ -331,17 +270,38 @@ impl Follower {
                 None => continue,
             };
             let failed = message.is_err();
-            // A client that stops reading holds the send: its connection's closing ends
-            // the stream all the same.
-            let sent = tokio::select! {
-                sent = self.sender.send(message) => sent.is_ok(),
-                () = self.closing.closed() => false,
-            };
+            let sent = self.send(message).await;
             if !sent || failed {
                 return;
             }
             beat.reset();
         }
+    }
+
+    /// Sends `message` when its client has read what came before; `false` if the
+    /// stream is over: the client went, the connection closes, its place was given to
+    /// another stream, or its client has not read for the stall limit (its connection's
+    /// window may stay shut for ever: ended, and counted).
+    async fn send(&mut self, message: Result<pb::WatchResponse, Status>) -> bool {
+        let message = match self.sender.try_send(message) {
+            Ok(()) => return true,
+            Err(TrySendError::Closed(_)) => return false,
+            Err(TrySendError::Full(message)) => message,
+        };
+        let permit = &self.followed.permit;
+        permit.blocked();
+        let stall_limit = watch_limits::stall_limit(self.api.watch_heartbeat);
+        let sent = tokio::select! {
+            sent = self.sender.send(message) => sent.is_ok(),
+            () = self.closing.closed() => false,
+            () = permit.told_to_end() => false,
+            () = tokio::time::sleep(stall_limit) => {
+                permit.limits().stalled();
+                false
+            }
+        };
+        permit.unblocked();
+        sent
     }
 
     /// The change to `head`, which becomes the last sent.
@@ -392,7 +352,16 @@ pub struct Watch {
 /// ([`watched`]).
 pub fn watch_in(tokens: &Tokens, req: &pb::WatchRequest) -> Result<Watch, ApiError> {
     let match_id = match (req.state.is_empty(), req.match_id.is_empty()) {
-        (false, _) => tokens.open(&req.state)?.match_id,
+        (false, by_id) => {
+            let match_id = tokens.open(&req.state)?.match_id;
+            if !by_id && match_id_in(&req.match_id)? != match_id {
+                return Err(ApiError::field(
+                    "match_id",
+                    "names another match than the token in `state`: send one of them",
+                ));
+            }
+            match_id
+        }
         (true, false) => match_id_in(&req.match_id)?,
         (true, true) => {
             return Err(ApiError::field(
@@ -461,33 +430,4 @@ pub fn watched(
     };
     tokens.keep(opened);
     Ok(change)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_streams_place_on_its_connection_goes_with_its_answer_and_a_refusal_takes_none() {
-        let limits = WatchLimits::new(2, 1);
-        let connection = Tracker::in_process();
-        let (permit, answer) = limits.admit(&connection).expect("a place");
-        assert!(limits.admit(&connection).is_none(), "one per connection");
-        // Its answer ended while its task winds down: with a unary call open the
-        // connection is busy, not one of streams only, so never evicted for it.
-        drop(answer);
-        let _unary = connection.opened();
-        assert_eq!(connection.eviction_rank(), None);
-        assert_eq!(limits.open(), 1, "the task still holds its place in all");
-        drop(permit);
-        assert_eq!(limits.open(), 0);
-        // Refused for the total: nothing is kept on the connection.
-        let other = Tracker::in_process();
-        let held = [limits.admit(&connection), limits.admit(&other)];
-        assert!(held.iter().all(Option::is_some));
-        let third = Tracker::in_process();
-        assert!(limits.admit(&third).is_none(), "two in all");
-        drop(held);
-        assert!(third.open_watch(1), "its count on the connection was given back");
-    }
 }

@@ -22,8 +22,9 @@ const BACKLOG: usize = 16;
 
 /// The most streams that watch one match on one replica: its seats' devices (a few
 /// each) and some spectators. Every move is rendered for each watcher, so a match must
-/// not take a replica's whole budget of streams.
-pub const MAX_WATCHERS_PER_MATCH: usize = 32;
+/// not take a replica's whole budget of streams. A backstop: the service's own bounds
+/// (`service::watch_limits`: 24 spectators and 4 devices a seat) sit within it.
+pub const MAX_WATCHERS_PER_MATCH: usize = 40;
 
 /// What a watcher of a match is told.
 #[derive(Clone, Debug)]

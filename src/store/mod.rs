@@ -220,8 +220,12 @@ impl MatchStore {
     /// Follows the match's changes from now on: once this answers, every move the
     /// store takes for it (from any replica) reaches the returned watcher, so a read
     /// of [`MatchStore::latest`] made after it misses nothing.
+    /// Refused `Unavailable` if the store's subscription is not in place within
+    /// [`RESPONSE_TIMEOUT`] (a store that is down).
     pub async fn watch(&self, match_id: MatchId) -> Result<Watching, StoreRefusal> {
-        self.changes.watch(match_id).await
+        tokio::time::timeout(RESPONSE_TIMEOUT, self.changes.watch(match_id))
+            .await
+            .unwrap_or_else(|_| Err(StoreRefusal::Unavailable("no answer in time".into())))
     }
 
     /// The match's invite code while it lives, else a new one: the first of

@@ -226,6 +226,19 @@ async fn a_store_that_went_away_answers_store_unavailable() {
         .expect_err("no store");
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
     assert_eq!(reason(&refused), "STORE_UNAVAILABLE");
+    // A Watch opened meanwhile, a seat's or a spectator's, answers the same (issue 40:
+    // it hung to the request timeout, and its answer was not the proto's).
+    for viewer in [Some(0), None] {
+        let watch = pb::WatchRequest {
+            state: token.clone(),
+            viewer,
+            credential: viewer.map_or(Vec::new(), |seat| creds.of(seat)),
+            ..Default::default()
+        };
+        let refused = a.watch(watch).await.expect_err("no store to watch");
+        assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+        assert_eq!(reason(&refused), "STORE_UNAVAILABLE");
+    }
     // At its next probe (every 5 s), NOT_SERVING: the decision waited for, not a time.
     while store_status(&mut health).await.ok() != Some(ServingStatus::NotServing as i32) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;

@@ -707,36 +707,265 @@ async fn streams_on_every_connection_do_not_keep_a_new_client_out() {
     assert!(ended >= 1, "no stream was ended to make room");
 }
 
-/// Every move is rendered for each of its match's watchers, so one match may have at
-/// most 32 streams on a replica (the review's fan-out); another match is watched still.
+/// `req` as if a trusted gateway forwarded it from `address` (the test servers below
+/// trust `x-forwarded-for`): one client per address.
+fn from<T>(address: &str, req: T) -> tonic::Request<T> {
+    let mut req = tonic::Request::new(req);
+    req.metadata_mut()
+        .insert("x-forwarded-for", address.parse().expect("an address"));
+    req
+}
+
+/// A server with a memory store that trusts `x-forwarded-for` (as behind a gateway),
+/// with `flags` besides.
+async fn behind_a_gateway(flags: &[&str]) -> TestServer {
+    let mut all = vec![
+        "--match-store",
+        "memory",
+        "--trusted-client-header",
+        "x-forwarded-for",
+    ];
+    all.extend_from_slice(flags);
+    TestServer::start_with(ring(1, 1), &all).await
+}
+
+/// Whether the server's metrics hold `line`.
+async fn metric(server: &TestServer, line: &str) -> bool {
+    let (_, _, text) = server.scrape("/metrics").await;
+    text.lines().any(|l| l == line)
+}
+
+/// Issue 40's first attack: anyone who knows a match's id opens 32 spectator streams
+/// (from many addresses, so no per-client bound applies); the match's players, with
+/// their credentials, are still answered: spectators never take a seat's places. Every
+/// move is rendered for each watcher, so a match's spectators on a replica are bounded
+/// (24), and another match is watched still. Fails with the seats' places taken out
+/// (every watcher counted alike up to the match's 32, as before issue 40).
 #[tokio::test]
-async fn a_match_has_a_bounded_number_of_watchers() {
-    let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+async fn spectators_of_a_match_never_keep_its_players_out() {
+    let server = behind_a_gateway(&[]).await;
     let mut client = server.client().await;
-    let (crowded, view, _) = hot_seat_match(&mut client).await;
+    let (crowded, view, creds) = hot_seat_match(&mut client).await;
     let (other, other_view, _) = hot_seat_match(&mut client).await;
-    let mut streams = Vec::new();
+    let mut spectators = Vec::new();
+    let mut refused = 0;
     let mut connection = server.client().await;
     for i in 0..32 {
         if i % 8 == 0 {
             connection = server.client().await;
         }
-        let stream = connection
-            .watch(watch_as(&crowded, None, &[], &view.state_id))
-            .await
-            .expect("a watcher");
-        streams.push(stream);
+        let address = format!("203.0.113.{i}");
+        let req = from(&address, watch_as(&crowded, None, &[], &view.state_id));
+        match connection.watch(req).await {
+            Ok(stream) => spectators.push(stream),
+            Err(status) => {
+                assert_eq!(reason(&status), "TOO_MANY_WATCHES", "{status:?}");
+                refused += 1;
+            }
+        }
     }
-    let mut fresh = server.client().await;
-    let refused = fresh
-        .watch(watch_as(&crowded, None, &[], &view.state_id))
+    assert_eq!((spectators.len(), refused), (24, 8));
+    // Each seat's player is answered, from a device of its own.
+    let mut seats = Vec::new();
+    for seat in 0..view.seats.len() as u32 {
+        let mut device = server.client().await;
+        let req = watch_as(&crowded, Some(seat), &creds.of(seat), &view.state_id);
+        let mut stream = device
+            .watch(from(&format!("198.51.100.{seat}"), req))
+            .await
+            .expect("a seat's Watch is answered")
+            .into_inner();
+        assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
+        seats.push((device, stream));
+    }
+    // Naming a seat with a credential that does not hold is refused as ever, and takes
+    // no seat's place.
+    let mut device = server.client().await;
+    let forged = device
+        .watch(watch_as(&crowded, Some(1), &creds.of(0), &view.state_id))
         .await
-        .expect_err("the 33rd watcher of one match");
-    assert_eq!(reason(&refused), "TOO_MANY_WATCHES");
-    fresh
-        .watch(watch_as(&other, None, &[], &other_view.state_id))
+        .expect_err("not its credential");
+    assert_eq!(forged.code(), Code::PermissionDenied);
+    device
+        .watch(from(
+            "198.51.100.9",
+            watch_as(&other, None, &[], &other_view.state_id),
+        ))
         .await
         .expect("another match");
+    assert!(
+        metric(
+            &server,
+            r#"allfives_watch_refusals_total{bound="match_spectators"} 8"#
+        )
+        .await
+    );
+}
+
+/// Issue 40's second attack: one client holds every stream the replica takes and reads
+/// none. A client is bounded (64 streams, however many connections); clients holding
+/// the whole replica between them (many addresses) cannot keep a seat out (the oldest
+/// spectator makes room, told TOO_MANY_WATCHES), and their streams whose window stays
+/// shut end by themselves after two heartbeats, counted. Fails with the seat's
+/// precedence taken out (the seat refused), and with the stall check taken out (the
+/// stalled streams are never ended).
+#[tokio::test]
+async fn one_client_cannot_take_a_replicas_streams_and_stalled_streams_end() {
+    let server = behind_a_gateway(&[
+        "--max-watch-streams",
+        "40",
+        "--max-watch-streams-per-client",
+        "16",
+        "--watch-heartbeat-secs",
+        "1",
+    ])
+    .await;
+    let mut client = server.client().await;
+    let mut matches = Vec::new();
+    for _ in 0..3 {
+        matches.push(hot_seat_match(&mut client).await);
+    }
+    // One client (one address) over as many connections as it likes: 16 streams.
+    let mut held = Vec::new();
+    let mut refused = None;
+    for i in 0..24 {
+        let mut connection = server.client().await;
+        let (state, view, _) = &matches[i % 2];
+        match connection
+            .watch(from(
+                "203.0.113.1",
+                watch_as(state, None, &[], &view.state_id),
+            ))
+            .await
+        {
+            Ok(stream) => held.push((connection, stream.into_inner())),
+            Err(status) => refused = Some((i, status)),
+        }
+    }
+    assert_eq!(held.len(), 16);
+    let (_, status) = refused.expect("past the client's bound");
+    assert_eq!(reason(&status), "TOO_MANY_WATCHES");
+    assert!(
+        metric(
+            &server,
+            r#"allfives_watch_refusals_total{bound="client"} 8"#
+        )
+        .await
+    );
+    // Streams from many addresses that never read: a raw HTTP/2 client that opens no
+    // window, so that not a byte can be sent them. They fill the replica.
+    let mut stalled = Vec::new();
+    for i in 0..24 {
+        let (state, view, _) = &matches[i % 2];
+        let watch = watch_as(state, None, &[], &view.state_id);
+        stalled.push(shut_window_watch(server.addr, &format!("192.0.2.{i}"), &watch).await);
+    }
+    let full = r#"allfives_watch_streams{state="open"} 40"#;
+    assert!(metric(&server, full).await, "the replica is full");
+    // A seat is answered: the oldest spectator's stream made room.
+    let (state, view, creds) = &matches[2];
+    let mut player = server.client().await;
+    let mut stream = player
+        .watch(from(
+            "198.51.100.7",
+            watch_as(state, Some(0), &creds.of(0), &view.state_id),
+        ))
+        .await
+        .expect("a seat's Watch at the replica's bound")
+        .into_inner();
+    assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
+    let (_, oldest) = &mut held[0];
+    let ended = loop {
+        match oldest.message().await {
+            Ok(Some(_)) => continue,
+            other => break other,
+        }
+    };
+    let status = ended.expect_err("the oldest spectator is told");
+    assert_eq!(reason(&status), "TOO_MANY_WATCHES");
+    // The stalled streams end by themselves (two heartbeats unread), counted, and the
+    // replica has room again.
+    let stalled_line = r#"allfives_watch_streams_ended_total{why="stalled"} 24"#;
+    let mut waited = 0;
+    while !metric(&server, stalled_line).await {
+        waited += 1;
+        assert!(waited < 600, "the stalled streams never ended");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut newcomer = server.client().await;
+    newcomer
+        .watch(from(
+            "198.51.100.8",
+            watch_as(state, None, &[], &view.state_id),
+        ))
+        .await
+        .expect("room again");
+    drop(stalled);
+}
+
+/// A Watch call made over a raw HTTP/2 connection that gives the server no window to
+/// send in (so every message waits for ever), from `address`; kept open while the
+/// returned handles are.
+async fn shut_window_watch(
+    addr: std::net::SocketAddr,
+    address: &str,
+    watch: &pb::WatchRequest,
+) -> impl Sized + use<> {
+    use prost::Message;
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut h2, connection) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, tonic::codegen::Bytes>(tcp)
+        .await
+        .expect("handshake");
+    let connection = tokio::spawn(connection);
+    let request = tonic::codegen::http::Request::post(format!(
+        "http://{addr}/allfives.v1.AllFivesService/Watch"
+    ))
+    .header("content-type", "application/grpc")
+    .header("te", "trailers")
+    .header("x-forwarded-for", address)
+    .body(())
+    .expect("a request");
+    let (answer, mut body) = h2.send_request(request, false).expect("sent");
+    let message = watch.encode_to_vec();
+    let mut framed = vec![0];
+    framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    framed.extend_from_slice(&message);
+    body.send_data(framed.into(), true).expect("body");
+    let answer = answer.await.expect("the answer's headers");
+    assert_eq!(answer.status(), 200);
+    let status = tonic::Status::from_header_map(answer.headers());
+    assert!(status.is_none(), "refused: {status:?}");
+    (h2, answer, connection)
+}
+
+/// Issue 40's fourth: Watch answers its documented statuses: opened while the store is
+/// down, STORE_UNAVAILABLE (not a hang to the request timeout); and a request whose
+/// match id and token name different matches is refused, naming `match_id`.
+#[tokio::test]
+async fn watch_answers_its_documented_statuses() {
+    let server = TestServer::start_with(ring(1, 1), &["--match-store", "memory"]).await;
+    let mut client = server.client().await;
+    let (one, _, _) = hot_seat_match(&mut client).await;
+    let (two, two_view, _) = hot_seat_match(&mut client).await;
+    let mismatched = pb::WatchRequest {
+        match_id: two_view.match_id.clone(),
+        ..watch_as(&one, None, &[], &[])
+    };
+    let refused = client
+        .watch(mismatched)
+        .await
+        .expect_err("two matches named");
+    assert_eq!(common::bad_fields(&refused), vec!["match_id".to_string()]);
+    let same = pb::WatchRequest {
+        match_id: two_view.match_id.clone(),
+        ..watch_as(&two, None, &[], &two_view.state_id)
+    };
+    client
+        .watch(same)
+        .await
+        .expect("the same match named twice");
 }
 
 /// A server that drains ends its streams with OK at once (its connections begin to
