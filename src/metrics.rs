@@ -421,8 +421,8 @@ impl Collector for Counts {
                 e,
                 "watch_streams_ended",
                 "Watch streams the server ended before their client or connection went: \
-                 made_room (a spectator's, for a seat's at --max-watch-streams), stalled \
-                 (its client read nothing for two heartbeats).",
+                 made_room (its place given to a seat's stream), stalled (its client left \
+                 a message unread for two heartbeats, or for one when its place was needed).",
                 watches.ended().map(|(why, n)| ([("why", why.label())], n)),
             )?;
         }

@@ -101,6 +101,7 @@ impl Api {
                 watch_limits::DEFAULT_MAX_STREAMS,
                 watch_limits::DEFAULT_MAX_PER_CONNECTION,
                 watch_limits::DEFAULT_MAX_PER_CLIENT,
+                watch::DEFAULT_HEARTBEAT,
             ),
             watch_heartbeat: watch::DEFAULT_HEARTBEAT,
         }
@@ -118,7 +119,7 @@ impl Api {
         heartbeat: Duration,
     ) -> Api {
         Api {
-            watches: WatchLimits::new(total, per_connection, per_client),
+            watches: WatchLimits::new(total, per_connection, per_client, heartbeat),
             watch_heartbeat: heartbeat,
             ..self
         }

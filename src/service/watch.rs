@@ -67,12 +67,18 @@ enum Next {
 /// Messages a stream holds for a slow reader before it waits for it.
 const BUFFER: usize = 2;
 
-/// A Watch call's answer: the messages its task sends, and its place among its
-/// connection's streams, given back with the answer.
+/// A Watch call's answer: the messages its task sends, then the status it ended with
+/// (none: OK), and its place among its connection's streams, given back with the
+/// answer.
 struct Answer {
     messages: ReceiverStream<Result<pb::WatchResponse, Status>>,
+    ending: Ending,
     _on_connection: OnConnection,
 }
+
+/// The status a stream's task ended it with, if not OK: told after the messages it
+/// sent, whatever room its channel had.
+type Ending = Arc<std::sync::Mutex<Option<Status>>>;
 
 impl Stream for Answer {
     type Item = Result<pb::WatchResponse, Status>;
@@ -81,7 +87,16 @@ impl Stream for Answer {
         mut self: Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
-        Pin::new(&mut self.messages).poll_next(cx)
+        match Pin::new(&mut self.messages).poll_next(cx) {
+            std::task::Poll::Ready(None) => {
+                let mut ending = self
+                    .ending
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                std::task::Poll::Ready(ending.take().map(Err))
+            }
+            other => other,
+        }
     }
 }
 
@@ -102,6 +117,7 @@ struct Follower {
     followed: Followed,
     closing: Closing,
     sender: mpsc::Sender<Result<pb::WatchResponse, Status>>,
+    ending: Ending,
 }
 
 impl Api {
@@ -121,16 +137,19 @@ impl Api {
         let (sender, receiver) = mpsc::channel(BUFFER);
         // The first message fits the empty channel: this cannot fail.
         let _ = sender.try_send(Ok(first));
+        let ending = Ending::default();
         let follower = Follower {
             api: self.clone(),
             followed,
             closing,
             sender,
+            ending: Arc::clone(&ending),
         };
         tokio::spawn(follower.run());
         traced(&self.metrics, &call, seat, || {
             let answer = Answer {
                 messages: ReceiverStream::new(receiver),
+                ending,
                 _on_connection: on_connection,
             };
             Ok(Box::pin(answer) as WatchStream)
@@ -236,12 +255,7 @@ impl Follower {
             let message = tokio::select! {
                 () = self.closing.closed() => return,
                 () = self.sender.closed() => return,
-                () = self.followed.permit.told_to_end() => {
-                    // Its place was given to a seat's stream, or it is stalled: if there
-                    // is room, its client is told why.
-                    let _ = self.sender.try_send(Err(ApiError::TooManyWatches.into()));
-                    return;
-                }
+                () = self.followed.permit.told_to_end() => return self.end_crowded(),
                 _ = beat.tick() => Some(Next::Message(Ok(heartbeat()))),
                 () = &mut retry, if retrying => {
                     retrying = false;
@@ -294,14 +308,29 @@ impl Follower {
         let sent = tokio::select! {
             sent = self.sender.send(message) => sent.is_ok(),
             () = self.closing.closed() => false,
-            () = permit.told_to_end() => false,
+            () = permit.told_to_end() => {
+                self.end_crowded();
+                false
+            }
             () = tokio::time::sleep(stall_limit) => {
-                permit.limits().stalled();
+                permit.stalled();
+                self.end_crowded();
                 false
             }
         };
-        permit.unblocked();
+        self.followed.permit.unblocked();
         sent
+    }
+
+    /// Ends the stream with `TOO_MANY_WATCHES` (after what it sent): its place was given
+    /// to another stream, or its client stopped reading. Its client watches again later,
+    /// with backoff, not at once.
+    fn end_crowded(&self) {
+        *self
+            .ending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some(ApiError::TooManyWatches.into());
     }
 
     /// The change to `head`, which becomes the last sent.

@@ -13,13 +13,15 @@
 //! | a match's spectators on a replica | [`MATCH_SPECTATORS`] | every move is rendered for each watcher |
 //! | a seat's streams on a replica | [`SEAT_STREAMS`] | its player's devices; places spectators never take |
 //!
-//! At the replica's bound a seat's stream is not refused while a spectator's or a
-//! stalled stream is open: the oldest stalled stream (one whose client has not read
-//! what it was sent for the longest), else the oldest spectator's, is ended
-//! (`TOO_MANY_WATCHES`) and its place given to the seat. A spectator takes only a
-//! stalled stream's place. A stream that cannot be written for [`stall_limit`] ends by
-//! itself (`service::watch`). Each refusal is counted by its bound and each end by its
-//! cause (`allfives_watch_refusals`, `allfives_watch_streams_ended`).
+//! A seat's stream is not refused for spectators' sake: at its client's bounds one of
+//! its own client's spectators' streams makes room, and at the replica's bound the
+//! stream stalled the longest (a message unread for more than a heartbeat), else the
+//! oldest spectator's of the client holding the most streams, else the oldest stream of
+//! a client holding more than one more than the seat's client (a fair share) is ended
+//! (`TOO_MANY_WATCHES`) and its place given. A spectator takes only a stalled stream's
+//! place. A stream whose message waits unread for [`stall_limit`] ends by itself
+//! (`service::watch`). Each refusal is counted by its bound and each end by its cause
+//! (`allfives_watch_refusals`, `allfives_watch_streams_ended`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -132,6 +134,8 @@ pub struct WatchLimits {
     total: usize,
     per_connection: usize,
     per_client: usize,
+    /// The streams' heartbeat period: a message unread for longer is a stalled stream.
+    heartbeat: Duration,
     streams: Mutex<Streams>,
     epoch: Instant,
     refusals: [AtomicU64; Bound::ALL.len()],
@@ -196,11 +200,17 @@ impl Drop for OnConnection {
 }
 
 impl WatchLimits {
-    pub fn new(total: usize, per_connection: usize, per_client: usize) -> Arc<WatchLimits> {
+    pub fn new(
+        total: usize,
+        per_connection: usize,
+        per_client: usize,
+        heartbeat: Duration,
+    ) -> Arc<WatchLimits> {
         Arc::new(WatchLimits {
             total,
             per_connection,
             per_client,
+            heartbeat,
             streams: Mutex::default(),
             epoch: Instant::now(),
             refusals: Default::default(),
@@ -248,26 +258,34 @@ impl WatchLimits {
                 }
             }
         }
-        if let Some(theirs) = streams.by_client.get(&client) {
-            if theirs.total >= self.per_client {
-                return refused(Bound::Client);
-            }
+        // A client's bounds: a seat's stream first ends one of its own client's
+        // spectators' (a player is not refused for a page open at the same address).
+        let over_client = streams.by_client.get(&client).and_then(|theirs| {
             let here = theirs.matches.iter().find(|(m, _)| *m == match_id);
-            if here.is_some_and(|&(_, n)| n >= CLIENT_STREAMS_PER_MATCH) {
-                return refused(Bound::ClientMatch);
+            if theirs.total >= self.per_client {
+                Some((Bound::Client, None))
+            } else if here.is_some_and(|&(_, n)| n >= CLIENT_STREAMS_PER_MATCH) {
+                Some((Bound::ClientMatch, Some(match_id)))
+            } else {
+                None
+            }
+        });
+        if let Some((bound, on)) = over_client {
+            let own = streams.open.iter().find(|p| {
+                p.client == client
+                    && p.watcher == Watcher::Spectator
+                    && on.is_none_or(|m| p.match_id == m)
+            });
+            match (watcher, own.cloned()) {
+                (Watcher::Seat(_), Some(own)) => self.make_room(&mut streams, &own),
+                _ => return refused(bound),
             }
         }
         if streams.open.len() >= self.total {
-            let Some(victim) = self.room(&streams, watcher) else {
+            let Some(victim) = self.room(&streams, watcher, client) else {
                 return refused(Bound::Replica);
             };
-            let why = match victim.blocked_since.load(Ordering::Acquire) {
-                0 => Ended::MadeRoom,
-                _ => Ended::Stalled,
-            };
-            self.ended[why as usize].fetch_add(1, Ordering::Relaxed);
-            release(&mut streams, &victim);
-            victim.end.notify_one();
+            self.make_room(&mut streams, &victim);
         }
         let place = Arc::new(StreamPlace {
             watcher,
@@ -297,26 +315,67 @@ impl WatchLimits {
         Ok((permit, on_connection))
     }
 
-    /// The stream whose place a new `watcher`'s stream takes at the replica's bound:
-    /// the oldest stalled one (stalled longer than a heartbeat's worth of reading: any
-    /// message waiting), else, for a seat, the oldest spectator's.
-    fn room(&self, streams: &Streams, watcher: Watcher) -> Option<Arc<StreamPlace>> {
+    /// Ends `victim` to give its place to another stream: counted, its counts given
+    /// back now, and its task told.
+    fn make_room(&self, streams: &mut Streams, victim: &Arc<StreamPlace>) {
+        let why = match self.stalled_since(victim).is_some() {
+            true => Ended::Stalled,
+            false => Ended::MadeRoom,
+        };
+        if release(streams, victim) {
+            self.ended[why as usize].fetch_add(1, Ordering::Relaxed);
+        }
+        victim.end.notify_one();
+    }
+
+    /// Since when (ms past the epoch) `place`'s client has left a message unread for
+    /// longer than a heartbeat: a stalled stream; `None` if it reads.
+    fn stalled_since(&self, place: &StreamPlace) -> Option<u64> {
+        let since = place.blocked_since.load(Ordering::Acquire).checked_sub(1)?;
+        let heartbeat = u64::try_from(self.heartbeat.as_millis()).unwrap_or(u64::MAX);
+        (self.now_ms().saturating_sub(since) > heartbeat).then_some(since)
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The stream whose place a new `watcher`'s stream from `client` takes at the
+    /// replica's bound: the one stalled the longest; else, for a seat, a spectator's,
+    /// the oldest of the client holding the most streams; else, for a seat, the oldest
+    /// stream of the client holding the most, if it holds more than one more than
+    /// `client` does (a fair share: clients with many addresses cannot fill a replica
+    /// with their own seats' streams and keep the players of others out). `None`:
+    /// refused.
+    fn room(
+        &self,
+        streams: &Streams,
+        watcher: Watcher,
+        client: ClientId,
+    ) -> Option<Arc<StreamPlace>> {
         let stalled = streams
             .open
             .iter()
-            .filter(|p| p.blocked_since.load(Ordering::Acquire) != 0)
-            .min_by_key(|p| p.blocked_since.load(Ordering::Acquire));
-        let spectator = || {
+            .filter_map(|p| Some((self.stalled_since(p)?, p)))
+            .min_by_key(|&(since, _)| since)
+            .map(|(_, p)| p);
+        if stalled.is_some() || watcher == Watcher::Spectator {
+            return stalled.cloned();
+        }
+        let holds = |c: &ClientId| streams.by_client.get(c).map_or(0, |t| t.total);
+        let biggest = |spectators: bool| {
             streams
                 .open
                 .iter()
-                .find(|p| p.watcher == Watcher::Spectator)
+                .filter(|p| !spectators || p.watcher == Watcher::Spectator)
+                // The oldest of the client holding the most (`open` is oldest first).
+                .rev()
+                .max_by_key(|p| holds(&p.client))
         };
-        match watcher {
-            Watcher::Seat(_) => stalled.or_else(spectator),
-            Watcher::Spectator => stalled,
-        }
-        .cloned()
+        let ours = holds(&client);
+        biggest(true)
+            .or_else(|| biggest(false).filter(|p| holds(&p.client) > ours + 1))
+            .cloned()
     }
 
     /// The most streams open at once.
@@ -342,17 +401,12 @@ impl WatchLimits {
             .into_iter()
             .map(|e| (e, self.ended[e as usize].load(Ordering::Relaxed)))
     }
-
-    /// A stream ended itself, stalled.
-    pub fn stalled(&self) {
-        self.ended[Ended::Stalled as usize].fetch_add(1, Ordering::Relaxed);
-    }
 }
 
-/// Gives `place`'s counts back (once).
-fn release(streams: &mut Streams, place: &Arc<StreamPlace>) {
+/// Gives `place`'s counts back (once: `false` if they were already).
+fn release(streams: &mut Streams, place: &Arc<StreamPlace>) -> bool {
     if place.released.swap(true, Ordering::AcqRel) {
-        return;
+        return false;
     }
     if let Some(i) = streams.open.iter().position(|p| Arc::ptr_eq(p, place)) {
         streams.open.remove(i);
@@ -382,6 +436,7 @@ fn release(streams: &mut Streams, place: &Arc<StreamPlace>) {
             streams.by_client.remove(&place.client);
         }
     }
+    true
 }
 
 impl Permit {
@@ -395,7 +450,7 @@ impl Permit {
 
     /// A message waits for the client to read it (from now, if it did not already).
     pub fn blocked(&self) {
-        let now = u64::try_from(self.limits.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now = self.limits.now_ms();
         let _ = self.place.blocked_since.compare_exchange(
             0,
             now.saturating_add(1),
@@ -409,9 +464,12 @@ impl Permit {
         self.place.blocked_since.store(0, Ordering::Release);
     }
 
-    /// The bounds this stream is under.
-    pub fn limits(&self) -> &WatchLimits {
-        &self.limits
+    /// The stream ends itself: its client has not read for the stall limit. Counted
+    /// (once: not if its place was already given to another).
+    pub fn stalled(&self) {
+        if release(&mut self.limits.lock(), &self.place) {
+            self.limits.ended[Ended::Stalled as usize].fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -427,6 +485,8 @@ mod tests {
     use crate::connection::ConnectionId;
     use crate::state::MATCH_ID_LEN;
 
+    const BEAT: Duration = Duration::from_secs(15);
+
     fn client(n: u8) -> ClientId {
         ClientId::Address(std::net::IpAddr::from([198, 51, 100, n]))
     }
@@ -441,7 +501,7 @@ mod tests {
 
     #[test]
     fn a_streams_place_on_its_connection_goes_with_its_answer_and_a_refusal_takes_none() {
-        let limits = WatchLimits::new(2, 1, 64);
+        let limits = WatchLimits::new(2, 1, 64, BEAT);
         let connection = Tracker::in_process();
         let admit = |c: &Arc<Tracker>, n| limits.admit(c, client(n), game(1), Watcher::Spectator);
         let (permit, answer) = admit(&connection, 1).expect("a place");
@@ -474,7 +534,7 @@ mod tests {
 
     #[test]
     fn spectators_never_take_a_seats_places_on_a_match() {
-        let limits = WatchLimits::new(1_000, 1_000, 1_000);
+        let limits = WatchLimits::new(1_000, 1_000, 1_000, BEAT);
         let conn = connection();
         // Spectators from many clients fill the match's spectator places.
         let spectators: Vec<_> = (0..MATCH_SPECTATORS as u8)
@@ -513,7 +573,7 @@ mod tests {
 
     #[test]
     fn one_client_is_bounded_in_all_and_on_one_match() {
-        let limits = WatchLimits::new(1_000, 1_000, 10);
+        let limits = WatchLimits::new(1_000, 1_000, 10, BEAT);
         let conn = connection();
         let mut held = Vec::new();
         for _ in 0..CLIENT_STREAMS_PER_MATCH {
@@ -523,8 +583,16 @@ mod tests {
                     .expect("one"),
             );
         }
-        let refused = limits.admit(&conn, client(1), game(1), Watcher::Seat(0));
+        let refused = limits.admit(&conn, client(1), game(1), Watcher::Spectator);
         assert_eq!(refused.err(), Some(Bound::ClientMatch));
+        // A seat at the same address is not refused for those spectators' sake: the
+        // oldest of them makes room.
+        let seat = limits
+            .admit(&conn, client(1), game(1), Watcher::Seat(0))
+            .expect("the seat");
+        assert!(held[0].0.place.released.load(Ordering::Acquire));
+        held.remove(0);
+        held.push(seat);
         for _ in CLIENT_STREAMS_PER_MATCH..10 {
             held.push(
                 limits
@@ -542,11 +610,12 @@ mod tests {
         );
         let counts: Vec<_> = limits.refusals().filter(|&(_, n)| n > 0).collect();
         assert_eq!(counts, [(Bound::Client, 1), (Bound::ClientMatch, 1)]);
+        assert_eq!(limits.ended().next(), Some((Ended::MadeRoom, 1)));
     }
 
     #[tokio::test]
     async fn at_the_replicas_bound_a_seat_takes_the_oldest_spectators_place() {
-        let limits = WatchLimits::new(3, 1_000, 1_000);
+        let limits = WatchLimits::new(3, 1_000, 1_000, BEAT);
         let conn = connection();
         let spectators: Vec<_> = (0..3)
             .map(|n| {
@@ -581,9 +650,34 @@ mod tests {
         drop((spectators, seat));
     }
 
+    #[test]
+    fn clients_filling_a_replica_with_their_own_seats_make_room_for_others() {
+        // Two clients hold every place with seats' streams of their own matches; a
+        // player of another client takes the place of the one holding the most.
+        let limits = WatchLimits::new(6, 1_000, 1_000, BEAT);
+        let conn = connection();
+        let mut held = Vec::new();
+        for (n, seat) in [(1, 0), (1, 1), (1, 2), (1, 3), (2, 0), (2, 1)] {
+            let placed = limits.admit(&conn, client(n), game(n), Watcher::Seat(seat));
+            held.push(placed.expect("a seat"));
+        }
+        let served = limits.admit(&conn, client(9), game(9), Watcher::Seat(0));
+        assert!(served.is_ok(), "{:?}", served.err());
+        assert!(
+            held[0].0.place.released.load(Ordering::Acquire),
+            "client 1's oldest"
+        );
+        // Clients holding one place each (many addresses): no fair share to take.
+        let limits = WatchLimits::new(2, 1_000, 1_000, BEAT);
+        let _a = limits.admit(&conn, client(1), game(1), Watcher::Seat(0));
+        let _b = limits.admit(&conn, client(2), game(2), Watcher::Seat(0));
+        let refused = limits.admit(&conn, client(3), game(3), Watcher::Seat(0));
+        assert_eq!(refused.err(), Some(Bound::Replica));
+    }
+
     #[tokio::test]
     async fn at_the_replicas_bound_a_stalled_stream_makes_room_for_anyone() {
-        let limits = WatchLimits::new(2, 1_000, 1_000);
+        let limits = WatchLimits::new(2, 1_000, 1_000, Duration::ZERO);
         let conn = connection();
         let (reading, _a) = limits
             .admit(&conn, client(1), game(1), Watcher::Seat(0))
@@ -592,6 +686,8 @@ mod tests {
             .admit(&conn, client(2), game(2), Watcher::Seat(0))
             .expect("a seat");
         stalled.blocked();
+        // Stalled once a message has waited longer than a heartbeat (none here).
+        std::thread::sleep(Duration::from_millis(2));
         let _spectator = limits
             .admit(&conn, client(3), game(3), Watcher::Spectator)
             .expect("a spectator takes the stalled seat's place");

@@ -23,8 +23,9 @@ const BACKLOG: usize = 16;
 /// The most streams that watch one match on one replica: its seats' devices (a few
 /// each) and some spectators. Every move is rendered for each watcher, so a match must
 /// not take a replica's whole budget of streams. A backstop: the service's own bounds
-/// (`service::watch_limits`: 24 spectators and 4 devices a seat) sit within it.
-pub const MAX_WATCHERS_PER_MATCH: usize = 40;
+/// (`service::watch_limits`: 24 spectators and 4 devices a seat) sit within it, with
+/// room for streams told to end that have not yet let go.
+pub const MAX_WATCHERS_PER_MATCH: usize = 48;
 
 /// What a watcher of a match is told.
 #[derive(Clone, Debug)]
