@@ -344,7 +344,11 @@ async fn one_guesses_while_a_friend_opens(
 /// miss is answered. Without the per-client bound, the guesser spends the deployment's
 /// misses and the friend's code is refused: this fails.
 fn the_guesser_alone_was_stopped(seen: &Seen) {
-    assert_eq!(seen.friend_right, Answer::Opened, "the friend's code: {seen:?}");
+    assert_eq!(
+        seen.friend_right,
+        Answer::Opened,
+        "the friend's code: {seen:?}"
+    );
     let client = Answer::Limited("client".into());
     let answered = seen
         .guesses
@@ -506,6 +510,71 @@ async fn an_untrusted_header_names_no_other_client() {
         return;
     }
     panic!("three runs in a row crossed a minute's turn");
+}
+
+/// The refusal deploy/gateway/nginx.conf answers when a client address passes its
+/// `limit_req` for OpenInviteCode: the headers of its `@invite_codes_limited` location
+/// are a trailers-only gRPC status that clients read as the replicas' own refusal
+/// (`RESOURCE_EXHAUSTED`, an `ErrorInfo` with reason `INVITE_RATE_LIMITED`, domain
+/// and `limit` "client", as the server writes it for a client's spent misses), with a
+/// message of its own (the gateway counts calls, not misses). `.ci/gateway-test`
+/// shows nginx answering it.
+#[test]
+fn the_gateway_s_invite_refusal_is_the_server_s() {
+    use allfives::service::status::{ApiError, DOMAIN};
+    use allfives::store::RateLimit;
+    use std::collections::HashMap;
+    use tonic_types::{ErrorDetails, StatusExt};
+
+    let conf = include_str!("../../deploy/gateway/nginx.conf");
+    let block = conf
+        .split("location @invite_codes_limited {")
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .expect("nginx.conf has a location @invite_codes_limited");
+    let mut headers = tonic::codegen::http::HeaderMap::new();
+    for line in block.lines().map(str::trim) {
+        let Some(header) = line.strip_prefix("add_header ") else {
+            continue;
+        };
+        let (name, value) = header
+            .strip_suffix(" always;")
+            .and_then(|h| h.split_once(' '))
+            .expect("add_header NAME VALUE always;");
+        headers.insert(
+            tonic::codegen::http::HeaderName::from_bytes(name.as_bytes()).expect("a name"),
+            value.trim_matches('"').parse().expect("a header value"),
+        );
+    }
+    // The headers are exactly what a gRPC server writes for it (tonic's encoding).
+    let message = "too many invite codes were tried from this address: retry in a minute \
+                   (an invite link still works)";
+    let written = tonic::Status::with_error_details(
+        tonic::Code::ResourceExhausted,
+        message,
+        ErrorDetails::with_error_info(
+            "INVITE_RATE_LIMITED",
+            DOMAIN,
+            HashMap::from([("limit".to_string(), "client".to_string())]),
+        ),
+    );
+    let mut expected = tonic::codegen::http::HeaderMap::new();
+    written.add_header(&mut expected).expect("headers");
+    assert_eq!(
+        headers, expected,
+        "nginx.conf's @invite_codes_limited should add {expected:#?}"
+    );
+    let gateway = tonic::Status::from_header_map(&headers).expect("a gRPC status");
+    let server = tonic::Status::from(ApiError::InviteRateLimited(RateLimit::Client));
+    assert_eq!(gateway.code(), server.code());
+    let info = |status: &tonic::Status| {
+        let details = status.get_error_details();
+        let info = details.error_info().cloned().expect("an ErrorInfo");
+        let mut metadata: Vec<_> = info.metadata.into_iter().collect();
+        metadata.sort();
+        (info.reason, info.domain, metadata)
+    };
+    assert_eq!(info(&gateway), info(&server), "{gateway:?}");
 }
 
 #[tokio::test]
