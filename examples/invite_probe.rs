@@ -18,6 +18,8 @@ use std::process::ExitCode;
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
 use clap::Parser;
+
+mod common;
 use tonic::transport::Endpoint;
 use tonic_types::StatusExt;
 
@@ -79,14 +81,5 @@ async fn probe(args: Args) -> Result<String, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match probe(Args::parse()).await {
-        Ok(report) => {
-            println!("{report}");
-            ExitCode::SUCCESS
-        }
-        Err(why) => {
-            eprintln!("invite_probe: {why}");
-            ExitCode::FAILURE
-        }
-    }
+    common::reported("invite_probe", probe(Args::parse()).await)
 }

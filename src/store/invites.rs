@@ -457,12 +457,13 @@ mod tests {
         assert_eq!(renewed.code, codes(30)[0]);
     }
 
-    #[test]
-    fn misses_past_the_minute_s_allowance_stop_every_look_up_until_the_next_minute() {
+    /// Codes allowing these misses a minute, in all and per client, and match 1's live
+    /// code, made now.
+    fn with_a_live_code(in_all: u32, per_client: u32) -> (MemoryInvites, Instant, InviteCode) {
         let rules = InviteRules {
-            ttl: Duration::from_secs(60),
-            misses_per_minute: 3,
-            misses_per_client_per_minute: 3,
+            ttl: Duration::from_secs(900),
+            misses_per_minute: in_all,
+            misses_per_client_per_minute: per_client,
         };
         let invites = MemoryInvites::new(NonZeroUsize::new(8).expect("8"), rules);
         let now = Instant::now();
@@ -470,6 +471,12 @@ mod tests {
             .invite(&MatchId([1; 16]), codes(10), now)
             .expect("a code")
             .code;
+        (invites, now, real)
+    }
+
+    #[test]
+    fn misses_past_the_minute_s_allowance_stop_every_look_up_until_the_next_minute() {
+        let (invites, now, real) = with_a_live_code(3, 3);
         let wrong = InviteCode::from_random([99; 8]);
         // Three clients, a miss each: the deployment's misses are spent.
         for last in 1..=3 {
@@ -491,17 +498,7 @@ mod tests {
     /// one client, however long it guesses; and the next minute it is answered again.
     #[test]
     fn one_client_past_its_misses_is_refused_alone_and_spends_nothing_of_the_rest() {
-        let rules = InviteRules {
-            ttl: Duration::from_secs(900),
-            misses_per_minute: 10,
-            misses_per_client_per_minute: 3,
-        };
-        let invites = MemoryInvites::new(NonZeroUsize::new(8).expect("8"), rules);
-        let now = Instant::now();
-        let real = invites
-            .invite(&MatchId([1; 16]), codes(10), now)
-            .expect("a code")
-            .code;
+        let (invites, now, real) = with_a_live_code(10, 3);
         let (guesser, friend, other) = (client(1), client(2), client(3));
         let mut refused = 0;
         for guess in 0..1_000u32 {

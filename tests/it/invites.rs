@@ -143,6 +143,12 @@ async fn a_friend_joins_by_code_on_the_memory_store() {
     friends_join_by_code(&mut a, &mut b).await;
 }
 
+/// A key's time to live in seconds, as Redis tells it.
+fn ttl(redis: &common::redis::Redis, key: &str) -> i64 {
+    let said = redis.cli(redis.port(), &["ttl", key]);
+    said.trim().parse().expect("a ttl")
+}
+
 #[tokio::test]
 async fn a_code_asked_on_one_replica_opens_on_the_other_over_redis() {
     let redis = common::redis::Redis::standalone();
@@ -154,11 +160,7 @@ async fn a_code_asked_on_one_replica_opens_on_the_other_over_redis() {
     assert!(keys.lines().any(|k| k.contains(":code:")), "{keys}");
     assert!(keys.lines().any(|k| k.contains(":match:")), "{keys}");
     for key in keys.lines().filter(|k| !k.contains(":misses:")) {
-        let ttl: i64 = redis
-            .cli(redis.port(), &["ttl", key])
-            .trim()
-            .parse()
-            .expect("a ttl");
+        let ttl = ttl(&redis, key);
         assert!((1..=900).contains(&ttl), "{key}: {ttl}");
     }
 }
@@ -300,49 +302,83 @@ struct Seen {
     friend_right: Answer,
     /// A third client typing a wrong code.
     other_wrong: Answer,
+    /// The invite look-ups the servers counted meanwhile: found, missed,
+    /// client_limited, deployment_limited.
+    counted: [u64; 4],
     /// Whether the minute turned while it ran (then the counts start again and nothing
     /// can be concluded).
     minute_turned: bool,
 }
 
-/// A host on `host` asks a code; one client (`guesser`, an address) guesses wrong
-/// codes flat out, three times as many as the deployment's bound, alternating between
-/// `guessing` (two replicas, or one server twice); then it types the right code, the
-/// friend (203.0.113.9) on `friend` types it, and a third client a wrong one.
+/// The invite look-ups the servers counted, summed, by result: found, missed,
+/// client_limited, deployment_limited.
+fn lookups(servers: &[&TestServer]) -> [u64; 4] {
+    let mut sum = [0; 4];
+    for server in servers {
+        let text = server.metrics.encode().expect("encode");
+        let results = ["found", "missed", "client_limited", "deployment_limited"];
+        for (total, result) in sum.iter_mut().zip(results) {
+            let series = format!("allfives_invite_code_lookups_total{{result=\"{result}\"}} ");
+            *total += text
+                .lines()
+                .find_map(|l| l.strip_prefix(&series))
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("no {series} in\n{text}"));
+        }
+    }
+    sum
+}
+
+/// A host on `one` asks a code; one client (`guesser`, an address) guesses wrong codes
+/// flat out, three times as many as the deployment's bound, alternating between `one`
+/// and `two` (two replicas, or one server twice); then it types the right code on
+/// `one`, the friend (203.0.113.9) types it on `two`, and a third client a wrong one.
 async fn one_guesses_while_a_friend_opens(
-    host: &mut Client,
-    guessing: [&mut Client; 2],
-    friend: &mut Client,
+    one: &TestServer,
+    two: &TestServer,
     guesser: &str,
 ) -> Seen {
+    let servers: &[&TestServer] = if std::ptr::eq(one, two) {
+        &[one]
+    } else {
+        &[one, two]
+    };
+    let (mut on_one, mut on_two) = (one.client().await, two.client().await);
     let minute = allfives::store::invites::minute_now();
-    let (state, credential) = hosted(host, 2).await;
-    let code = code_of(host, &state, &credential).await;
-    let [one, two] = guessing;
+    let before = lookups(servers);
+    let (state, credential) = hosted(&mut on_one, 2).await;
+    let code = code_of(&mut on_one, &state, &credential).await;
     let mut guesses = Vec::new();
     for guess in 0..3 * IN_ALL {
         // Twelve digits: a code of the alphabet, almost surely not the right one (the
         // code is 60 random bits).
         let wrong = format!("{guess:012}");
-        let client = if guess % 2 == 0 { &mut *one } else { &mut *two };
+        let client = if guess % 2 == 0 {
+            &mut on_one
+        } else {
+            &mut on_two
+        };
         guesses.push(typed_from(client, guesser, &wrong).await);
     }
-    let guesser_right = typed_from(one, guesser, &code).await;
-    let friend_right = typed_from(friend, "203.0.113.9", &code).await;
-    let other_wrong = typed_from(friend, "192.0.2.1", "0000-0000-0000").await;
+    let guesser_right = typed_from(&mut on_one, guesser, &code).await;
+    let friend_right = typed_from(&mut on_two, "203.0.113.9", &code).await;
+    let other_wrong = typed_from(&mut on_two, "192.0.2.1", "0000-0000-0000").await;
+    let after = lookups(servers);
     Seen {
         guesses,
         guesser_right,
         friend_right,
         other_wrong,
+        counted: [0, 1, 2, 3].map(|i| after[i] - before[i]),
         minute_turned: allfives::store::invites::minute_now() != minute,
     }
 }
 
 /// The guesser is answered for its first misses, then refused as a client for every
 /// later guess and for the right code; the friend's right code opens; a third client's
-/// miss is answered. Without the per-client bound, the guesser spends the deployment's
-/// misses and the friend's code is refused: this fails.
+/// miss is answered; the servers' metrics count each refusal as the client's. Without
+/// the per-client bound, the guesser spends the deployment's misses and the friend's
+/// code is refused: this fails.
 fn the_guesser_alone_was_stopped(seen: &Seen) {
     assert_eq!(
         seen.friend_right,
@@ -362,6 +398,11 @@ fn the_guesser_alone_was_stopped(seen: &Seen) {
     );
     assert_eq!(seen.guesser_right, client, "the guesser's right code");
     assert_eq!(seen.other_wrong, Answer::NotFound, "{seen:?}");
+    // Found: the friend's; missed: the guesser's five and the third client's;
+    // client_limited: the guesser's other guesses and its right code; no refusal for
+    // the deployment.
+    let refused = (3 * IN_ALL - PER_CLIENT + 1) as u64;
+    assert_eq!(seen.counted, [1, PER_CLIENT as u64 + 1, refused, 0]);
 }
 
 /// Runs [`one_guesses_while_a_friend_opens`] until a run falls within one minute (the
@@ -369,15 +410,9 @@ fn the_guesser_alone_was_stopped(seen: &Seen) {
 /// row cannot both turn), each run's guesser a client of its own (198.51.100.7, .8,
 /// .9: misses of an earlier run's guesser after the turn are not the next one's), and
 /// answers that run.
-async fn within_a_minute(
-    host: &mut Client,
-    guessing: [&mut Client; 2],
-    friend: &mut Client,
-) -> Seen {
-    let [one, two] = guessing;
+async fn within_a_minute(one: &TestServer, two: &TestServer) -> Seen {
     for guesser in ["198.51.100.7", "198.51.100.8", "198.51.100.9"] {
-        let both = [&mut *one, &mut *two];
-        let seen = one_guesses_while_a_friend_opens(host, both, friend, guesser).await;
+        let seen = one_guesses_while_a_friend_opens(one, two, guesser).await;
         if !seen.minute_turned {
             return seen;
         }
@@ -386,51 +421,18 @@ async fn within_a_minute(
     panic!("three runs in a row crossed a minute's turn");
 }
 
-/// The invite look-ups a server counted, by result: found, missed, client_limited,
-/// deployment_limited.
-fn lookups(server: &TestServer) -> [u64; 4] {
-    let text = server.metrics.encode().expect("encode");
-    ["found", "missed", "client_limited", "deployment_limited"].map(|result| {
-        let series = format!("allfives_invite_code_lookups_total{{result=\"{result}\"}} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&series))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
-    })
-}
-
 /// docs/security.md's attack on the memory store: one client guessing flat out no
 /// longer switches invite codes off for everyone. The metrics tell the refusals apart.
 #[tokio::test]
 async fn a_right_code_opens_for_another_client_while_one_guesses_flat_out_on_the_memory_store() {
     let args = [&["--match-store", "memory"][..], &GUESSING].concat();
     let server = TestServer::start_with(ring(1, 1), &args).await;
-    let (mut host, mut one, mut two, mut friend) = (
-        server.client().await,
-        server.client().await,
-        server.client().await,
-        server.client().await,
-    );
-    let before = lookups(&server);
-    let seen = within_a_minute(&mut host, [&mut one, &mut two], &mut friend).await;
-    the_guesser_alone_was_stopped(&seen);
-    let after = lookups(&server);
-    let counted: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
-    // The last run's look-ups (an earlier run across a minute's turn counted its own,
-    // so only the refusals the last run made are exact): found by the friend; missed by
-    // the guesser (5) and the third client; refused for the guesser's other guesses
-    // and its right code; none for the deployment.
-    assert!(
-        counted[0] >= 1 && counted[1] > PER_CLIENT as u64,
-        "{counted:?}"
-    );
-    assert!(counted[2] > (3 * IN_ALL - PER_CLIENT) as u64, "{counted:?}");
-    assert_eq!(counted[3], 0, "{counted:?}");
+    the_guesser_alone_was_stopped(&within_a_minute(&server, &server).await);
 }
 
 /// The same over Redis, the guesser's calls alternating between two replicas (the
-/// counts are the store's: neither replica alone sees past 3 misses), the friend on the
-/// second. The store counts the client under a pseudonym: no key holds its address.
+/// counts are the store's: neither replica alone sees more than 3 of its 5 misses),
+/// the friend on the second. The store counts the client under a pseudonym: no key holds its address.
 #[tokio::test]
 async fn a_right_code_opens_for_another_client_while_one_guesses_flat_out_over_redis() {
     let redis = common::redis::Redis::standalone();
@@ -442,14 +444,7 @@ async fn a_right_code_opens_for_another_client_while_one_guesses_flat_out_over_r
     .concat();
     let first = TestServer::start_with(ring(1, 1), &args).await;
     let second = TestServer::start_with(ring(1, 1), &args).await;
-    let (mut host, mut one, mut two, mut friend) = (
-        first.client().await,
-        first.client().await,
-        second.client().await,
-        second.client().await,
-    );
-    let seen = within_a_minute(&mut host, [&mut one, &mut two], &mut friend).await;
-    the_guesser_alone_was_stopped(&seen);
+    the_guesser_alone_was_stopped(&within_a_minute(&first, &second).await);
     let keys = redis.cli(
         redis.port(),
         &["keys", "allfives:{allfives-invites}:misses:*"],
@@ -464,11 +459,7 @@ async fn a_right_code_opens_for_another_client_while_one_guesses_flat_out_over_r
         let pseudonym = key.rsplit(':').next().unwrap_or_default();
         assert_eq!(pseudonym.len(), 32, "{key}");
         assert!(pseudonym.bytes().all(|b| b.is_ascii_hexdigit()), "{key}");
-        let ttl: i64 = redis
-            .cli(redis.port(), &["ttl", key])
-            .trim()
-            .parse()
-            .expect("a ttl");
+        let ttl = ttl(&redis, key);
         assert!((1..=120).contains(&ttl), "{key}: {ttl}");
     }
     for address in ["198.51.100.", "203.0.113.9", "192.0.2.1", "c63364"] {
