@@ -235,14 +235,5 @@ async fn run(args: Args) -> Result<String, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match run(Args::parse()).await {
-        Ok(report) => {
-            println!("{report}");
-            ExitCode::SUCCESS
-        }
-        Err(why) => {
-            eprintln!("watch_load: {why}");
-            ExitCode::FAILURE
-        }
-    }
+    common::reported("watch_load", run(Args::parse()).await)
 }

@@ -152,14 +152,5 @@ async fn probe(args: Args) -> Result<String, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match probe(Args::parse()).await {
-        Ok(report) => {
-            println!("{report}");
-            ExitCode::SUCCESS
-        }
-        Err(why) => {
-            eprintln!("watch_probe: {why}");
-            ExitCode::FAILURE
-        }
-    }
+    common::reported("watch_probe", probe(Args::parse()).await)
 }

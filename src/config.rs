@@ -353,16 +353,31 @@ pub struct Config {
 
     /// Invite codes that may be tried in vain in a minute, counted across every
     /// replica of the match store; past it every OpenInviteCode is refused
-    /// RESOURCE_EXHAUSTED INVITE_RATE_LIMITED until the minute is over. It bounds how
-    /// many codes a guesser can try (docs/security.md, "Invite codes"); a limit per
-    /// client belongs in the gateway, which knows the clients.
+    /// RESOURCE_EXHAUSTED INVITE_RATE_LIMITED until the minute is over. The backstop on
+    /// guessing: it bounds what every guesser together can try (docs/security.md,
+    /// "Invite codes"); each client is held to --invite-misses-per-client-per-minute
+    /// long before it.
     #[arg(
         long,
         env = "ALLFIVES_INVITE_MISSES_PER_MINUTE",
-        default_value_t = 6_000,
+        default_value_t = crate::store::invites::DEFAULT_MISSES_PER_MINUTE,
         value_parser = clap::value_parser!(u32).range(1..=1_000_000)
     )]
     pub invite_misses_per_minute: u32,
+
+    /// Invite codes one client (its address, an IPv6 one by its /64, or the one
+    /// --trusted-client-header names) may try in vain in a minute, counted across every
+    /// replica of the match store; past it that client's OpenInviteCode calls, the
+    /// right code's too, are refused RESOURCE_EXHAUSTED INVITE_RATE_LIMITED until the
+    /// minute is over, and every other client's are answered as before. Far above
+    /// what a person mistyping a code makes (docs/security.md, "Invite codes").
+    #[arg(
+        long,
+        env = "ALLFIVES_INVITE_MISSES_PER_CLIENT_PER_MINUTE",
+        default_value_t = crate::store::invites::DEFAULT_MISSES_PER_CLIENT_PER_MINUTE,
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub invite_misses_per_client_per_minute: u32,
 }
 
 impl Config {
@@ -386,6 +401,7 @@ impl Config {
         let invites = crate::store::InviteRules {
             ttl: std::time::Duration::from_secs(self.invite_ttl_secs),
             misses_per_minute: self.invite_misses_per_minute,
+            misses_per_client_per_minute: self.invite_misses_per_client_per_minute,
         };
         Ok(match self.match_store {
             StoreKind::None => None,
@@ -626,6 +642,13 @@ mod tests {
             crate::service::searches::DEFAULT_WAIT_BUDGET
         );
         assert_eq!(c.trusted_client_header, None);
+        assert_eq!(
+            (
+                c.invite_misses_per_minute,
+                c.invite_misses_per_client_per_minute
+            ),
+            (6_000, 30)
+        );
     }
 
     #[test]

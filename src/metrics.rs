@@ -25,6 +25,7 @@ use crate::proto::v1 as pb;
 use crate::routes::{ROUTE_COUNT, ROUTES, Route};
 use crate::service::searches::Searches;
 use crate::state::cache::CacheCounts;
+use crate::store::RateLimit;
 
 #[cfg(feature = "server")]
 mod endpoint;
@@ -139,6 +140,40 @@ const TOKEN_REASONS: [&str; 4] = [
     "TOKEN_INVALID",
 ];
 
+/// What an invite code's look-up in the store came to (`OpenInviteCode`): the code
+/// live, a miss (counted against the client and the deployment), or refused with
+/// nothing looked up, the client's misses or the deployment's spent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InviteLookup {
+    Found,
+    Missed,
+    Refused(RateLimit),
+}
+
+impl InviteLookup {
+    /// A look-up the store answered: the code's match, or none (a miss).
+    pub fn of<T>(found: &Option<T>) -> InviteLookup {
+        if found.is_some() {
+            InviteLookup::Found
+        } else {
+            InviteLookup::Missed
+        }
+    }
+
+    /// Its place in [`INVITE_LOOKUPS`].
+    fn index(self) -> usize {
+        match self {
+            InviteLookup::Found => 0,
+            InviteLookup::Missed => 1,
+            InviteLookup::Refused(RateLimit::Client) => 2,
+            InviteLookup::Refused(RateLimit::Deployment) => 3,
+        }
+    }
+}
+
+/// The `result` label of each [`InviteLookup`], by its index.
+const INVITE_LOOKUPS: [&str; 4] = ["found", "missed", "client_limited", "deployment_limited"];
+
 /// Every count, read by the registry at each scrape.
 #[derive(Debug, Default)]
 struct Counts {
@@ -149,6 +184,7 @@ struct Counts {
     hands_dealt: AtomicU64,
     moves: [AtomicU64; MOVE_KINDS.len()],
     rejected_tokens: [AtomicU64; TOKEN_REASONS.len()],
+    invite_lookups: [AtomicU64; INVITE_LOOKUPS.len()],
     /// The lookups of the token cache, once the server has made it.
     token_cache: OnceLock<Arc<CacheCounts>>,
     /// The HARD search queue, once the server has made it.
@@ -240,6 +276,11 @@ impl Metrics {
         if let Some(i) = TOKEN_REASONS.iter().position(|&r| r == reason) {
             self.counts.rejected_tokens[i].fetch_add(1, Relaxed);
         }
+    }
+
+    /// An invite code was looked up in the store (or refused before it was).
+    pub fn invite_looked_up(&self, lookup: InviteLookup) {
+        self.counts.invite_lookups[lookup.index()].fetch_add(1, Relaxed);
     }
 
     /// The OpenMetrics text exposition of every metric.
@@ -369,6 +410,18 @@ impl Collector for Counts {
                 .iter()
                 .zip(&self.rejected_tokens)
                 .map(|(&reason, n)| ([("reason", reason)], n.load(Relaxed))),
+        )?;
+        labelled_counter(
+            e,
+            "invite_code_lookups",
+            "Invite codes looked up in the match store (OpenInviteCode), by result: found \
+             (a live code), missed (counted against the client and the deployment), \
+             client_limited and deployment_limited (refused INVITE_RATE_LIMITED, nothing \
+             looked up: the client's misses this minute, or everyone's, were spent).",
+            INVITE_LOOKUPS
+                .iter()
+                .zip(&self.invite_lookups)
+                .map(|(&result, n)| ([("result", result)], n.load(Relaxed))),
         )?;
         if let Some(searches) = self.searches.get() {
             let (running, waiting) = searches.counts();
@@ -595,5 +648,26 @@ mod tests {
             .filter(|l| l.starts_with("allfives_rejected_tokens_total"))
             .count();
         assert_eq!(rejected, TOKEN_REASONS.len(), "{text}");
+    }
+
+    #[test]
+    fn invite_look_ups_are_counted_by_result_and_whose_limit_refused_them() {
+        let m = Metrics::new();
+        m.invite_looked_up(InviteLookup::of(&Some(())));
+        m.invite_looked_up(InviteLookup::of(&None::<()>));
+        m.invite_looked_up(InviteLookup::of(&None::<()>));
+        for _ in 0..3 {
+            m.invite_looked_up(InviteLookup::Refused(RateLimit::Client));
+        }
+        m.invite_looked_up(InviteLookup::Refused(RateLimit::Deployment));
+        let text = m.encode().expect("encode");
+        for line in [
+            r#"allfives_invite_code_lookups_total{result="found"} 1"#,
+            r#"allfives_invite_code_lookups_total{result="missed"} 2"#,
+            r#"allfives_invite_code_lookups_total{result="client_limited"} 3"#,
+            r#"allfives_invite_code_lookups_total{result="deployment_limited"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+        }
     }
 }

@@ -2,7 +2,9 @@
 //! `examples/rpc_load.rs`): a server they start on a free loopback port and wait for
 //! until it reports SERVING, a process's CPU time from `/proc`, latency quantiles, the
 //! runtime `main` starts, an echo request sized like a game call's, and one move of a
-//! hot-seat match (`watch_load`, `watch_probe`). Each example uses a part.
+//! hot-seat match (`watch_load`, `watch_probe`), and how a probe reports and exits
+//! ([`reported`]: `watch_load`, `watch_probe`, `invite_probe`). Each example uses a
+//! part.
 #![allow(dead_code)]
 
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -12,6 +14,21 @@ use tonic::transport::{Channel, Endpoint};
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
+
+/// An example's exit: its report printed on stdout (success), or why it failed on
+/// stderr after its `name` (failure).
+pub fn reported(name: &str, result: Result<String, String>) -> ExitCode {
+    match result {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("{name}: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// Runs an example's `run` on a multi-thread runtime of `workers` threads; an error
 /// it answers is printed after the example's `name`.

@@ -429,7 +429,7 @@ fuzz_target!(|data: &[u8]| {
             ApiError::StoreUnavailable(_) => Code::Unavailable,
             ApiError::MatchForgotten => Code::NotFound,
             ApiError::StoreRequired => Code::FailedPrecondition,
-            ApiError::TooManyWatches | ApiError::InviteRateLimited => Code::ResourceExhausted,
+            ApiError::TooManyWatches | ApiError::InviteRateLimited(_) => Code::ResourceExhausted,
             ApiError::InviteNotFound => Code::NotFound,
             ApiError::NoOpenSeat => Code::FailedPrecondition,
             ApiError::DeadlinePassed { .. } => Code::DeadlineExceeded,

@@ -9,9 +9,11 @@ use super::status::ApiError;
 use super::steps::{open, render, secret_bytes};
 use super::{Api, traced, within};
 use crate::call::CallContext;
+use crate::metrics::InviteLookup;
 use crate::proto::v1 as pb;
 use crate::state::{MatchId, Opened, Tokens};
-use crate::store::invites::{CANDIDATES, InviteCode};
+use crate::store::invites::{CANDIDATES, ClientKey, InviteCode};
+use crate::throttle::SharedThrottle;
 
 impl Api {
     pub(super) async fn create_invite_code_call(
@@ -30,7 +32,24 @@ impl Api {
     ) -> Result<Response<pb::OpenInviteCodeResponse>, Status> {
         let call = Api::call(&req)?;
         let answer = self.open_invite_code(req.get_ref(), &call).await;
+        if let Err(error @ ApiError::InviteRateLimited(_)) = answer {
+            return Err(self.refuse_guess(&call, error));
+        }
         traced(&self.metrics, &call, None, || answer)
+    }
+
+    /// A look-up refused for spent misses: counted, and logged at most once per period
+    /// (a guesser refused goes on guessing as fast as it can; a line a call would be a
+    /// flood of its own).
+    fn refuse_guess(&self, call: &CallContext, error: ApiError) -> Status {
+        static REFUSALS: SharedThrottle = SharedThrottle::new();
+        self.metrics.refused(error.reason());
+        if let Some(held_back) = REFUSALS.check() {
+            let method = call.route.map_or("", |route| route.method);
+            tracing::info_span!("rpc", method, seat = None::<u32>, result = error.reason())
+                .in_scope(|| tracing::info!(held_back, ?error, "refused"));
+        }
+        error.into()
     }
 
     /// The match's code, for a seated player, while it takes a friend: checked on the
@@ -68,9 +87,17 @@ impl Api {
         let Some(store) = &self.store else {
             return Err(ApiError::StoreRequired);
         };
-        let match_id = within(call, store.open_invite(&code))
-            .await?
-            .ok_or(ApiError::InviteNotFound)?;
+        // Misses are counted per client under its pseudonym, never its address.
+        let client = ClientKey::of(&call.client, self.tokens.ring());
+        let looked_up = within(call, store.open_invite(&code, &client)).await;
+        match &looked_up {
+            Ok(found) => self.metrics.invite_looked_up(InviteLookup::of(found)),
+            Err(ApiError::InviteRateLimited(limit)) => {
+                self.metrics.invite_looked_up(InviteLookup::Refused(*limit))
+            }
+            Err(_) => {}
+        }
+        let match_id = looked_up?.ok_or(ApiError::InviteNotFound)?;
         let head = within(call, store.latest(&match_id))
             .await?
             .ok_or(ApiError::InviteNotFound)?;

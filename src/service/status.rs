@@ -58,8 +58,9 @@ pub enum ApiError {
     TooManyWatches,
     /// No live invite code is the one typed (or its match has no open seat left).
     InviteNotFound,
-    /// The minute's misses of invite codes are spent.
-    InviteRateLimited,
+    /// The minute's misses of invite codes are spent: the client's own, or the whole
+    /// deployment's.
+    InviteRateLimited(crate::store::RateLimit),
     /// An invite code for a match with no open seat.
     NoOpenSeat,
     /// The call's deadline passed before it was answered ([`deadline_passed`]):
@@ -76,7 +77,7 @@ impl From<crate::store::StoreRefusal> for ApiError {
             StoreRefusal::Unavailable(why) => ApiError::StoreUnavailable(why),
             StoreRefusal::Forgotten => ApiError::MatchForgotten,
             StoreRefusal::Crowded => ApiError::TooManyWatches,
-            StoreRefusal::RateLimited => ApiError::InviteRateLimited,
+            StoreRefusal::RateLimited(limit) => ApiError::InviteRateLimited(limit),
         }
     }
 }
@@ -133,7 +134,7 @@ impl ApiError {
             ApiError::StoreRequired => R::StoreRequired,
             ApiError::TooManyWatches => R::TooManyWatches,
             ApiError::InviteNotFound => R::InviteNotFound,
-            ApiError::InviteRateLimited => R::InviteRateLimited,
+            ApiError::InviteRateLimited(_) => R::InviteRateLimited,
             ApiError::NoOpenSeat => R::NoOpenSeat,
             ApiError::DeadlinePassed { .. } => R::RequestTimeout,
         }
@@ -271,11 +272,22 @@ impl From<ApiError> for Status {
                  mistyped, expired, or its seats are all taken",
                 info(HashMap::new()),
             ),
-            ApiError::InviteRateLimited => Status::with_error_details(
+            ApiError::InviteRateLimited(limit) => Status::with_error_details(
                 Code::ResourceExhausted,
-                "too many invite codes were tried in vain this minute: retry in a minute \
-                 (an invite link still works)",
-                info(HashMap::new()),
+                match limit {
+                    crate::store::RateLimit::Client => {
+                        "too many invite codes were tried in vain from this address this \
+                         minute: retry in a minute (an invite link still works)"
+                    }
+                    crate::store::RateLimit::Deployment => {
+                        "too many invite codes were tried in vain this minute across the \
+                         service: retry in a minute (an invite link still works)"
+                    }
+                },
+                info(HashMap::from([(
+                    "limit".to_string(),
+                    limit.as_str().to_string(),
+                )])),
             ),
             ApiError::DeadlinePassed {
                 server_limit: false,
@@ -409,6 +421,30 @@ mod tests {
                 details(&Status::from(error)),
                 (code, reason.to_string(), vec![])
             );
+        }
+    }
+
+    #[test]
+    fn an_invite_refusal_says_whose_misses_were_spent() {
+        use crate::store::RateLimit;
+        for (limit, said) in [
+            (RateLimit::Client, "client"),
+            (RateLimit::Deployment, "deployment"),
+        ] {
+            let status = Status::from(ApiError::from(crate::store::StoreRefusal::RateLimited(
+                limit,
+            )));
+            let (code, reason, _) = details(&status);
+            assert_eq!(
+                (code, reason.as_str()),
+                (Code::ResourceExhausted, "INVITE_RATE_LIMITED")
+            );
+            let info = status
+                .get_error_details()
+                .error_info()
+                .cloned()
+                .expect("info");
+            assert_eq!(info.metadata.get("limit").map(String::as_str), Some(said));
         }
     }
 

@@ -5,11 +5,17 @@
 //! by commas or new lines; `#` starts a comment. Ids are 0..=255. The first entry is the
 //! sealing key unless another is named; every key opens. So a key rotates without
 //! downtime: add the new key second everywhere, then list it first, then drop the old.
+//!
+//! The ring also keys the pseudonyms under which the match store counts a client's
+//! invite code misses ([`KeyRing::pseudonym`]): replicas sharing the ring give a client
+//! the same pseudonym, and the store cannot turn one back into an address.
 
 use std::fmt;
 
 use aes_gcm_siv::Aes256GcmSiv;
 use aes_gcm_siv::aead::KeyInit;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 /// A key ring problem found while reading configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,7 +38,17 @@ pub struct KeyRing {
     keys: Vec<(u8, Aes256GcmSiv)>,
     active: usize,
     ephemeral: bool,
+    /// HMAC-SHA-256 keyed with a key derived from the sealing key ([`PSEUDONYMS`]).
+    pseudonyms: Hmac<Sha256>,
 }
+
+/// What the pseudonyms' key is derived with: HMAC-SHA-256, keyed with the sealing key,
+/// of these bytes (so a pseudonym is no function of the sealing key an attacker could
+/// use on tokens, and another use of the key would derive with other bytes).
+const PSEUDONYMS: &[u8] = b"allfives client pseudonyms v1";
+
+/// Bytes in a pseudonym ([`KeyRing::pseudonym`]).
+pub const PSEUDONYM_LEN: usize = 16;
 
 impl fmt::Debug for KeyRing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -63,6 +79,9 @@ impl KeyRing {
                 .position(|(k, _)| *k == id)
                 .ok_or(KeyRingError::UnknownActive(id))?,
         };
+        let mut derive = hmac(&keys[active].1);
+        derive.update(PSEUDONYMS);
+        let pseudonyms = hmac(&derive.finalize().into_bytes());
         let keys = keys
             .into_iter()
             .map(|(id, key)| (id, Aes256GcmSiv::new(&key.into())))
@@ -71,6 +90,7 @@ impl KeyRing {
             keys,
             active,
             ephemeral: false,
+            pseudonyms,
         })
     }
 
@@ -134,6 +154,19 @@ impl KeyRing {
         self.ephemeral
     }
 
+    /// A pseudonym of `what` (a client's address: `store::invites::ClientKey`): the
+    /// first 16 bytes of HMAC-SHA-256 under a key derived from the sealing key. The same
+    /// on every replica holding the same sealing key; without the ring, no address can
+    /// be tested against it (not even by trying all 2^32 IPv4 addresses).
+    pub fn pseudonym(&self, what: &[u8]) -> [u8; PSEUDONYM_LEN] {
+        let mut mac = self.pseudonyms.clone();
+        mac.update(what);
+        let digest = mac.finalize().into_bytes();
+        let mut out = [0u8; PSEUDONYM_LEN];
+        out.copy_from_slice(&digest[..PSEUDONYM_LEN]);
+        out
+    }
+
     pub(crate) fn active(&self) -> (u8, &Aes256GcmSiv) {
         let (id, cipher) = &self.keys[self.active];
         (*id, cipher)
@@ -142,6 +175,11 @@ impl KeyRing {
     pub(crate) fn get(&self, id: u8) -> Option<&Aes256GcmSiv> {
         self.keys.iter().find(|(k, _)| *k == id).map(|(_, c)| c)
     }
+}
+
+/// HMAC-SHA-256 keyed with `key` (any length: it cannot fail).
+fn hmac(key: &[u8]) -> Hmac<Sha256> {
+    <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key")
 }
 
 fn parse_hex_key(hex: &str) -> Option<[u8; 32]> {
@@ -209,6 +247,26 @@ mod tests {
             KeyRing::parse(&format!("1:{K1}"), Some(3)).unwrap_err(),
             KeyRingError::UnknownActive(3)
         );
+    }
+
+    #[test]
+    fn pseudonyms_follow_the_sealing_key_alone() {
+        let one = KeyRing::parse(&format!("1:{K1}"), None).unwrap();
+        let rotating = KeyRing::parse(&format!("1:{K1},2:{K2}"), None).unwrap();
+        let rotated = KeyRing::parse(&format!("1:{K1},2:{K2}"), Some(2)).unwrap();
+        let address = [4, 198, 51, 100, 7];
+        // A key added beside the sealing key changes nothing; another sealing key does.
+        assert_eq!(one.pseudonym(&address), rotating.pseudonym(&address));
+        assert_ne!(one.pseudonym(&address), rotated.pseudonym(&address));
+        assert_ne!(
+            one.pseudonym(&address),
+            one.pseudonym(&[4, 198, 51, 100, 8])
+        );
+        // Not the address, nor a plain hash of it: derived from the key.
+        let plain = <Hmac<Sha256> as Mac>::new_from_slice(&[]).unwrap();
+        let mut plain = plain.chain_update(address).finalize().into_bytes().to_vec();
+        plain.truncate(PSEUDONYM_LEN);
+        assert_ne!(one.pseudonym(&address).to_vec(), plain);
     }
 
     #[test]

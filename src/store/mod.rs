@@ -44,7 +44,7 @@ pub use crate::state::MatchId;
 /// call is refused `STORE_UNAVAILABLE` (the call's own deadline may end it sooner).
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
 pub use changes::{Changes, Notice, Watching};
-pub use invites::{Invite, InviteCode, InviteRules};
+pub use invites::{ClientKey, Invite, InviteCode, InviteRules, RateLimit};
 
 /// What a call that changed a match made: the match, the state it came from (none for
 /// a new match) and the state it made, and whether the match was made with a store
@@ -81,10 +81,11 @@ pub enum StoreRefusal {
     /// ([`changes::MAX_WATCHERS_PER_MATCH`]).
     #[error("the match has as many watchers here as it may")]
     Crowded,
-    /// As many invite codes were looked up in vain this minute as the store allows
+    /// As many invite codes were looked up in vain this minute as the store allows,
+    /// from the client ([`RateLimit::Client`]) or in all ([`RateLimit::Deployment`])
     /// (`invites`).
-    #[error("too many invite codes were tried in vain this minute")]
-    RateLimited,
+    #[error("too many invite codes were tried in vain this minute ({})", .0.as_str())]
+    RateLimited(RateLimit),
 }
 
 /// A match's latest state as the store holds it: its id, the id of the state it was
@@ -242,15 +243,20 @@ impl MatchStore {
         }
     }
 
-    /// The match a live invite code was made for, or `None` (a miss: counted, for
-    /// every replica of the store); refused [`StoreRefusal::RateLimited`] once this minute
-    /// has had as many misses as allowed, found or not.
-    pub async fn open_invite(&self, code: &InviteCode) -> Result<Option<MatchId>, StoreRefusal> {
+    /// The match a live invite code was made for, or `None` (a miss: counted for
+    /// `client` and in all, for every replica of the store); refused
+    /// [`StoreRefusal::RateLimited`], found or not, once this minute has had as many
+    /// misses from `client` as a client is allowed, or as many in all as allowed.
+    pub async fn open_invite(
+        &self,
+        code: &InviteCode,
+        client: &ClientKey,
+    ) -> Result<Option<MatchId>, StoreRefusal> {
         let minute = invites::minute_now();
         match &self.kind {
-            Kind::Memory(_, codes) => codes.open(code, Instant::now(), minute),
+            Kind::Memory(_, codes) => codes.open(code, client, Instant::now(), minute),
             #[cfg(feature = "server")]
-            Kind::Redis(store) => store.open_invite(code, minute).await,
+            Kind::Redis(store) => store.open_invite(code, client, minute).await,
         }
     }
 }

@@ -19,7 +19,9 @@
 //! `{allfives-invites}`) so that each of their two scripts ([`INVITE`],
 //! [`OPEN_INVITE`]) is one step: `allfives:{allfives-invites}:code:<code>` holds the
 //! code's match id, `…:match:<match id in hex>` the match's code, both with the code's
-//! time to live, and `…:misses:<minute>` the misses counted in that minute.
+//! time to live, `…:misses:<minute>` the misses counted in that minute, and
+//! `…:misses:<minute>:<client key in hex>` those of one client (a pseudonym:
+//! `invites::ClientKey`), both kept two minutes.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -29,7 +31,7 @@ use redis::{ProtocolVersion, PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
 use super::changes::{Changes, Notice, Ready, Subscription};
-use super::invites::{CANDIDATES, Invite, InviteCode, InviteRules};
+use super::invites::{CANDIDATES, ClientKey, Invite, InviteCode, InviteRules, RateLimit};
 use super::{Head, MatchId, Move, RESPONSE_TIMEOUT, Stale, StoreRefusal};
 use crate::state::MATCH_ID_LEN;
 use crate::state::lineage::ID_LEN;
@@ -81,21 +83,31 @@ end
 return {}
 "#;
 
-/// A code typed: KEYS[1] the code's key, KEYS[2] this minute's misses; ARGV the misses
-/// a minute allows, and how long to keep the count (milliseconds). Answers
-/// `{"limited"}` once the minute's misses are spent (nothing looked up),
-/// `{"found", match id}`, or `{"unknown"}` (a miss, counted).
+/// A code typed: KEYS[1] the code's key, KEYS[2] this minute's misses, KEYS[3] this
+/// minute's misses of the client who typed it; ARGV the misses a minute allows in all,
+/// those it allows a client, and how long to keep the counts (milliseconds). Answers
+/// `{"limited", "client"}` once the client's misses this minute are spent, else
+/// `{"limited", "deployment"}` once everyone's are (nothing looked up, nothing
+/// counted), `{"found", match id}`, or `{"unknown"}` (a miss, counted for the client
+/// and in all).
 pub const OPEN_INVITE: &str = r#"
+local theirs = tonumber(redis.call('GET', KEYS[3]) or '0')
+if theirs >= tonumber(ARGV[2]) then
+  return {'limited', 'client'}
+end
 local misses = tonumber(redis.call('GET', KEYS[2]) or '0')
 if misses >= tonumber(ARGV[1]) then
-  return {'limited'}
+  return {'limited', 'deployment'}
 end
 local found = redis.call('GET', KEYS[1])
 if found then
   return {'found', found}
 end
 if redis.call('INCR', KEYS[2]) == 1 then
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+if redis.call('INCR', KEYS[3]) == 1 then
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
 end
 return {'unknown'}
 "#;
@@ -334,17 +346,27 @@ impl RedisStore {
     pub async fn open_invite(
         &self,
         code: &InviteCode,
+        client: &ClientKey,
         minute: u64,
     ) -> Result<Option<MatchId>, StoreRefusal> {
+        let misses = format!("allfives:{{allfives-invites}}:misses:{minute}");
+        let theirs = [misses.as_bytes(), b":", &client.hex()].concat();
         let mut invocation = self.open_invite.key(RedisStore::code_key(code));
         invocation
-            .key(format!("allfives:{{allfives-invites}}:misses:{minute}"))
+            .key(misses)
+            .key(theirs)
             .arg(self.invites.misses_per_minute)
+            .arg(self.invites.misses_per_client_per_minute)
             // Kept past its minute, for replicas whose clocks are a little behind.
             .arg(120_000);
         let answer: Vec<Vec<u8>> = self.run(&invocation).await?;
         match answer.as_slice() {
-            [limited] if limited == b"limited" => Err(StoreRefusal::RateLimited),
+            [limited, whose] if limited == b"limited" && whose == b"client" => {
+                Err(StoreRefusal::RateLimited(RateLimit::Client))
+            }
+            [limited, whose] if limited == b"limited" && whose == b"deployment" => {
+                Err(StoreRefusal::RateLimited(RateLimit::Deployment))
+            }
             [unknown] if unknown == b"unknown" => Ok(None),
             [found, id] if found == b"found" => {
                 match <[u8; MATCH_ID_LEN]>::try_from(id.as_slice()).map(MatchId) {

@@ -3,9 +3,10 @@
 //! latest token, claims the open seat, and the match is dealt; on the memory store and
 //! on two replicas sharing a Redis store (asked on one, typed on the other). A code
 //! unknown, expired, or of a match with no open seat is the same NOT_FOUND; past the
-//! minute's misses even a right code is refused (the guesser's bound); only a seated
-//! player may ask; a server without a store refuses both calls. docs/security.md,
-//! "Invite codes".
+//! minute's misses even a right code is refused (the guesser's bound); one client
+//! guessing flat out is stopped alone, its right code too, while another client's right
+//! code opens (memory and Redis); only a seated player may ask; a server without a
+//! store refuses both calls. docs/security.md, "Invite codes".
 
 use std::time::Duration;
 
@@ -142,6 +143,12 @@ async fn a_friend_joins_by_code_on_the_memory_store() {
     friends_join_by_code(&mut a, &mut b).await;
 }
 
+/// A key's time to live in seconds, as Redis tells it.
+fn ttl(redis: &common::redis::Redis, key: &str) -> i64 {
+    let said = redis.cli(redis.port(), &["ttl", key]);
+    said.trim().parse().expect("a ttl")
+}
+
 #[tokio::test]
 async fn a_code_asked_on_one_replica_opens_on_the_other_over_redis() {
     let redis = common::redis::Redis::standalone();
@@ -153,11 +160,7 @@ async fn a_code_asked_on_one_replica_opens_on_the_other_over_redis() {
     assert!(keys.lines().any(|k| k.contains(":code:")), "{keys}");
     assert!(keys.lines().any(|k| k.contains(":match:")), "{keys}");
     for key in keys.lines().filter(|k| !k.contains(":misses:")) {
-        let ttl: i64 = redis
-            .cli(redis.port(), &["ttl", key])
-            .trim()
-            .parse()
-            .expect("a ttl");
+        let ttl = ttl(&redis, key);
         assert!((1..=900).contains(&ttl), "{key}: {ttl}");
     }
 }
@@ -239,6 +242,330 @@ async fn past_the_minute_s_misses_even_a_right_code_is_refused() {
         .await
         .expect_err("the right code, past the bound");
     assert_eq!(reason(&right), "INVITE_RATE_LIMITED", "{right:?}");
+}
+
+/// What one `OpenInviteCode` came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Answer {
+    Opened,
+    NotFound,
+    /// `INVITE_RATE_LIMITED`, with its `limit` metadata: "client" or "deployment".
+    Limited(String),
+    Other(String),
+}
+
+/// `OpenInviteCode` for `code` from the client a trusted gateway names `from`
+/// (`x-forwarded-for`).
+async fn typed_from(client: &mut Client, from: &str, code: &str) -> Answer {
+    use tonic_types::StatusExt;
+    let mut request = tonic::Request::new(pb::OpenInviteCodeRequest {
+        code: code.to_string(),
+    });
+    request
+        .metadata_mut()
+        .insert("x-forwarded-for", from.parse().expect("an address"));
+    match client.open_invite_code(request).await {
+        Ok(_) => Answer::Opened,
+        Err(status) => match reason(&status).as_str() {
+            "INVITE_NOT_FOUND" => Answer::NotFound,
+            "INVITE_RATE_LIMITED" if status.code() == Code::ResourceExhausted => {
+                let details = status.get_error_details();
+                let info = details.error_info().expect("an ErrorInfo");
+                Answer::Limited(info.metadata.get("limit").cloned().unwrap_or_default())
+            }
+            _ => Answer::Other(format!("{status:?}")),
+        },
+    }
+}
+
+/// The flags of the guessing tests: clients told apart by the gateway's header, five
+/// misses a client, forty in all.
+const GUESSING: [&str; 6] = [
+    "--trusted-client-header",
+    "x-forwarded-for",
+    "--invite-misses-per-client-per-minute",
+    "5",
+    "--invite-misses-per-minute",
+    "40",
+];
+const PER_CLIENT: usize = 5;
+const IN_ALL: usize = 40;
+
+/// What [`one_guesses_while_a_friend_opens`] saw, in one minute.
+#[derive(Debug)]
+struct Seen {
+    /// The guesser's answers, in order.
+    guesses: Vec<Answer>,
+    /// The guesser typing the right code, once stopped.
+    guesser_right: Answer,
+    /// The friend (another client) typing the right code.
+    friend_right: Answer,
+    /// A third client typing a wrong code.
+    other_wrong: Answer,
+    /// The invite look-ups the servers counted meanwhile: found, missed,
+    /// client_limited, deployment_limited.
+    counted: [u64; 4],
+    /// Whether the minute turned while it ran (then the counts start again and nothing
+    /// can be concluded).
+    minute_turned: bool,
+}
+
+/// The invite look-ups the servers counted, summed, by result: found, missed,
+/// client_limited, deployment_limited.
+fn lookups(servers: &[&TestServer]) -> [u64; 4] {
+    let mut sum = [0; 4];
+    for server in servers {
+        let text = server.metrics.encode().expect("encode");
+        let results = ["found", "missed", "client_limited", "deployment_limited"];
+        for (total, result) in sum.iter_mut().zip(results) {
+            let series = format!("allfives_invite_code_lookups_total{{result=\"{result}\"}} ");
+            *total += text
+                .lines()
+                .find_map(|l| l.strip_prefix(&series))
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("no {series} in\n{text}"));
+        }
+    }
+    sum
+}
+
+/// A host on `one` asks a code; one client (`guesser`, an address) guesses wrong codes
+/// flat out, three times as many as the deployment's bound, alternating between `one`
+/// and `two` (two replicas, or one server twice); then it types the right code on
+/// `one`, the friend (203.0.113.9) types it on `two`, and a third client a wrong one.
+async fn one_guesses_while_a_friend_opens(
+    one: &TestServer,
+    two: &TestServer,
+    guesser: &str,
+) -> Seen {
+    let servers: &[&TestServer] = if std::ptr::eq(one, two) {
+        &[one]
+    } else {
+        &[one, two]
+    };
+    let (mut on_one, mut on_two) = (one.client().await, two.client().await);
+    let minute = allfives::store::invites::minute_now();
+    let before = lookups(servers);
+    let (state, credential) = hosted(&mut on_one, 2).await;
+    let code = code_of(&mut on_one, &state, &credential).await;
+    let mut guesses = Vec::new();
+    for guess in 0..3 * IN_ALL {
+        // Twelve digits: a code of the alphabet, almost surely not the right one (the
+        // code is 60 random bits).
+        let wrong = format!("{guess:012}");
+        let client = if guess % 2 == 0 {
+            &mut on_one
+        } else {
+            &mut on_two
+        };
+        guesses.push(typed_from(client, guesser, &wrong).await);
+    }
+    let guesser_right = typed_from(&mut on_one, guesser, &code).await;
+    let friend_right = typed_from(&mut on_two, "203.0.113.9", &code).await;
+    let other_wrong = typed_from(&mut on_two, "192.0.2.1", "0000-0000-0000").await;
+    let after = lookups(servers);
+    Seen {
+        guesses,
+        guesser_right,
+        friend_right,
+        other_wrong,
+        counted: [0, 1, 2, 3].map(|i| after[i] - before[i]),
+        minute_turned: allfives::store::invites::minute_now() != minute,
+    }
+}
+
+/// The guesser is answered for its first misses, then refused as a client for every
+/// later guess and for the right code; the friend's right code opens; a third client's
+/// miss is answered; the servers' metrics count each refusal as the client's. Without
+/// the per-client bound, the guesser spends the deployment's misses and the friend's
+/// code is refused: this fails.
+fn the_guesser_alone_was_stopped(seen: &Seen) {
+    assert_eq!(
+        seen.friend_right,
+        Answer::Opened,
+        "the friend's code: {seen:?}"
+    );
+    let client = Answer::Limited("client".into());
+    let answered = seen
+        .guesses
+        .iter()
+        .take_while(|&a| *a == Answer::NotFound)
+        .count();
+    assert_eq!(answered, PER_CLIENT, "{seen:?}");
+    assert!(
+        seen.guesses[PER_CLIENT..].iter().all(|a| *a == client),
+        "{seen:?}"
+    );
+    assert_eq!(seen.guesser_right, client, "the guesser's right code");
+    assert_eq!(seen.other_wrong, Answer::NotFound, "{seen:?}");
+    // Found: the friend's; missed: the guesser's five and the third client's;
+    // client_limited: the guesser's other guesses and its right code; no refusal for
+    // the deployment.
+    let refused = (3 * IN_ALL - PER_CLIENT + 1) as u64;
+    assert_eq!(seen.counted, [1, PER_CLIENT as u64 + 1, refused, 0]);
+}
+
+/// Runs [`one_guesses_while_a_friend_opens`] until a run falls within one minute (the
+/// counts are per minute: a run across a minute's turn proves nothing; two runs in a
+/// row cannot both turn), each run's guesser a client of its own (198.51.100.7, .8,
+/// .9: misses of an earlier run's guesser after the turn are not the next one's), and
+/// answers that run.
+async fn within_a_minute(one: &TestServer, two: &TestServer) -> Seen {
+    for guesser in ["198.51.100.7", "198.51.100.8", "198.51.100.9"] {
+        let seen = one_guesses_while_a_friend_opens(one, two, guesser).await;
+        if !seen.minute_turned {
+            return seen;
+        }
+        eprintln!("the minute turned during the run: again");
+    }
+    panic!("three runs in a row crossed a minute's turn");
+}
+
+/// docs/security.md's attack on the memory store: one client guessing flat out no
+/// longer switches invite codes off for everyone. The metrics tell the refusals apart.
+#[tokio::test]
+async fn a_right_code_opens_for_another_client_while_one_guesses_flat_out_on_the_memory_store() {
+    let args = [&["--match-store", "memory"][..], &GUESSING].concat();
+    let server = TestServer::start_with(ring(1, 1), &args).await;
+    the_guesser_alone_was_stopped(&within_a_minute(&server, &server).await);
+}
+
+/// The same over Redis, the guesser's calls alternating between two replicas (the
+/// counts are the store's: neither replica alone sees more than 3 of its 5 misses),
+/// the friend on the second. The store counts the client under a pseudonym: no key holds its address.
+#[tokio::test]
+async fn a_right_code_opens_for_another_client_while_one_guesses_flat_out_over_redis() {
+    let redis = common::redis::Redis::standalone();
+    let urls = redis.urls();
+    let args = [
+        &["--match-store", "redis", "--match-store-url", &urls][..],
+        &GUESSING,
+    ]
+    .concat();
+    let first = TestServer::start_with(ring(1, 1), &args).await;
+    let second = TestServer::start_with(ring(1, 1), &args).await;
+    the_guesser_alone_was_stopped(&within_a_minute(&first, &second).await);
+    let keys = redis.cli(
+        redis.port(),
+        &["keys", "allfives:{allfives-invites}:misses:*"],
+    );
+    let clients: Vec<&str> = keys
+        .lines()
+        .filter(|k| k.matches(':').count() == 4)
+        .collect();
+    // The guesser and the third client (the friend found its code: no miss).
+    assert!(clients.len() >= 2, "{keys}");
+    for key in &clients {
+        let pseudonym = key.rsplit(':').next().unwrap_or_default();
+        assert_eq!(pseudonym.len(), 32, "{key}");
+        assert!(pseudonym.bytes().all(|b| b.is_ascii_hexdigit()), "{key}");
+        let ttl = ttl(&redis, key);
+        assert!((1..=120).contains(&ttl), "{key}: {ttl}");
+    }
+    for address in ["198.51.100.", "203.0.113.9", "192.0.2.1", "c63364"] {
+        assert!(!keys.contains(address), "{address} in {keys}");
+    }
+}
+
+/// Without `--trusted-client-header`, the header is nobody's word: every call on
+/// loopback is one client (127.0.0.1), so a "friend" whose header names another address
+/// is refused with the guesser. The bound is per client as the server knows clients.
+#[tokio::test]
+async fn an_untrusted_header_names_no_other_client() {
+    let args = [
+        "--match-store",
+        "memory",
+        "--invite-misses-per-client-per-minute",
+        "5",
+    ];
+    let server = TestServer::start_with(ring(1, 1), &args).await;
+    let mut client = server.client().await;
+    for _ in 0..3 {
+        let minute = allfives::store::invites::minute_now();
+        let (state, credential) = hosted(&mut client, 2).await;
+        let code = code_of(&mut client, &state, &credential).await;
+        let mut answers = Vec::new();
+        for guess in 0..PER_CLIENT + 1 {
+            answers.push(typed_from(&mut client, "198.51.100.7", &format!("{guess:012}")).await);
+        }
+        let friend = typed_from(&mut client, "203.0.113.9", &code).await;
+        if allfives::store::invites::minute_now() != minute {
+            continue;
+        }
+        assert_eq!(
+            answers[PER_CLIENT],
+            Answer::Limited("client".into()),
+            "{answers:?}"
+        );
+        assert_eq!(friend, Answer::Limited("client".into()));
+        return;
+    }
+    panic!("three runs in a row crossed a minute's turn");
+}
+
+/// The refusal deploy/gateway/nginx.conf answers when a client address passes its
+/// `limit_req` for OpenInviteCode: the headers of its `@invite_codes_limited` location
+/// are a trailers-only gRPC status that clients read as the replicas' own refusal
+/// (`RESOURCE_EXHAUSTED`, an `ErrorInfo` with reason `INVITE_RATE_LIMITED`, domain
+/// and `limit` "client", as the server writes it for a client's spent misses), with a
+/// message of its own (the gateway counts calls, not misses). `.ci/gateway-test`
+/// shows nginx answering it.
+#[test]
+fn the_gateway_s_invite_refusal_is_the_server_s() {
+    use allfives::service::status::{ApiError, DOMAIN};
+    use allfives::store::RateLimit;
+    use std::collections::HashMap;
+    use tonic_types::{ErrorDetails, StatusExt};
+
+    let conf = include_str!("../../deploy/gateway/nginx.conf");
+    let block = conf
+        .split("location @invite_codes_limited {")
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .expect("nginx.conf has a location @invite_codes_limited");
+    let mut headers = tonic::codegen::http::HeaderMap::new();
+    for line in block.lines().map(str::trim) {
+        let Some(header) = line.strip_prefix("add_header ") else {
+            continue;
+        };
+        let (name, value) = header
+            .strip_suffix(" always;")
+            .and_then(|h| h.split_once(' '))
+            .expect("add_header NAME VALUE always;");
+        headers.insert(
+            tonic::codegen::http::HeaderName::from_bytes(name.as_bytes()).expect("a name"),
+            value.trim_matches('"').parse().expect("a header value"),
+        );
+    }
+    // The headers are exactly what a gRPC server writes for it (tonic's encoding).
+    let message = "too many invite codes were tried from this address: retry in a minute \
+                   (an invite link still works)";
+    let written = tonic::Status::with_error_details(
+        tonic::Code::ResourceExhausted,
+        message,
+        ErrorDetails::with_error_info(
+            "INVITE_RATE_LIMITED",
+            DOMAIN,
+            HashMap::from([("limit".to_string(), "client".to_string())]),
+        ),
+    );
+    let mut expected = tonic::codegen::http::HeaderMap::new();
+    written.add_header(&mut expected).expect("headers");
+    assert_eq!(
+        headers, expected,
+        "nginx.conf's @invite_codes_limited should add {expected:#?}"
+    );
+    let gateway = tonic::Status::from_header_map(&headers).expect("a gRPC status");
+    let server = tonic::Status::from(ApiError::InviteRateLimited(RateLimit::Client));
+    assert_eq!(gateway.code(), server.code());
+    let info = |status: &tonic::Status| {
+        let details = status.get_error_details();
+        let info = details.error_info().cloned().expect("an ErrorInfo");
+        let mut metadata: Vec<_> = info.metadata.into_iter().collect();
+        metadata.sort();
+        (info.reason, info.domain, metadata)
+    };
+    assert_eq!(info(&gateway), info(&server), "{gateway:?}");
 }
 
 #[tokio::test]

@@ -551,6 +551,7 @@ async fn stored_head(
         allfives::store::InviteRules {
             ttl: std::time::Duration::from_secs(60),
             misses_per_minute: 100,
+            misses_per_client_per_minute: 100,
         },
     )
     .await
