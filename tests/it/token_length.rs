@@ -69,11 +69,19 @@ fn names_of(view: &pb::GameView) -> Vec<String> {
 
 /// A name for a claim, or none: any length up to the most, in letters of one, two or
 /// three bytes.
-fn random_name(rng: &mut ChaCha8Rng) -> String {
+fn random_name(rng: &mut ChaCha8Rng, seat: usize) -> String {
     if rng.next_u32().is_multiple_of(2) {
         return String::new();
     }
-    let letter = ['a', 'ș', 'ส'][rng.next_u32() as usize % 3];
+    // Each seat's letters its own (1, 2 and 3 bytes each), so that no two names at a
+    // table look alike (the service refuses those).
+    let letters = [
+        ['a', 'ș', 'ส'],
+        ['b', 'ț', 'ก'],
+        ['c', 'ă', 'ข'],
+        ['d', 'î', 'ค'],
+    ];
+    let letter = letters[seat % 4][rng.next_u32() as usize % 3];
     let n = 1 + rng.next_u32() as usize % (MAX_NAME / letter.len_utf8());
     std::iter::repeat_n(letter, n).collect()
 }
@@ -374,11 +382,12 @@ fn play_match(
             viewer: None,
             seats: plan
                 .iter()
-                .map(|p| match *p {
+                .enumerate()
+                .map(|(seat, p)| match *p {
                     Plan::Claimed => pb::SeatSetup {
                         bot: 0,
                         claim: true,
-                        display_name: random_name(rng),
+                        display_name: random_name(rng, seat),
                     },
                     Plan::Later => pb::SeatSetup::default(),
                     Plan::Bot(level) => pb::SeatSetup {
@@ -411,7 +420,7 @@ fn play_match(
             &pb::ClaimSeatRequest {
                 state,
                 seat,
-                display_name: random_name(rng),
+                display_name: random_name(rng, seat as usize),
                 ..Default::default()
             },
         )
