@@ -5,7 +5,8 @@
 //! the moment its Play was sent to the moment each stream watching its match received
 //! it. Prints the push latency (p50, p99, max, over every delivery) and, given the
 //! watching replica's pid (`--watch-pid`), its resident memory before and after the
-//! streams opened, per stream. `benches/watch_push.sh` runs it against release
+//! streams opened, per stream. With `--client-header`, each connection's streams name a
+//! client of their own in that header (a gateway's devices). `benches/watch_push.sh` runs it against release
 //! replicas and a redis-server; docs/PERFORMANCE.md quotes it.
 //!
 //! `cargo run --release --example watch_load -- --watch-addr http://127.0.0.1:50052 --play-addr http://127.0.0.1:50051`
@@ -51,6 +52,11 @@ struct Args {
     /// The watching replica's process id, to read its resident memory.
     #[arg(long)]
     watch_pid: Option<u32>,
+    /// A header naming each connection's client (the server's --trusted-client-header):
+    /// each connection's streams send a distinct address in it, as a gateway does for
+    /// distinct devices, so that the per-client bounds count devices, not this process.
+    #[arg(long)]
+    client_header: Option<String>,
 }
 
 type Client = AllFivesServiceClient<Channel>;
@@ -140,17 +146,34 @@ async fn run(args: Args) -> Result<String, String> {
     // Arrivals of each state id at the streams: (state id, when).
     let arrivals: Arc<Mutex<Arrivals>> = Arc::default();
     let mut readers = Vec::new();
+    let header = args
+        .client_header
+        .as_deref()
+        .map(|name| name.parse::<tonic::metadata::MetadataKey<_>>())
+        .transpose()
+        .map_err(|e| format!("--client-header: {e}"))?;
     let mut watcher = connect(&args.watch_addr).await?;
     for i in 0..args.streams {
+        let device = i / args.per_connection;
         if i % args.per_connection == 0 {
             watcher = connect(&args.watch_addr).await?;
         }
         let m = &matches[i % args.matches];
+        let mut request = tonic::Request::new(pb::WatchRequest {
+            state: m.token.clone(),
+            ..Default::default()
+        });
+        if let Some(name) = &header {
+            // 10.0.0.0/8 holds 2^24 devices.
+            let [_, a, b, c] = u32::try_from(device).unwrap_or(0).to_be_bytes();
+            let address = format!("10.{a}.{b}.{c}");
+            request.metadata_mut().insert(
+                name.clone(),
+                address.parse().map_err(|e| format!("{address}: {e}"))?,
+            );
+        }
         let mut stream = watcher
-            .watch(pb::WatchRequest {
-                state: m.token.clone(),
-                ..Default::default()
-            })
+            .watch(request)
             .await
             .map_err(|e| format!("Watch {i}: {e}"))?
             .into_inner();
