@@ -67,10 +67,16 @@ enum Next {
 /// Messages a stream holds for a slow reader before it waits for it.
 const BUFFER: usize = 2;
 
+/// A message on its way to the stream's client, boxed: tokio's channel keeps its
+/// slots in blocks of 32 whatever its bound, so a channel of the message itself (464
+/// bytes) held 14.5 KiB for each stream's life; of boxes, 256 bytes, and a message's
+/// box only while it waits (docs/PERFORMANCE.md, "Watch").
+type Queued = Box<Result<pb::WatchResponse, Status>>;
+
 /// A Watch call's answer: the messages its task sends, and its place among its
 /// connection's streams, given back with the answer.
 struct Answer {
-    messages: ReceiverStream<Result<pb::WatchResponse, Status>>,
+    messages: ReceiverStream<Queued>,
     _on_connection: OnConnection,
 }
 
@@ -81,7 +87,9 @@ impl Stream for Answer {
         mut self: Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
-        Pin::new(&mut self.messages).poll_next(cx)
+        Pin::new(&mut self.messages)
+            .poll_next(cx)
+            .map(|queued| queued.map(|message| *message))
     }
 }
 
@@ -101,7 +109,7 @@ struct Follower {
     api: Api,
     followed: Followed,
     closing: Closing,
-    sender: mpsc::Sender<Result<pb::WatchResponse, Status>>,
+    sender: mpsc::Sender<Queued>,
 }
 
 impl Api {
@@ -120,7 +128,7 @@ impl Api {
         };
         let (sender, receiver) = mpsc::channel(BUFFER);
         // The first message fits the empty channel: this cannot fail.
-        let _ = sender.try_send(Ok(first));
+        let _ = sender.try_send(Box::new(Ok(first)));
         let follower = Follower {
             api: self.clone(),
             followed,
@@ -239,7 +247,9 @@ impl Follower {
                 () = self.followed.permit.told_to_end() => {
                     // Its place was given to a seat's stream, or it is stalled: if there
                     // is room, its client is told why.
-                    let _ = self.sender.try_send(Err(ApiError::TooManyWatches.into()));
+                    let _ = self
+                        .sender
+                        .try_send(Box::new(Err(ApiError::TooManyWatches.into())));
                     return;
                 }
                 _ = beat.tick() => Some(Next::Message(Ok(heartbeat()))),
@@ -283,7 +293,7 @@ impl Follower {
     /// another stream, or its client has not read for the stall limit (its connection's
     /// window may stay shut for ever: ended, and counted).
     async fn send(&mut self, message: Result<pb::WatchResponse, Status>) -> bool {
-        let message = match self.sender.try_send(message) {
+        let message = match self.sender.try_send(Box::new(message)) {
             Ok(()) => return true,
             Err(TrySendError::Closed(_)) => return false,
             Err(TrySendError::Full(message)) => message,
