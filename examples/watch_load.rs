@@ -146,6 +146,8 @@ async fn run(args: Args) -> Result<String, String> {
     // Arrivals of each state id at the streams: (state id, when).
     let arrivals: Arc<Mutex<Arrivals>> = Arc::default();
     let mut readers = Vec::new();
+    // The largest message a stream received, encoded.
+    let largest = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let header = args
         .client_header
         .as_deref()
@@ -178,14 +180,21 @@ async fn run(args: Args) -> Result<String, String> {
             .map_err(|e| format!("Watch {i}: {e}"))?
             .into_inner();
         // The first message: the latest state (the stream is up).
-        stream
+        let first = stream
             .message()
             .await
             .map_err(|e| format!("Watch {i}: {e}"))?
             .ok_or("a stream ended at once")?;
+        largest.fetch_max(
+            prost::Message::encoded_len(&first),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let arrivals = Arc::clone(&arrivals);
+        let sizes = Arc::clone(&largest);
         readers.push(tokio::spawn(async move {
             while let Ok(Some(message)) = stream.message().await {
+                let size = prost::Message::encoded_len(&message);
+                sizes.fetch_max(size, std::sync::atomic::Ordering::Relaxed);
                 if let Some(Kind::Change(change)) = message.kind {
                     let id = change.view.map(|v| v.state_id).unwrap_or_default();
                     let mut arrived = arrivals.lock().unwrap_or_else(|e| e.into_inner());
@@ -243,7 +252,7 @@ async fn run(args: Args) -> Result<String, String> {
     Ok(format!(
         "{} streams on {} connections over {} matches; {} moves at {}/s on the other replica, \
          {} deliveries: push latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (from the move's \
-         Play sent to the stream's message){memory}",
+         Play sent to the stream's message); the largest message {} bytes{memory}",
         args.streams,
         args.streams.div_ceil(args.per_connection),
         args.matches,
@@ -253,6 +262,7 @@ async fn run(args: Args) -> Result<String, String> {
         percentile(&latencies, 0.5).as_secs_f64() * 1e3,
         percentile(&latencies, 0.99).as_secs_f64() * 1e3,
         latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+        largest.load(std::sync::atomic::Ordering::Relaxed),
     ))
 }
 
