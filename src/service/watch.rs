@@ -53,14 +53,11 @@ pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
 /// How long a stream whose store did not answer a resync waits to ask again.
 const RESYNC_RETRY: Duration = Duration::from_secs(1);
 
-/// What a stream sends next: a message (or the error that ends it), or nothing yet:
-/// the store did not answer, ask again later.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "one at a time, on the stream task's stack, on its way to be sent"
-)]
+/// What a stream sends next: a message (or the error that ends it), boxed from the
+/// start ([`Queued`]: the task's states across its awaits hold 8 bytes, not 464), or
+/// nothing yet: the store did not answer, ask again later.
 enum Next {
-    Message(Result<pb::WatchResponse, Status>),
+    Message(Queued),
     Later,
 }
 
@@ -252,7 +249,7 @@ impl Follower {
                         .try_send(Box::new(Err(ApiError::TooManyWatches.into())));
                     return;
                 }
-                _ = beat.tick() => Some(Next::Message(Ok(heartbeat()))),
+                _ = beat.tick() => Some(Next::Message(Box::new(Ok(heartbeat())))),
                 () = &mut retry, if retrying => {
                     retrying = false;
                     self.resync().await
@@ -292,8 +289,8 @@ impl Follower {
     /// stream is over: the client went, the connection closes, its place was given to
     /// another stream, or its client has not read for the stall limit (its connection's
     /// window may stay shut for ever: ended, and counted).
-    async fn send(&mut self, message: Result<pb::WatchResponse, Status>) -> bool {
-        let message = match self.sender.try_send(Box::new(message)) {
+    async fn send(&mut self, message: Queued) -> bool {
+        let message = match self.sender.try_send(message) {
             Ok(()) => return true,
             Err(TrySendError::Closed(_)) => return false,
             Err(TrySendError::Full(message)) => message,
@@ -324,7 +321,9 @@ impl Follower {
             catch_up,
         );
         self.followed.last = head.state;
-        Some(Next::Message(watched.map(change).map_err(Status::from)))
+        Some(Next::Message(Box::new(
+            watched.map(change).map_err(Status::from),
+        )))
     }
 
     /// The head read again (moves may have been missed): sent as a catch-up unless it
@@ -337,9 +336,9 @@ impl Follower {
                 let catch_up = head.previous != Some(self.followed.last);
                 self.next(&head, catch_up)
             }
-            Err(ApiError::MatchForgotten) => {
-                Some(Next::Message(Err(ApiError::MatchForgotten.into())))
-            }
+            Err(ApiError::MatchForgotten) => Some(Next::Message(Box::new(Err(
+                ApiError::MatchForgotten.into(),
+            )))),
             Err(_) => Some(Next::Later),
         }
     }
