@@ -5,7 +5,8 @@
 //! the moment its Play was sent to the moment each stream watching its match received
 //! it. Prints the push latency (p50, p99, max, over every delivery) and, given the
 //! watching replica's pid (`--watch-pid`), its resident memory before and after the
-//! streams opened, per stream. `benches/watch_push.sh` runs it against release
+//! streams opened, per stream. With `--client-header`, each connection's streams name a
+//! client of their own in that header (a gateway's devices). `benches/watch_push.sh` runs it against release
 //! replicas and a redis-server; docs/PERFORMANCE.md quotes it.
 //!
 //! `cargo run --release --example watch_load -- --watch-addr http://127.0.0.1:50052 --play-addr http://127.0.0.1:50051`
@@ -51,6 +52,11 @@ struct Args {
     /// The watching replica's process id, to read its resident memory.
     #[arg(long)]
     watch_pid: Option<u32>,
+    /// A header naming each connection's client (the server's --trusted-client-header):
+    /// each connection's streams send a distinct address in it, as a gateway does for
+    /// distinct devices, so that the per-client bounds count devices, not this process.
+    #[arg(long)]
+    client_header: Option<String>,
 }
 
 type Client = AllFivesServiceClient<Channel>;
@@ -140,29 +146,55 @@ async fn run(args: Args) -> Result<String, String> {
     // Arrivals of each state id at the streams: (state id, when).
     let arrivals: Arc<Mutex<Arrivals>> = Arc::default();
     let mut readers = Vec::new();
+    // The largest message a stream received, encoded.
+    let largest = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let header = args
+        .client_header
+        .as_deref()
+        .map(|name| name.parse::<tonic::metadata::MetadataKey<_>>())
+        .transpose()
+        .map_err(|e| format!("--client-header: {e}"))?;
     let mut watcher = connect(&args.watch_addr).await?;
     for i in 0..args.streams {
+        let device = i / args.per_connection;
         if i % args.per_connection == 0 {
             watcher = connect(&args.watch_addr).await?;
         }
         let m = &matches[i % args.matches];
+        let mut request = tonic::Request::new(pb::WatchRequest {
+            state: m.token.clone(),
+            ..Default::default()
+        });
+        if let Some(name) = &header {
+            // 10.0.0.0/8 holds 2^24 devices.
+            let [_, a, b, c] = u32::try_from(device).unwrap_or(0).to_be_bytes();
+            let address = format!("10.{a}.{b}.{c}");
+            request.metadata_mut().insert(
+                name.clone(),
+                address.parse().map_err(|e| format!("{address}: {e}"))?,
+            );
+        }
         let mut stream = watcher
-            .watch(pb::WatchRequest {
-                state: m.token.clone(),
-                ..Default::default()
-            })
+            .watch(request)
             .await
             .map_err(|e| format!("Watch {i}: {e}"))?
             .into_inner();
         // The first message: the latest state (the stream is up).
-        stream
+        let first = stream
             .message()
             .await
             .map_err(|e| format!("Watch {i}: {e}"))?
             .ok_or("a stream ended at once")?;
+        largest.fetch_max(
+            prost::Message::encoded_len(&first),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let arrivals = Arc::clone(&arrivals);
+        let sizes = Arc::clone(&largest);
         readers.push(tokio::spawn(async move {
             while let Ok(Some(message)) = stream.message().await {
+                let size = prost::Message::encoded_len(&message);
+                sizes.fetch_max(size, std::sync::atomic::Ordering::Relaxed);
                 if let Some(Kind::Change(change)) = message.kind {
                     let id = change.view.map(|v| v.state_id).unwrap_or_default();
                     let mut arrived = arrivals.lock().unwrap_or_else(|e| e.into_inner());
@@ -220,7 +252,7 @@ async fn run(args: Args) -> Result<String, String> {
     Ok(format!(
         "{} streams on {} connections over {} matches; {} moves at {}/s on the other replica, \
          {} deliveries: push latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (from the move's \
-         Play sent to the stream's message){memory}",
+         Play sent to the stream's message); the largest message {} bytes{memory}",
         args.streams,
         args.streams.div_ceil(args.per_connection),
         args.matches,
@@ -230,6 +262,7 @@ async fn run(args: Args) -> Result<String, String> {
         percentile(&latencies, 0.5).as_secs_f64() * 1e3,
         percentile(&latencies, 0.99).as_secs_f64() * 1e3,
         latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+        largest.load(std::sync::atomic::Ordering::Relaxed),
     ))
 }
 

@@ -299,9 +299,10 @@ pub struct Config {
     )]
     pub match_store_capacity: u64,
 
-    /// The most Watch streams open at once (about 20 KiB each); past it a Watch is
-    /// refused RESOURCE_EXHAUSTED TOO_MANY_WATCHES (docs/RELIABILITY.md, the memory
-    /// budget: the default fits the pod's 128 MiB with every other bound).
+    /// The most Watch streams open at once (about 6 KiB each, their connections apart);
+    /// past it a Watch is refused RESOURCE_EXHAUSTED TOO_MANY_WATCHES
+    /// (docs/RELIABILITY.md, the memory budget: the default fits the pod's 128 MiB with
+    /// every other bound).
     #[arg(
         long,
         env = "ALLFIVES_MAX_WATCH_STREAMS",

@@ -3,6 +3,7 @@
 //! a request prost cannot decode is the client's error ([`RequestDecoder`]:
 //! INVALID_ARGUMENT, reason `MALFORMED_REQUEST`), not INTERNAL.
 
+use std::any::TypeId;
 use std::marker::PhantomData;
 
 use prost::Message;
@@ -10,6 +11,7 @@ use tonic::Status;
 use tonic::codec::{BufferSettings, DecodeBuf, Decoder};
 use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 
+use crate::proto::v1 as pb;
 use crate::routes::Route;
 use crate::service::status::ApiError;
 
@@ -18,6 +20,11 @@ use crate::service::status::ApiError;
 /// its buffer for its whole life, so tonic's default (8 KiB) cost a stream 6 KiB more
 /// (docs/PERFORMANCE.md, "Watch").
 const ENCODE_BUFFER: usize = 2 * 1024;
+/// The bytes a `Watch` stream's encoding buffer starts with: its messages (a change, a
+/// heartbeat) are under 800 bytes (`benches/watch_push.sh` prints the largest), a
+/// larger one grows it, and the buffer is the stream's for its life: 1 KiB less a
+/// stream than [`ENCODE_BUFFER`] (docs/PERFORMANCE.md, "Watch").
+const WATCH_ENCODE_BUFFER: usize = 1024;
 /// tonic's default: past this many encoded bytes a stream yields to the runtime.
 const ENCODE_YIELD: usize = 32 * 1024;
 
@@ -42,7 +49,11 @@ where
     type Decoder = RequestDecoder<U>;
 
     fn encoder(&mut self) -> Self::Encoder {
-        ProstEncoder::new(BufferSettings::new(ENCODE_BUFFER, ENCODE_YIELD))
+        let buffer = match TypeId::of::<T>() == TypeId::of::<pb::WatchResponse>() {
+            true => WATCH_ENCODE_BUFFER,
+            false => ENCODE_BUFFER,
+        };
+        ProstEncoder::new(BufferSettings::new(buffer, ENCODE_YIELD))
     }
 
     fn decoder(&mut self) -> Self::Decoder {

@@ -53,25 +53,28 @@ pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
 /// How long a stream whose store did not answer a resync waits to ask again.
 const RESYNC_RETRY: Duration = Duration::from_secs(1);
 
-/// What a stream sends next: a message (or the error that ends it), or nothing yet:
-/// the store did not answer, ask again later.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "one at a time, on the stream task's stack, on its way to be sent"
-)]
+/// What a stream sends next: a message (or the error that ends it), boxed from the
+/// start ([`Queued`]: the task's states across its awaits hold 8 bytes, not 464), or
+/// nothing yet: the store did not answer, ask again later.
 enum Next {
-    Message(Result<pb::WatchResponse, Status>),
+    Message(Queued),
     Later,
 }
 
 /// Messages a stream holds for a slow reader before it waits for it.
 const BUFFER: usize = 2;
 
+/// A message on its way to the stream's client, boxed: tokio's channel keeps its
+/// slots in blocks of 32 whatever its bound, so a channel of the message itself (464
+/// bytes) held 14.5 KiB for each stream's life; of boxes, 256 bytes, and a message's
+/// box only while it waits (docs/PERFORMANCE.md, "Watch").
+type Queued = Box<Result<pb::WatchResponse, Status>>;
+
 /// A Watch call's answer: the messages its task sends, then the status it ended with
 /// (none: OK), and its place among its connection's streams, given back with the
 /// answer.
 struct Answer {
-    messages: ReceiverStream<Result<pb::WatchResponse, Status>>,
+    messages: ReceiverStream<Queued>,
     ending: Ending,
     _on_connection: OnConnection,
 }
@@ -95,7 +98,7 @@ impl Stream for Answer {
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 std::task::Poll::Ready(ending.take().map(Err))
             }
-            other => other,
+            other => other.map(|queued| queued.map(|message| *message)),
         }
     }
 }
@@ -116,7 +119,7 @@ struct Follower {
     api: Api,
     followed: Followed,
     closing: Closing,
-    sender: mpsc::Sender<Result<pb::WatchResponse, Status>>,
+    sender: mpsc::Sender<Queued>,
     ending: Ending,
 }
 
@@ -136,7 +139,7 @@ impl Api {
         };
         let (sender, receiver) = mpsc::channel(BUFFER);
         // The first message fits the empty channel: this cannot fail.
-        let _ = sender.try_send(Ok(first));
+        let _ = sender.try_send(Box::new(Ok(first)));
         let ending = Ending::default();
         let follower = Follower {
             api: self.clone(),
@@ -256,7 +259,7 @@ impl Follower {
                 () = self.closing.closed() => return,
                 () = self.sender.closed() => return,
                 () = self.followed.permit.told_to_end() => return self.end_crowded(),
-                _ = beat.tick() => Some(Next::Message(Ok(heartbeat()))),
+                _ = beat.tick() => Some(Next::Message(Box::new(Ok(heartbeat())))),
                 () = &mut retry, if retrying => {
                     retrying = false;
                     self.resync().await
@@ -296,7 +299,7 @@ impl Follower {
     /// stream is over: the client went, the connection closes, its place was given to
     /// another stream, or its client has not read for the stall limit (its connection's
     /// window may stay shut for ever: ended, and counted).
-    async fn send(&mut self, message: Result<pb::WatchResponse, Status>) -> bool {
+    async fn send(&mut self, message: Queued) -> bool {
         let message = match self.sender.try_send(message) {
             Ok(()) => return true,
             Err(TrySendError::Closed(_)) => return false,
@@ -343,7 +346,9 @@ impl Follower {
             catch_up,
         );
         self.followed.last = head.state;
-        Some(Next::Message(watched.map(change).map_err(Status::from)))
+        Some(Next::Message(Box::new(
+            watched.map(change).map_err(Status::from),
+        )))
     }
 
     /// The head read again (moves may have been missed): sent as a catch-up unless it
@@ -356,9 +361,9 @@ impl Follower {
                 let catch_up = head.previous != Some(self.followed.last);
                 self.next(&head, catch_up)
             }
-            Err(ApiError::MatchForgotten) => {
-                Some(Next::Message(Err(ApiError::MatchForgotten.into())))
-            }
+            Err(ApiError::MatchForgotten) => Some(Next::Message(Box::new(Err(
+                ApiError::MatchForgotten.into(),
+            )))),
             Err(_) => Some(Next::Later),
         }
     }
