@@ -1002,6 +1002,50 @@ async fn watch_answers_its_documented_statuses() {
         .expect("the same match named twice");
 }
 
+/// Issue 40's fourth, as found: a replica whose connections age while its store is
+/// down. A stream open when the store went ends with OK at its connection's age (watch
+/// again, as documented), and every Watch made meanwhile, a seat's or a spectator's,
+/// answers UNAVAILABLE STORE_UNAVAILABLE: not CANCELLED, not a hang to the request
+/// timeout.
+#[tokio::test]
+async fn watch_on_an_ageing_replica_with_its_store_down_answers_as_documented() {
+    let mut redis = common::redis::Redis::standalone();
+    let server = aged_replica(&redis.urls()).await;
+    let mut client = server.client().await;
+    let (dealt, view, creds) = hot_seat_match(&mut client).await;
+    let mut stream = client
+        .watch(watch_as(&dealt, Some(0), &creds.of(0), &view.state_id))
+        .await
+        .expect("Watch")
+        .into_inner();
+    assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
+    redis.stop();
+    let ended = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            match stream.message().await {
+                Ok(Some(_)) => continue,
+                other => return other,
+            }
+        }
+    })
+    .await
+    .expect("the stream ends at its connection's age");
+    assert!(matches!(ended, Ok(None)), "{ended:?}");
+    for i in 0..6 {
+        let mut device = server.client().await;
+        let seat = (i % 2 == 0).then_some(0);
+        let credential = seat.map_or(Vec::new(), |s| creds.of(s));
+        let refused = device
+            .watch(watch_as(&dealt, seat, &credential, &view.state_id))
+            .await
+            .expect_err("no store to watch");
+        assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+        assert_eq!(reason(&refused), "STORE_UNAVAILABLE");
+        // Connections age meanwhile.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
 /// A server that drains ends its streams with OK at once (its connections begin to
 /// close), rather than holding them to the drain's deadline: their clients watch again
 /// elsewhere with their last state id.
