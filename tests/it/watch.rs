@@ -945,33 +945,116 @@ async fn shut_window_watch(
     address: &str,
     watch: &pb::WatchRequest,
 ) -> impl Sized + use<> {
+    shut_window_watches(addr, &[(address.to_string(), watch.clone())]).await
+}
+
+/// Watch calls made over one raw HTTP/2 connection that gives the server no window to
+/// send in, each `(address, request)` from its address; kept open while the returned
+/// handles are.
+async fn shut_window_watches(
+    addr: std::net::SocketAddr,
+    calls: &[(String, pb::WatchRequest)],
+) -> impl Sized + use<> {
     use prost::Message;
     let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (mut h2, connection) = h2::client::Builder::new()
+    let (h2, connection) = h2::client::Builder::new()
         .initial_window_size(0)
         .handshake::<_, tonic::codegen::Bytes>(tcp)
         .await
         .expect("handshake");
     let connection = tokio::spawn(connection);
-    let request = tonic::codegen::http::Request::post(format!(
-        "http://{addr}/allfives.v1.AllFivesService/Watch"
-    ))
-    .header("content-type", "application/grpc")
-    .header("te", "trailers")
-    .header("x-forwarded-for", address)
-    .body(())
-    .expect("a request");
-    let (answer, mut body) = h2.send_request(request, false).expect("sent");
-    let message = watch.encode_to_vec();
-    let mut framed = vec![0];
-    framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
-    framed.extend_from_slice(&message);
-    body.send_data(framed.into(), true).expect("body");
-    let answer = answer.await.expect("the answer's headers");
-    assert_eq!(answer.status(), 200);
-    let status = tonic::Status::from_header_map(answer.headers());
-    assert!(status.is_none(), "refused: {status:?}");
-    (h2, answer, connection)
+    let mut answers = Vec::new();
+    for (address, watch) in calls {
+        let mut h2 = h2.clone().ready().await.expect("ready");
+        let request = tonic::codegen::http::Request::post(format!(
+            "http://{addr}/allfives.v1.AllFivesService/Watch"
+        ))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("x-forwarded-for", address.as_str())
+        .body(())
+        .expect("a request");
+        let (answer, mut body) = h2.send_request(request, false).expect("sent");
+        let message = watch.encode_to_vec();
+        let mut framed = vec![0];
+        framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
+        framed.extend_from_slice(&message);
+        body.send_data(framed.into(), true).expect("body");
+        let answer = answer.await.expect("the answer's headers");
+        assert_eq!(answer.status(), 200);
+        let status = tonic::Status::from_header_map(answer.headers());
+        assert!(status.is_none(), "refused: {status:?}");
+        answers.push(answer);
+    }
+    (h2, answers, connection)
+}
+
+/// Issue 40's first two attacks at their own scale, on a server with its default
+/// bounds (1,000 streams, 64 a client, 8 a connection): 976 streams that can never be
+/// written (their clients' windows shut) from 16 addresses over 122 connections fill
+/// the replica with 24 spectators of the players' match, 8 more spectators are
+/// refused, and the match's player is answered (the oldest stream of a client holding
+/// the most gives its place). Its heartbeat is long, so none of the 976 ends by itself
+/// meanwhile, however slow the machine. Fails with the seat's precedence taken out.
+#[tokio::test]
+async fn a_seat_is_answered_while_spectators_and_a_thousand_stalled_streams_are_held() {
+    let _heavy = common::heavy().await;
+    let server = behind_a_gateway(&["--watch-heartbeat-secs", "600"]).await;
+    let mut client = server.client().await;
+    let mut matches = Vec::new();
+    for _ in 0..41 {
+        matches.push(hot_seat_match(&mut client).await);
+    }
+    let (target, view, creds) = hot_seat_match(&mut client).await;
+    // Stream k: match k % 41, address k % 16: at most 24 on a match, 2 of an address
+    // on a match, 61 of an address.
+    let calls: Vec<(String, pb::WatchRequest)> = (0..976)
+        .map(|k| {
+            let (state, view, _) = &matches[k % 41];
+            let address = format!("192.0.2.{}", k % 16);
+            (address, watch_as(state, None, &[], &view.state_id))
+        })
+        .collect();
+    let mut stalled = Vec::new();
+    for eight in calls.chunks(8) {
+        stalled.push(shut_window_watches(server.addr, eight).await);
+    }
+    let mut spectators = Vec::new();
+    let mut refused = 0;
+    for i in 0..32 {
+        let mut connection = server.client().await;
+        let req = from(
+            &format!("203.0.113.{i}"),
+            watch_as(&target, None, &[], &view.state_id),
+        );
+        match connection.watch(req).await {
+            Ok(stream) => spectators.push((connection, stream)),
+            Err(status) => {
+                assert_eq!(reason(&status), "TOO_MANY_WATCHES", "{status:?}");
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!((spectators.len(), refused), (24, 8));
+    assert!(metric(&server, r#"allfives_watch_streams{state="open"} 1000"#).await);
+    let mut player = server.client().await;
+    let mut stream = player
+        .watch(from(
+            "198.51.100.7",
+            watch_as(&target, Some(0), &creds.of(0), &view.state_id),
+        ))
+        .await
+        .expect("the player's Watch")
+        .into_inner();
+    assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
+    assert!(
+        metric(
+            &server,
+            r#"allfives_watch_streams_ended_total{why="made_room"} 1"#
+        )
+        .await
+    );
+    drop(stalled);
 }
 
 /// Issue 40's fourth: a request whose match id and token name different matches is
