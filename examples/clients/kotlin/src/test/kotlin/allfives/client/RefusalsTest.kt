@@ -22,9 +22,15 @@ class RefusalsTest {
         assertEquals(sentence(reason), e.sentence)
     }
 
+    // A dealt match against a bot, seat 0 on turn with a tile to play (a deal can leave
+    // it none: it must draw, and the tests below play a legal move).
     private suspend fun againstBot(): Pair<Table, Seat> {
-        val (table, me) = repo.newMatch(2, 50, mapOf(1 to BotLevel.BOT_LEVEL_MEDIUM))
-        return repo.deal(table, me) to me
+        repeat(50) {
+            val (table, me) = repo.newMatch(2, 50, mapOf(1 to BotLevel.BOT_LEVEL_MEDIUM))
+            val dealt = repo.deal(table, me)
+            if (dealt.view.legalMovesCount > 0) return dealt to me
+        }
+        error("no deal of 50 left seat 0 a tile to play")
     }
 
     @Test
