@@ -628,16 +628,7 @@ async fn a_quiet_stream_beats_and_ends_when_its_connection_ages() {
     assert!(started.elapsed() >= Duration::from_millis(900));
     // At the connection's age (3 s ± 10%) the stream ends, with OK (waited for as a
     // decision: the timeout only guards against a hang).
-    let ended = tokio::time::timeout(Duration::from_secs(120), async {
-        loop {
-            match stream.message().await {
-                Ok(Some(_)) => continue,
-                other => return other,
-            }
-        }
-    })
-    .await
-    .expect("the stream ends at the connection's age");
+    let ended = until_it_ends(&mut stream, "the stream ends at the connection's age").await;
     assert!(matches!(ended, Ok(None)), "{ended:?}");
 }
 
@@ -704,6 +695,24 @@ async fn streams_on_every_connection_do_not_keep_a_new_client_out() {
             }
         }
     }
+}
+
+/// How `stream` ends, its messages until then read and dropped: waited for as a
+/// decision (the bound, `what` if passed, only guards against a hang).
+async fn until_it_ends(
+    stream: &mut Streaming<pb::WatchResponse>,
+    what: &str,
+) -> Result<Option<pb::WatchResponse>, tonic::Status> {
+    tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            match stream.message().await {
+                Ok(Some(_)) => continue,
+                other => return other,
+            }
+        }
+    })
+    .await
+    .expect(what)
 }
 
 /// `req` as if a trusted gateway forwarded it from `address` (the test servers below
@@ -883,16 +892,7 @@ async fn one_client_cannot_take_a_replicas_streams() {
         .into_inner();
     assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
     let (_, oldest) = &mut held[0];
-    let ended = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            match oldest.message().await {
-                Ok(Some(_)) => continue,
-                other => return other,
-            }
-        }
-    })
-    .await
-    .expect("the oldest of the biggest client's streams ends");
+    let ended = until_it_ends(oldest, "the oldest of the biggest client's streams ends").await;
     let status = ended.expect_err("told why");
     assert_eq!(reason(&status), "TOO_MANY_WATCHES");
     assert!(
@@ -1102,16 +1102,7 @@ async fn watch_on_an_ageing_replica_with_its_store_down_answers_as_documented() 
         .into_inner();
     assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
     redis.stop();
-    let ended = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            match stream.message().await {
-                Ok(Some(_)) => continue,
-                other => return other,
-            }
-        }
-    })
-    .await
-    .expect("the stream ends at its connection's age");
+    let ended = until_it_ends(&mut stream, "the stream ends at its connection's age").await;
     assert!(matches!(ended, Ok(None)), "{ended:?}");
     for i in 0..6 {
         let mut device = server.client().await;
