@@ -42,9 +42,10 @@ pub struct KeyRing {
     pseudonyms: Hmac<Sha256>,
 }
 
-/// What the pseudonyms' key is derived with: HMAC-SHA-256, keyed with the sealing key,
-/// of these bytes (so a pseudonym is no function of the sealing key an attacker could
-/// use on tokens, and another use of the key would derive with other bytes).
+/// What the pseudonyms' key is derived with: HKDF-SHA-256 (RFC 5869, the `hkdf`
+/// crate) of the sealing key, with these bytes as its info (so a pseudonym is no
+/// function of the sealing key an attacker could use on tokens, and another use of the
+/// key would derive with other bytes).
 const PSEUDONYMS: &[u8] = b"allfives client pseudonyms v1";
 
 /// Bytes in a pseudonym ([`KeyRing::pseudonym`]).
@@ -79,9 +80,11 @@ impl KeyRing {
                 .position(|(k, _)| *k == id)
                 .ok_or(KeyRingError::UnknownActive(id))?,
         };
-        let mut derive = hmac(&keys[active].1);
-        derive.update(PSEUDONYMS);
-        let pseudonyms = hmac(&derive.finalize().into_bytes());
+        let mut derived = [0u8; 32];
+        hkdf::Hkdf::<Sha256>::new(None, &keys[active].1)
+            .expand(PSEUDONYMS, &mut derived)
+            .expect("32 bytes is a valid HKDF-SHA-256 length");
+        let pseudonyms = hmac(&derived);
         let keys = keys
             .into_iter()
             .map(|(id, key)| (id, Aes256GcmSiv::new(&key.into())))
@@ -155,7 +158,7 @@ impl KeyRing {
     }
 
     /// A pseudonym of `what` (a client's address: `store::invites::ClientKey`): the
-    /// first 16 bytes of HMAC-SHA-256 under a key derived from the sealing key. The same
+    /// first 16 bytes of HMAC-SHA-256 under a key derived from the sealing key (HKDF). The same
     /// on every replica holding the same sealing key; without the ring, no address can
     /// be tested against it (not even by trying all 2^32 IPv4 addresses).
     pub fn pseudonym(&self, what: &[u8]) -> [u8; PSEUDONYM_LEN] {
