@@ -39,6 +39,13 @@ use prost::Message;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
 
+/// The time calls are judged at (no clock runs in these calls' matches).
+const JUDGE: allfives::service::clocks::Judge = allfives::service::clocks::Judge {
+    now_ms: 1_800_000_000_000,
+    grace_ms: 2000,
+    skew_ms: 1000,
+};
+
 /// A game position just before a Play, and everything a call made from it carries.
 struct Position {
     name: &'static str,
@@ -71,6 +78,7 @@ fn hot_seat(game: Game) -> Record {
         previous: Some([0x77; 16]),
         stored: false,
         names: Default::default(),
+        clocks: None,
     }
 }
 
@@ -143,7 +151,7 @@ fn positions(ring: &KeyRing) -> Vec<Position> {
 /// The whole Play handler, as the service runs it: the seat's move, then the bots' (none
 /// here), sealed and rendered.
 fn handle_play(tokens: &Tokens, request: &pb::PlayRequest) -> steps::Answer {
-    let step = moves::play(tokens, request).expect("play");
+    let step = moves::play(tokens, &JUDGE, request).expect("play");
     steps::finish(tokens, &Policy::default(), step).expect("finish")
 }
 
@@ -186,6 +194,7 @@ fn parts(c: &mut Criterion) {
             previous_state_id: &previous_state_id,
             seats: &after.seats,
             names: &after.names,
+            clock: None,
         };
         let answer = handle_play(&uncached, &p.request);
         let response = pb::PlayResponse {
@@ -200,7 +209,7 @@ fn parts(c: &mut Criterion) {
             b.iter(|| pb::PlayRequest::decode(black_box(&request_bytes[..])).expect("decode"))
         });
         group.bench_function("2-open", |b| {
-            b.iter(|| token::open_with(&ring, black_box(&p.token), |p| p.len()).expect("open"))
+            b.iter(|| token::open_with(&ring, black_box(&p.token), |_, p| p.len()).expect("open"))
         });
         group.bench_function("3-decode-replay", |b| {
             b.iter(|| plaintext::decode(black_box(&plaintext)).expect("decode"))
@@ -276,7 +285,7 @@ fn parts(c: &mut Criterion) {
                 credential: credential(p.viewer).to_vec(),
                 include_hand_events: false,
             };
-            b.iter(|| moves::score(&uncached, black_box(&request)).expect("score"))
+            b.iter(|| moves::score(&uncached, &JUDGE, black_box(&request)).expect("score"))
         });
         println!(
             "{}: token {} B (plaintext {} B), request {} B, response {} B ({} events)",

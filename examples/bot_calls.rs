@@ -19,6 +19,13 @@ use allfives::service::steps::Policy;
 use allfives::service::{moves, seats, steps};
 use allfives::state::{KeyRing, Tokens};
 
+/// The time calls are judged at (no clock runs in these calls' matches).
+const JUDGE: allfives::service::clocks::Judge = allfives::service::clocks::Judge {
+    now_ms: 1_800_000_000_000,
+    grace_ms: 2000,
+    skew_ms: 1000,
+};
+
 fn cpu_time() -> Duration {
     // CLOCK_PROCESS_CPUTIME_ID via /proc is Linux-only; this tool is for this machine.
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
@@ -75,6 +82,7 @@ fn main() {
         allow_client_seeds: true,
         bot_search: Search::worlds(Some(worlds)),
         match_store: false,
+        ..Policy::default()
     };
     let mut seats = vec![pb::SeatSetup {
         bot: level as i32,
@@ -101,6 +109,7 @@ fn main() {
         let new = seats::new_game(
             &tokens,
             &policy,
+            &JUDGE,
             &pb::NewGameRequest {
                 rules: Some(pb::Rules {
                     players,
@@ -122,6 +131,7 @@ fn main() {
                 Ok(pb::Phase::Over) => break,
                 Ok(pb::Phase::Dealing) => moves::deal(
                     &tokens,
+                    &JUDGE,
                     &pb::DealRequest {
                         state: state.clone().into(),
                         viewer: Some(0),
@@ -130,6 +140,7 @@ fn main() {
                 ),
                 _ if view.must_draw => moves::draw(
                     &tokens,
+                    &JUDGE,
                     &pb::DrawRequest {
                         state: state.clone().into(),
                         seat: 0,
@@ -142,6 +153,7 @@ fn main() {
                         view.legal_moves[(step as usize * 7 + m as usize) % view.legal_moves.len()];
                     moves::play(
                         &tokens,
+                        &JUDGE,
                         &pb::PlayRequest {
                             state: state.clone().into(),
                             seat: 0,

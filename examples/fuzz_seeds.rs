@@ -77,6 +77,7 @@ fn chained(table: usize, states: &[Game]) -> Vec<Option<Record>> {
                 previous,
                 stored: false,
                 names: Default::default(),
+                clocks: None,
             };
             previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
             Some(record)
@@ -117,6 +118,7 @@ fn main() -> std::io::Result<()> {
             hand_size,
             target,
             settlement,
+            ..Rules::for_players(players)
         };
         let (states, actions) = whole_match(rules, t as u64, strategy);
         let records = chained(t, &states);
@@ -218,7 +220,7 @@ fn action_bytes(game: &Game, action: &Action) -> Vec<u8> {
                 .unwrap_or(0);
             vec![3 | (index as u8) << 2]
         }
-        Action::Draw { .. } | Action::Deal => vec![3],
+        Action::Draw { .. } | Action::Deal | Action::Forfeit { .. } => vec![3],
     }
 }
 

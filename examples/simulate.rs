@@ -212,12 +212,18 @@ impl Table {
                             HandEnd::Domino { .. } => m.domino += 1,
                             HandEnd::Blocked => m.blocked += 1,
                             HandEnd::TargetReached { .. } => m.target_reached += 1,
+                            // No clock and nobody leaves in a simulation.
+                            HandEnd::Forfeit { .. } => {}
                         }
                         for (total, delta) in m.settlement.iter_mut().zip(result.settlement) {
                             *total += i64::from(delta);
                         }
                     }
                     Event::GameEnded { winner } => m.wins[winner] += 1,
+                    Event::Absent { .. }
+                    | Event::BotTookSeat { .. }
+                    | Event::Returned { .. }
+                    | Event::Forfeited { .. } => {}
                 }
             }
             if let Some(&low) = game.scores().iter().min() {
@@ -249,6 +255,7 @@ fn main() -> ExitCode {
             Settlement::OwnPipsOff => SettlementRule::OwnPipsOff,
             Settlement::WinnerTakesPips => SettlementRule::WinnerTakesPips,
         },
+        ..Rules::for_players(args.players)
     };
     if let Err(e) = rules.validate() {
         eprintln!("simulate: invalid rules: {e}");

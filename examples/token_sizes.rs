@@ -37,6 +37,7 @@ fn largest_record(game: &Game) -> Record {
         previous: Some([0x9B; 16]),
         stored: true,
         names: Default::default(),
+        clocks: None,
     }
 }
 

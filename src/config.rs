@@ -208,6 +208,37 @@ pub struct Config {
     #[arg(long, env = "ALLFIVES_ALLOW_CLIENT_SEEDS")]
     pub allow_client_seeds: bool,
 
+    /// Turn clocks: how late past a seat's deadline, in milliseconds, its move is still
+    /// taken and ClaimTimeout still refused (a move sent in time may arrive this late).
+    /// At least --max-clock-skew-ms, so that a replica whose clock runs that far ahead
+    /// never takes a timeout before the deadline by the others' clocks
+    /// (docs/rules.md section 11).
+    #[arg(
+        long,
+        env = "ALLFIVES_CLOCK_LAG_GRACE_MS",
+        default_value_t = 2000,
+        value_parser = clap::value_parser!(u64).range(0..=60_000)
+    )]
+    pub clock_lag_grace_ms: u64,
+
+    /// Turn clocks: how far, in milliseconds, the replicas' clocks may disagree (they
+    /// run NTP). A changing call on a clocked match whose last move another replica
+    /// wrote later than this replica's clock reads, by more than this, is refused
+    /// UNAVAILABLE CLOCK_SKEW and counted (allfives_clock_skew_refusals_total): one of
+    /// the two clocks is off (docs/operations.md, "Clocks").
+    #[arg(
+        long,
+        env = "ALLFIVES_MAX_CLOCK_SKEW_MS",
+        default_value_t = 1000,
+        value_parser = clap::value_parser!(u64).range(0..=60_000)
+    )]
+    pub max_clock_skew_ms: u64,
+
+    /// The clock turn clocks are judged by: the system's; a test sets its own. Not a
+    /// flag.
+    #[arg(skip)]
+    pub clock: crate::server_clock::ServerClock,
+
     /// Deals of the unseen tiles a server-played HARD bot samples for each move (1 to
     /// 512, the cap on a Suggest's): more is stronger and slower, about linearly
     /// (docs/BOTS.md has the time a call with several HARD bots takes).
@@ -388,6 +419,8 @@ impl Config {
             allow_client_seeds: self.allow_client_seeds,
             bot_search: crate::engine::suggest::Search::worlds(Some(self.bot_worlds)),
             match_store: self.match_store != StoreKind::None,
+            clock_lag_grace_ms: self.clock_lag_grace_ms,
+            max_clock_skew_ms: self.max_clock_skew_ms,
         }
     }
 

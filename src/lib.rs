@@ -25,6 +25,8 @@
 //! - [`connection`]: a connection's state in one struct, its tracker (calls open,
 //!   closing, its share of the calls-in-flight budget, its Watch streams, its client),
 //!   carried in each call's context.
+//! - [`server_clock`]: the time turn clocks are judged by: the system's, or one a test
+//!   sets.
 //! - [`throttle`]: log lines held to one per period (server and service both log).
 //! - [`metrics`]: the Prometheus metrics and their HTTP endpoint.
 //! - [`config`]: every flag and environment variable (docs/operations.md).
@@ -44,6 +46,7 @@ pub mod proto;
 pub mod routes;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod server_clock;
 pub mod service;
 pub mod state;
 pub mod store;

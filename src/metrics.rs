@@ -249,7 +249,14 @@ impl Metrics {
                 Some(Kind::TileDrawn(_)) => &c.moves[MoveKind::Draw as usize],
                 Some(Kind::Passed(_)) => &c.moves[MoveKind::Pass as usize],
                 Some(Kind::GameEnded(_)) => &c.games_finished,
-                Some(Kind::HandEnded(_)) | None => continue,
+                Some(
+                    Kind::HandEnded(_)
+                    | Kind::SeatAbsent(_)
+                    | Kind::BotTookSeat(_)
+                    | Kind::SeatReturned(_)
+                    | Kind::Forfeited(_),
+                )
+                | None => continue,
             };
             counter.fetch_add(1, Relaxed);
         }

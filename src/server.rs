@@ -103,6 +103,14 @@ where
     let max_connections = usize::try_from(config.max_connections)?;
     let handshake_timeout = Duration::from_millis(config.handshake_timeout_ms);
     warn_if_descriptors_run_out_first(config.max_connections);
+    if config.clock_lag_grace_ms < config.max_clock_skew_ms {
+        return Err(format!(
+            "--clock-lag-grace-ms ({}) must be at least --max-clock-skew-ms ({}): a replica \
+             whose clock runs ahead by the skew would take timeouts early",
+            config.clock_lag_grace_ms, config.max_clock_skew_ms
+        )
+        .into());
+    }
 
     let tokens = Arc::new(Tokens::new(ring, config.token_cache as usize));
     metrics.watch_token_cache(tokens.shared_counts());
@@ -111,6 +119,7 @@ where
         .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
         .with_search_wait_budget(Duration::from_millis(config.search_wait_budget_ms))
         .with_match_store(store.clone())
+        .with_clock(config.clock.clone())
         .with_watches(
             usize::try_from(config.max_watch_streams)?,
             usize::try_from(config.max_watch_streams_per_connection)?,

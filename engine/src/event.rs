@@ -1,7 +1,9 @@
 //! What an action caused, reported in order so a table can be animated from it.
 
+use super::clock::Why;
 use super::layout::End;
 use super::rules::{Seat, Side};
+use super::suggest::Level;
 use super::tile::{Tile, TileSet};
 
 /// How a hand came to an end.
@@ -13,6 +15,9 @@ pub enum HandEnd {
     Blocked,
     /// The seat's placement reached the target; the hand was not played out or settled.
     TargetReached { seat: Seat },
+    /// The seat forfeited the match (its time ran out, or its player left); the hand
+    /// was not played out or settled.
+    Forfeit { seat: Seat },
 }
 
 /// The close of a hand: how it ended, every hand shown, and the settlement.
@@ -55,13 +60,46 @@ pub enum Event {
         seat: Seat,
     },
     HandEnded(HandResult),
-    /// The side reached the target.
+    /// The side reached the target, or every other side forfeited.
     GameEnded {
         winner: Side,
+    },
+    /// The seat's time ran out, or its player left: what the match's absence option
+    /// says follows (a bot's moves for it, [`Event::BotTookSeat`], or its forfeit).
+    Absent {
+        seat: Seat,
+        why: Why,
+    },
+    /// A bot of `level` holds the seat until its player comes back.
+    BotTookSeat {
+        seat: Seat,
+        level: Level,
+    },
+    /// The seat's player came back and plays it again from its next turn.
+    Returned {
+        seat: Seat,
+    },
+    /// The seat forfeited the match; the end of the hand (if one was in play) and of
+    /// the match follow.
+    Forfeited {
+        seat: Seat,
+        why: Why,
     },
 }
 
 impl Event {
+    /// Whether replaying the hand reports it again ([`Game::hand_events`]): every
+    /// event of an action; not a seat's absence, a bot taking a seat or a player's
+    /// return, which no action of the hand records.
+    ///
+    /// [`Game::hand_events`]: crate::Game::hand_events
+    pub fn in_hand_history(&self) -> bool {
+        !matches!(
+            self,
+            Event::Absent { .. } | Event::BotTookSeat { .. } | Event::Returned { .. }
+        )
+    }
+
     /// The event as `viewer` may see it: a drawn tile is shown only to its drawer
     /// (`None` is a spectator).
     pub fn redacted_for(self, viewer: Option<Seat>) -> Event {

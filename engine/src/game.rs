@@ -6,6 +6,7 @@
 //! boneyard is empty it passes at once, and a hand nobody can go on with ends blocked
 //! the moment that is so.
 
+use super::clock::Why;
 use super::error::{Error, Phase};
 use super::event::{Event, HandEnd, HandResult};
 use super::hand::Hand;
@@ -29,6 +30,9 @@ pub enum Action {
     },
     /// Take one tile from the boneyard (only with no playable tile).
     Draw { seat: Seat },
+    /// `seat` forfeits the match (section 11): any time after the first deal until the
+    /// match is over, whoever is on turn.
+    Forfeit { seat: Seat, why: Why },
 }
 
 /// A legal placement for the seat on turn and what it would score.
@@ -55,7 +59,9 @@ pub struct Game {
     /// Who leads the next hand: the seat that went out; `None` means a random seat.
     pub(crate) next_starter: Option<Seat>,
     pub(crate) winner: Option<Side>,
-    /// Actions applied so far (deals, plays and draws).
+    /// The seat that forfeited the match, and why.
+    pub(crate) forfeit: Option<(Seat, Why)>,
+    /// Actions applied so far (deals, plays, draws and a forfeit).
     pub(crate) moves: u32,
 }
 
@@ -78,6 +84,7 @@ impl Game {
             sheet: ScoreSheet::default(),
             next_starter: None,
             winner: None,
+            forfeit: None,
             moves: 0,
         }
     }
@@ -133,6 +140,11 @@ impl Game {
     /// The winning side, once the game is over.
     pub fn winner(&self) -> Option<Side> {
         self.winner
+    }
+
+    /// The seat that forfeited the match, and why; `None` unless one did.
+    pub fn forfeit(&self) -> Option<(Seat, Why)> {
+        self.forfeit
     }
 
     /// A seat's tiles (hidden information: show it only to that seat).
@@ -221,6 +233,7 @@ impl Game {
             Action::Deal => self.apply_deal(events),
             Action::Play { seat, tile, end } => self.apply_play(seat, tile, end, events),
             Action::Draw { seat } => self.apply_draw(seat, events),
+            Action::Forfeit { seat, why } => self.apply_forfeit(seat, why, events),
         }
     }
 
@@ -381,6 +394,48 @@ impl Game {
             events.push(Event::Passed { seat });
             self.pass_turn(events);
         }
+        Ok(())
+    }
+
+    /// `seat` forfeits (section 11): a hand in play ends unsettled, every hand shown,
+    /// and the match ends; the winner is the other side, or with three or four sides
+    /// the highest score among the others, a tie going to the side that comes first
+    /// in turn order after the forfeiting seat.
+    fn apply_forfeit(
+        &mut self,
+        seat: Seat,
+        why: Why,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Error> {
+        let players = self.rules.players;
+        if seat >= players {
+            return Err(Error::InvalidSeat { seat, players });
+        }
+        if self.winner.is_some() {
+            return Err(Error::GameOver);
+        }
+        let Some(hand) = self.hand.as_mut() else {
+            return Err(Error::WrongPhase {
+                phase: Phase::Dealing,
+            });
+        };
+        hand.write_down(HandAction::Forfeit { seat, why });
+        let playing = hand.result.is_none();
+        self.moves += 1;
+        self.forfeit = Some((seat, why));
+        events.push(Event::Forfeited { seat, why });
+        if playing {
+            self.end_hand(HandEnd::Forfeit { seat }, [0; 4], events);
+        }
+        let loser = self.rules.side_of(seat);
+        let mut winner = None;
+        for next in (1..players).map(|i| (seat + i) % players) {
+            let side = self.rules.side_of(next);
+            if side != loser && winner.is_none_or(|w: Side| self.scores[side] > self.scores[w]) {
+                winner = Some(side);
+            }
+        }
+        self.win(winner.unwrap_or(loser), events);
         Ok(())
     }
 
@@ -1079,6 +1134,164 @@ pub(crate) mod tests {
                 tile: None
             }
         );
+    }
+
+    #[test]
+    fn a_forfeit_ends_the_hand_unsettled_and_the_match_for_the_other_side() {
+        use crate::clock::Why;
+        let mut game = fixture(
+            rules(2),
+            &[&[(6, 1), (0, 0)], &[(2, 3), (5, 5)]],
+            &[(1, 2)],
+            &[((6, 4), None)],
+            0,
+        );
+        game.scores = [40, 10, 0, 0];
+        let before = game.clone();
+        // Any seat, on turn or not, and the seat must exist.
+        assert_eq!(
+            game.apply(
+                Action::Forfeit {
+                    seat: 2,
+                    why: Why::Left
+                },
+                &mut Vec::new()
+            ),
+            Err(Error::InvalidSeat {
+                seat: 2,
+                players: 2
+            })
+        );
+        assert_eq!(game, before);
+        let mut events = Vec::new();
+        game.apply(
+            Action::Forfeit {
+                seat: 0,
+                why: Why::TimedOut,
+            },
+            &mut events,
+        )
+        .unwrap();
+        assert_eq!(
+            events[0],
+            Event::Forfeited {
+                seat: 0,
+                why: Why::TimedOut
+            }
+        );
+        let Event::HandEnded(result) = events[1] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(result.end, HandEnd::Forfeit { seat: 0 });
+        assert_eq!(result.settlement, [0; 4], "not settled");
+        assert_eq!(result.hands[1], set(&[(2, 3), (5, 5)]), "every hand shown");
+        // The side that forfeited loses though it leads: scores stay as they were.
+        assert_eq!(events[2], Event::GameEnded { winner: 1 });
+        assert_eq!(game.scores(), &[40, 10]);
+        assert_eq!(
+            (game.phase(), game.forfeit()),
+            (Phase::Over, Some((0, Why::TimedOut)))
+        );
+        assert_eq!(
+            game.apply(
+                Action::Forfeit {
+                    seat: 1,
+                    why: Why::Left
+                },
+                &mut Vec::new()
+            ),
+            Err(Error::GameOver)
+        );
+        // Before the first deal there is no match to forfeit yet.
+        let mut fresh = Game::new(rules(2), 1).unwrap();
+        assert_eq!(
+            fresh.apply(
+                Action::Forfeit {
+                    seat: 0,
+                    why: Why::Left
+                },
+                &mut Vec::new()
+            ),
+            Err(Error::WrongPhase {
+                phase: Phase::Dealing
+            })
+        );
+    }
+
+    #[test]
+    fn with_three_or_more_sides_a_forfeit_goes_to_the_best_other_score_then_turn_order() {
+        use crate::clock::Why;
+        let forfeit = |players: usize, partnership: bool, scores: [i32; 4], seat: Seat| {
+            let mut r = rules(players);
+            r.partnership = partnership;
+            let hands: Vec<&[(u8, u8)]> = vec![&[(0, 0)]; players];
+            let mut game = fixture(r, &hands, &[], &[((6, 4), None)], 0);
+            game.scores = scores;
+            game.apply(
+                Action::Forfeit {
+                    seat,
+                    why: Why::Left,
+                },
+                &mut Vec::new(),
+            )
+            .unwrap();
+            game.winner().unwrap()
+        };
+        assert_eq!(forfeit(3, false, [50, 20, 30, 0], 0), 2, "the best other");
+        assert_eq!(
+            forfeit(3, false, [90, 20, 20, 0], 0),
+            1,
+            "a tie: next in turn"
+        );
+        assert_eq!(
+            forfeit(3, false, [20, 90, 20, 0], 1),
+            2,
+            "a tie: next in turn"
+        );
+        assert_eq!(forfeit(4, false, [0, 5, 5, 5], 2), 3);
+        assert_eq!(forfeit(4, true, [0, 5, 0, 0], 2), 1, "the other team");
+        assert_eq!(forfeit(4, true, [90, 5, 0, 0], 3), 0, "the other team");
+    }
+
+    #[test]
+    fn a_forfeit_between_hands_ends_the_match_and_replays() {
+        use crate::bot::{Strategy, choose};
+        use crate::clock::Why;
+        use rand_chacha::ChaCha8Rng;
+        use rand_chacha::rand_core::SeedableRng;
+        let r = Rules {
+            target: 500,
+            ..rules(3)
+        };
+        let mut game = Game::new(r, 5).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut scratch = Vec::new();
+        while game.phase() != Phase::Dealing || game.hand_number() == 0 {
+            let action = choose(&game, Strategy::Greedy, &mut rng, &mut scratch).unwrap();
+            game.apply(action, &mut Vec::new()).unwrap();
+        }
+        let result = *game.last_result().unwrap();
+        let mut events = Vec::new();
+        game.apply(
+            Action::Forfeit {
+                seat: 1,
+                why: Why::Left,
+            },
+            &mut events,
+        )
+        .unwrap();
+        assert!(matches!(
+            events[..],
+            [Event::Forfeited { seat: 1, .. }, Event::GameEnded { .. }]
+        ));
+        assert_eq!(
+            game.last_result(),
+            Some(&result),
+            "the hand's own end stays"
+        );
+        assert_eq!(game.phase(), Phase::Over);
+        let replayed = Game::replay(r, 5, &game.scorecard()).unwrap();
+        assert_eq!(replayed, game);
     }
 
     #[test]

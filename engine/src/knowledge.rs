@@ -205,6 +205,7 @@ impl Knowledge {
             ),
             next_starter: None,
             winner: None,
+            forfeit: None,
             moves: self.moves,
         }
     }

@@ -9,7 +9,9 @@
 //!
 //! # Layout
 //! - [`tile`]: the 28 tiles and bitmask tile sets.
-//! - [`rules`]: rule options (players, partnership, hand size, target, settlement).
+//! - [`rules`]: rule options (players, partnership, hand size, target, settlement,
+//!   turn clock, what an absent player's seat does).
+//! - [`clock`]: turn clocks and absent players: deadlines, banks, timeouts.
 //! - [`layout`]: the table: line, spinner, open ends, the count.
 //! - [`scoring`]: rounding and settlement of a finished hand.
 //! - [`hand`]: one hand: the deal, hands, boneyard, turn.
@@ -25,6 +27,7 @@
 
 pub mod bot;
 pub mod check;
+pub mod clock;
 pub mod error;
 pub mod event;
 pub mod game;
@@ -44,6 +47,7 @@ pub mod view;
 #[cfg(test)]
 mod properties;
 
+pub use clock::{Absence, Clocks, Outcome, TurnClock, Why};
 pub use error::{Error, Phase};
 pub use event::{Event, HandEnd, HandResult};
 pub use game::{Action, Game, Move};

@@ -36,6 +36,7 @@ fn any_rules() -> impl proptest::strategy::Strategy<Value = Rules> {
                 hand_size,
                 target: target.unwrap_or(Rules::default_target(players)),
                 settlement,
+                ..Rules::for_players(players)
             },
         )
 }

@@ -14,6 +14,7 @@
 //! earlier hands' sheet) is checked by [`crate::check`].
 
 use super::check;
+use super::clock::Why;
 use super::error::Error;
 use super::event::Event;
 use super::game::{Action, Game};
@@ -22,9 +23,9 @@ use super::rules::{Rules, Seat};
 use super::sheet::{ScoreSheet, SheetRow};
 use super::tile::Tile;
 
-/// Actions a hand can hold after its deal: a play per tile at most (28) and a draw per
-/// tile of the largest boneyard (18, two players five each).
-pub const MAX_HAND_ACTIONS: usize = 46;
+/// Actions a hand can hold after its deal: a play per tile at most (28), a draw per
+/// tile of the largest boneyard (18, two players five each), and a forfeit.
+pub const MAX_HAND_ACTIONS: usize = 47;
 
 /// An action of the seat on turn after the deal, as the scorekeeper writes it down.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -34,6 +35,8 @@ pub enum HandAction {
     Play { tile: Tile, end: Option<End> },
     /// One tile taken from the boneyard.
     Draw,
+    /// `seat` forfeited the match (section 11): during the hand, or after it ended.
+    Forfeit { seat: Seat, why: Why },
 }
 
 /// A match as a scorekeeper has it: with the rules and the seed, everything
@@ -152,6 +155,7 @@ impl Game {
             let action = match written {
                 HandAction::Play { tile, end } => Action::Play { seat, tile, end },
                 HandAction::Draw => Action::Draw { seat },
+                HandAction::Forfeit { seat, why } => Action::Forfeit { seat, why },
             };
             game.apply(action, events).map_err(refused(index))?;
             // One way to write each action: the end the tile went on, none for a lead

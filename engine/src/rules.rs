@@ -1,5 +1,6 @@
 //! Rule options chosen when a game is created (docs/rules.md sections 2, 3, 8 and 9).
 
+use super::clock::{Absence, MAX_CLOCK_SECS, MAX_TAKES_SEAT_AFTER, TurnClock};
 use super::error::Error;
 
 /// A seat at the table, `0 .. players`.
@@ -58,6 +59,10 @@ pub struct Rules {
     /// Points that win the game: a positive multiple of five, at most [`MAX_TARGET`].
     pub target: u32,
     pub settlement: SettlementRule,
+    /// The turn clock (section 11); `None`: no clock, a seat has all the time it likes.
+    pub clock: Option<TurnClock>,
+    /// What happens when a seat's time runs out or its player leaves (section 11).
+    pub absence: Absence,
 }
 
 impl Rules {
@@ -70,6 +75,8 @@ impl Rules {
             hand_size: HandSizeRule::Standard,
             target: Rules::default_target(players),
             settlement: SettlementRule::OwnPipsOff,
+            clock: None,
+            absence: Absence::default(),
         }
     }
 
@@ -96,6 +103,30 @@ impl Rules {
             return Err(Error::InvalidOption {
                 field: "target",
                 reason: "must be a positive multiple of 5, at most 10000",
+            });
+        }
+        if let Some(clock) = &self.clock {
+            if clock.move_secs == 0 || clock.move_secs > MAX_CLOCK_SECS {
+                return Err(Error::InvalidOption {
+                    field: "clock.move_seconds",
+                    reason: "must be 1 to 2592000 (30 days)",
+                });
+            }
+            if clock.bank_secs > MAX_CLOCK_SECS || clock.increment_secs > MAX_CLOCK_SECS {
+                return Err(Error::InvalidOption {
+                    field: "clock",
+                    reason: "bank and increment must be at most 2592000 seconds (30 days)",
+                });
+            }
+        }
+        if let Absence::Bot {
+            takes_seat_after, ..
+        } = self.absence
+            && takes_seat_after > MAX_TAKES_SEAT_AFTER
+        {
+            return Err(Error::InvalidOption {
+                field: "absence.bot_takes_seat_after",
+                reason: "must be at most 10 timeouts in a row",
             });
         }
         Ok(())

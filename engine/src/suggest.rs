@@ -257,6 +257,38 @@ pub fn play_bots_until(
     events: &mut Vec<Event>,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<BotsPlayed>, Error> {
+    play_while(game, bots, search, events, stop, false)
+}
+
+/// A bot of `level` plays one turn of `seat`, on that seat's own knowledge: its draws
+/// and its play (or the pass its draws end in), for a seat whose time ran out (the
+/// clock's `Outcome::PlayTurn`). Nothing if `seat` is not on turn. Stopped by `stop`
+/// as [`play_bots_until`] is.
+pub fn play_turn_until(
+    game: &mut Game,
+    seat: usize,
+    level: Level,
+    search: Search,
+    events: &mut Vec<Event>,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<BotsPlayed>, Error> {
+    let mut bots = [None; 4];
+    if let Some(slot) = bots.get_mut(seat) {
+        *slot = Some(level);
+    }
+    play_while(game, &bots, search, events, stop, true)
+}
+
+/// The bots of `bots` play while one is on turn in the hand; after the first play
+/// when `one_turn`.
+fn play_while(
+    game: &mut Game,
+    bots: &[Option<Level>],
+    search: Search,
+    events: &mut Vec<Event>,
+    stop: &dyn Fn() -> bool,
+    one_turn: bool,
+) -> Result<Option<BotsPlayed>, Error> {
     let seed = bot_seed(game.seed());
     let mut played = BotsPlayed::default();
     let mut budget = search.worlds.saturating_mul(BOT_SEARCHES_PER_CALL);
@@ -281,6 +313,9 @@ pub fn play_bots_until(
         played.actions += 1;
         if level == Level::Hard {
             played.hard_worlds += worlds;
+        }
+        if one_turn && matches!(suggestion.action, Action::Play { .. }) {
+            break;
         }
     }
     Ok(Some(played))

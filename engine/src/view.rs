@@ -1,6 +1,7 @@
 //! What one seat (or a spectator) may see of a game: the only window the service shows
 //! (docs/rules.md section 10). Other hands, the boneyard's order and the seed are not in it.
 
+use super::clock::Why;
 use super::error::{Error, Phase};
 use super::event::HandResult;
 use super::game::{Game, Move};
@@ -43,6 +44,8 @@ pub struct View<'a> {
     pub winner: Option<Side>,
     /// How the last hand ended, with every hand shown, once it has ended.
     pub last_result: Option<HandResult>,
+    /// The seat that forfeited the match, and why.
+    pub forfeit: Option<(Seat, Why)>,
 }
 
 /// The open ends of a layout, at most four, held without allocating.
@@ -127,6 +130,7 @@ impl Game {
             must_draw: on_turn && self.must_draw(),
             winner: self.winner(),
             last_result: self.last_result().copied(),
+            forfeit: self.forfeit(),
         })
     }
 }

@@ -38,6 +38,13 @@ use libfuzzer_sys::fuzz_target;
 use prost::Message;
 use tonic::Code;
 
+/// The time calls are judged at (no clock runs in these calls' matches).
+const JUDGE: allfives::service::clocks::Judge = allfives::service::clocks::Judge {
+    now_ms: 1_800_000_000_000,
+    grace_ms: 2000,
+    skew_ms: 1000,
+};
+
 /// The real token the `u16` selects, or `None` for 0.
 fn real(choice: u16) -> Option<Vec<u8>> {
     let tokens = real_tokens();
@@ -175,6 +182,7 @@ fuzz_target!(|data: &[u8]| {
             worlds: 2,
             horizon: None,
         },
+        ..Policy::default()
     };
     let choice = take(&mut input, 2);
     let choice = u16::from(choice.first().copied().unwrap_or(0))
@@ -187,7 +195,7 @@ fuzz_target!(|data: &[u8]| {
             let Ok(req) = pb::NewGameRequest::decode(input) else {
                 return;
             };
-            let result = seats::new_game(tokens(), &policy, &req).map(|a| {
+            let result = seats::new_game(tokens(), &policy, &JUDGE, &req).map(|a| {
                 assert!(
                     req.seed.is_none() || policy.allow_client_seeds,
                     "a seed taken by a server that takes none"
@@ -213,6 +221,7 @@ fuzz_target!(|data: &[u8]| {
                             asked.is_none_or(|a| a == (0, false)),
                             "seat {seat} left open, asked {asked:?}"
                         ),
+                        Player::Held { .. } => panic!("seat {seat} held by a bot at NewGame"),
                     }
                 }
                 assert!(credentials.next().is_none(), "a credential for no claim");
@@ -232,7 +241,7 @@ fuzz_target!(|data: &[u8]| {
             let before = opened(&req.state);
             let record = before.as_ref().map(|b| &b.0);
             req.credential = credential_for(credential_choice, &req.credential, record, req.viewer);
-            let step = moves::deal(tokens(), &req);
+            let step = moves::deal(tokens(), &JUDGE, &req);
             let result = finished(
                 &policy,
                 step,
@@ -253,7 +262,7 @@ fuzz_target!(|data: &[u8]| {
             let record = before.as_ref().map(|b| &b.0);
             let seat = Some(req.seat);
             req.credential = credential_for(credential_choice, &req.credential, record, seat);
-            let step = moves::play(tokens(), &req);
+            let step = moves::play(tokens(), &JUDGE, &req);
             let named = [seat, req.viewer];
             let result = finished(&policy, step, before.as_ref(), &named, &req.credential);
             (result, before.is_some(), false)
@@ -269,7 +278,7 @@ fuzz_target!(|data: &[u8]| {
             let record = before.as_ref().map(|b| &b.0);
             let seat = Some(req.seat);
             req.credential = credential_for(credential_choice, &req.credential, record, seat);
-            let step = moves::draw(tokens(), &req);
+            let step = moves::draw(tokens(), &JUDGE, &req);
             let named = [seat, req.viewer];
             let result = finished(&policy, step, before.as_ref(), &named, &req.credential);
             (result, before.is_some(), false)
@@ -304,7 +313,7 @@ fuzz_target!(|data: &[u8]| {
                         viewer: None,
                         credential: req.credential.clone(),
                     };
-                    let step = moves::draw(tokens(), &follow);
+                    let step = moves::draw(tokens(), &JUDGE, &follow);
                     finished(&policy, step, before.as_ref(), &named, &req.credential)
                         .expect("the advised draw is accepted");
                     return;
@@ -317,7 +326,7 @@ fuzz_target!(|data: &[u8]| {
                     viewer: None,
                     credential: req.credential.clone(),
                 };
-                let step = moves::play(tokens(), &follow);
+                let step = moves::play(tokens(), &JUDGE, &follow);
                 finished(&policy, step, before.as_ref(), &named, &req.credential)
                     .expect("the advised move is accepted");
             });
@@ -331,7 +340,7 @@ fuzz_target!(|data: &[u8]| {
                 req.state = t;
             }
             let before = opened(&req.state);
-            let result = seats::claim_seat(tokens(), &policy, &req).map(|(r, claimed)| {
+            let result = seats::claim_seat(tokens(), &policy, &JUDGE, &req).map(|(r, claimed)| {
                 let (before, id) = before.as_ref().expect("a claim's token opens");
                 let view = r.view;
                 let record = answered(&r.state, &view, Some(*id));
@@ -377,7 +386,7 @@ fuzz_target!(|data: &[u8]| {
                 req.viewer
                     .is_none_or(|viewer| holds(r, viewer, &req.credential))
             });
-            let result = moves::score(tokens(), &req);
+            let result = moves::score(tokens(), &JUDGE, &req);
             check_authority(
                 result.as_ref().map(|_| ()),
                 record,
@@ -433,6 +442,11 @@ fuzz_target!(|data: &[u8]| {
             ApiError::InviteNotFound => Code::NotFound,
             ApiError::NoOpenSeat => Code::FailedPrecondition,
             ApiError::DeadlinePassed { .. } => Code::DeadlineExceeded,
+            ApiError::TimeoutNotDue { .. }
+            | ApiError::NoTurnClock
+            | ApiError::TurnTimedOut { .. }
+            | ApiError::SeatNotHeld(_) => Code::FailedPrecondition,
+            ApiError::ClockSkew => Code::Unavailable,
         };
         assert_eq!(status.code(), expected, "{error:?}");
     }

@@ -100,6 +100,7 @@ pub fn chained(table: usize, match_id: [u8; 16], games: Vec<Game>) -> Vec<Option
                 previous,
                 stored: false,
                 names: Default::default(),
+                clocks: None,
             };
             previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
             Some(record)
@@ -150,6 +151,7 @@ pub fn real_records() -> Vec<Record> {
             hand_size,
             target,
             settlement,
+            ..Rules::for_players(players)
         };
         let mut game = Game::new(rules, 1000 + i as u64).expect("rules");
         let mut rng = ChaCha8Rng::seed_from_u64(i as u64);
@@ -215,12 +217,13 @@ pub fn credential_for(
 }
 
 /// Whether `credential` opens seat `seat` of the match in `record`, by the API's rules
-/// (a human seat claimed with exactly that credential), written out independently of
-/// the service's check.
+/// (a human seat claimed with exactly that credential, a bot holding it or not),
+/// written out independently of the service's check.
 pub fn holds(record: &Record, seat: u32, credential: &[u8]) -> bool {
     matches!(
         record.seats.0.get(seat as usize),
-        Some(Player::Human(c)) if seat < record.game.rules().players as u32 && c[..] == *credential
+        Some(Player::Human(c) | Player::Held { credential: c, .. })
+            if seat < record.game.rules().players as u32 && c[..] == *credential
     )
 }
 
@@ -236,6 +239,10 @@ pub fn assert_seats_shown(record: &Record, shown: &[pb::SeatStatus]) {
             Player::Bot(Level::Easy) => (pb::SeatKind::Bot, pb::BotLevel::Easy),
             Player::Bot(Level::Medium) => (pb::SeatKind::Bot, pb::BotLevel::Medium),
             Player::Bot(Level::Hard) => (pb::SeatKind::Bot, pb::BotLevel::Hard),
+            Player::Held { level, .. } => (
+                pb::SeatKind::HeldByBot,
+                allfives::service::convert::level_out(*level),
+            ),
         };
         assert_eq!(
             (status.seat, status.kind, status.bot),
@@ -289,6 +296,7 @@ pub fn fresh_game(input: &mut &[u8]) -> Game {
         } else {
             SettlementRule::OwnPipsOff
         },
+        ..Rules::for_players(players)
     };
     Game::new(rules, u64::from_le_bytes(seed)).expect("valid rules")
 }
@@ -342,6 +350,9 @@ pub fn accepts(game: &Game, action: Action) -> bool {
     match action {
         Action::Deal => game.phase() == Phase::Dealing,
         Action::Draw { seat } => game.turn() == Some(seat) && game.must_draw(),
+        Action::Forfeit { seat, .. } => {
+            seat < game.rules().players && game.hand_number() > 0 && game.phase() != Phase::Over
+        }
         Action::Play { seat, tile, end } => {
             if game.turn() != Some(seat) {
                 return false;
@@ -398,6 +409,10 @@ pub fn assert_applied(before: &Game, action: Action, game: &Game, events: &[Even
             let tile = tile.expect("the engine names the tile drawn");
             assert!(!before.hand(seat).contains(tile) && game.hand(seat).contains(tile));
             assert_eq!(game.boneyard_len() + 1, before.boneyard_len());
+        }
+        (Action::Forfeit { seat, why }, Event::Forfeited { seat: s, why: w }) => {
+            assert_eq!((s, w), (seat, why));
+            assert_eq!(game.phase(), Phase::Over);
         }
         (action, first) => panic!("{action:?} reported {first:?} first"),
     }
@@ -489,6 +504,7 @@ fn record_of(game: &Game) -> Record {
         previous: (dealt || game.seed() % 2 == 1).then_some([moves.to_le_bytes()[1]; 16]),
         stored: game.seed() % 3 == 0,
         names: Default::default(),
+        clocks: None,
     }
 }
 
@@ -690,6 +706,7 @@ pub fn assert_renders(game: &Game) {
         previous_state_id: record.previous.as_ref().map_or(&[], |id| id.as_slice()),
         seats: &record.seats,
         names: &record.names,
+        clock: None,
     };
     for viewer in std::iter::once(None).chain((0..seats).map(Some)) {
         let view = game.view(viewer).expect("a seat at the table may look");

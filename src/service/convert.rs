@@ -1,10 +1,11 @@
 //! Translating between the engine's types and the `allfives.v1` messages.
 
+use crate::engine::clock::MAX_TAKES_SEAT_AFTER;
 use crate::engine::scoring::round_to_five;
 use crate::engine::suggest::{DEFAULT_WORLDS, Level, MAX_WORLDS, Suggestion};
 use crate::engine::{
-    Action, Arm, End, Event, HandEnd, HandResult, HandSizeRule, Move, Phase, Placement, Rules,
-    ScoreSheet, Seat, SettlementRule, SheetRow, Side, Tile, TileSet, View,
+    Absence, Action, Arm, End, Event, HandEnd, HandResult, HandSizeRule, Move, Phase, Placement,
+    Rules, ScoreSheet, Seat, SettlementRule, SheetRow, Side, Tile, TileSet, TurnClock, View, Why,
 };
 
 use crate::proto::v1 as pb;
@@ -111,8 +112,93 @@ pub fn rules_in(rules: Option<&pb::Rules>) -> Result<Rules, ApiError> {
     if r.target != 0 {
         out.target = r.target;
     }
+    out.clock = r.clock.as_ref().map(|c| TurnClock {
+        move_secs: match c.move_seconds {
+            0 => TurnClock::PHONE.move_secs,
+            n => n,
+        },
+        bank_secs: c.bank_seconds.unwrap_or(TurnClock::PHONE.bank_secs),
+        increment_secs: c.increment_seconds,
+    });
+    if let Some(a) = &r.absence {
+        out.absence = absence_in(a)?;
+    }
     out.validate()?;
     Ok(out)
+}
+
+/// The absence option from NewGame: zero values take the defaults.
+fn absence_in(a: &pb::Absence) -> Result<Absence, ApiError> {
+    let Absence::Bot {
+        level: default_level,
+        takes_seat_after: default_after,
+    } = Absence::default()
+    else {
+        return Ok(Absence::default());
+    };
+    match pb::AbsenceRule::try_from(a.rule) {
+        Ok(pb::AbsenceRule::Forfeit) => {
+            if a.bot != 0 || a.bot_takes_seat_after.is_some() {
+                return Err(ApiError::field(
+                    "rules.absence",
+                    "a forfeit takes no bot: leave bot and bot_takes_seat_after out",
+                ));
+            }
+            Ok(Absence::Forfeit)
+        }
+        Ok(pb::AbsenceRule::Unspecified | pb::AbsenceRule::Bot) => {
+            let level = match a.bot {
+                0 => default_level,
+                n => level_in(n).map_err(|_| {
+                    ApiError::field("rules.absence.bot", "not a known BotLevel value")
+                })?,
+            };
+            let takes_seat_after = match a.bot_takes_seat_after {
+                None => default_after,
+                Some(n) => u8::try_from(n)
+                    .ok()
+                    .filter(|&n| n <= MAX_TAKES_SEAT_AFTER)
+                    .ok_or(ApiError::field(
+                        "rules.absence.bot_takes_seat_after",
+                        "must be 0 to 10 timeouts in a row",
+                    ))?,
+            };
+            Ok(Absence::Bot {
+                level,
+                takes_seat_after,
+            })
+        }
+        Err(_) => Err(ApiError::field(
+            "rules.absence.rule",
+            "not a known AbsenceRule value",
+        )),
+    }
+}
+
+fn absence_out(absence: &Absence) -> pb::Absence {
+    match *absence {
+        Absence::Forfeit => pb::Absence {
+            rule: pb::AbsenceRule::Forfeit as i32,
+            bot: pb::BotLevel::Unspecified as i32,
+            bot_takes_seat_after: None,
+        },
+        Absence::Bot {
+            level,
+            takes_seat_after,
+        } => pb::Absence {
+            rule: pb::AbsenceRule::Bot as i32,
+            bot: level_out(level) as i32,
+            bot_takes_seat_after: Some(u32::from(takes_seat_after)),
+        },
+    }
+}
+
+/// Why a seat's player is absent, as the API names it.
+pub fn why_out(why: Why) -> pb::AbsenceReason {
+    match why {
+        Why::TimedOut => pb::AbsenceReason::TimedOut,
+        Why::Left => pb::AbsenceReason::Left,
+    }
 }
 
 pub fn rules_out(rules: &Rules) -> pb::Rules {
@@ -129,6 +215,12 @@ pub fn rules_out(rules: &Rules) -> pb::Rules {
             SettlementRule::OwnPipsOff => pb::SettlementRule::OwnPipsOff,
             SettlementRule::WinnerTakesPips => pb::SettlementRule::WinnerTakesPips,
         } as i32,
+        clock: rules.clock.map(|c| pb::TurnClock {
+            move_seconds: c.move_secs,
+            bank_seconds: Some(c.bank_secs),
+            increment_seconds: c.increment_secs,
+        }),
+        absence: Some(absence_out(&rules.absence)),
     }
 }
 
@@ -170,14 +262,18 @@ fn side_amounts(rules: &Rules, values: &[i32; 4]) -> Vec<pb::SideAmount> {
 }
 
 pub fn hand_result_out(rules: &Rules, r: &HandResult) -> pb::HandResult {
-    let (reason, went_out, reached_target) = match r.end {
-        HandEnd::Domino { seat } => (pb::HandEndReason::Domino, Some(seat as u32), None),
-        HandEnd::Blocked => (pb::HandEndReason::Blocked, None, None),
+    let (reason, went_out, reached_target, forfeited) = match r.end {
+        HandEnd::Domino { seat } => (pb::HandEndReason::Domino, Some(seat as u32), None, None),
+        HandEnd::Blocked => (pb::HandEndReason::Blocked, None, None, None),
         // Not gone out even when the winning tile was the seat's last: the hand is not
         // played out or settled (docs/rules.md sections 8 and 9, and the proto).
-        HandEnd::TargetReached { seat } => {
-            (pb::HandEndReason::TargetReached, None, Some(seat as u32))
-        }
+        HandEnd::TargetReached { seat } => (
+            pb::HandEndReason::TargetReached,
+            None,
+            Some(seat as u32),
+            None,
+        ),
+        HandEnd::Forfeit { seat } => (pb::HandEndReason::Forfeit, None, None, Some(seat as u32)),
     };
     pb::HandResult {
         hand: r.hand,
@@ -193,6 +289,7 @@ pub fn hand_result_out(rules: &Rules, r: &HandResult) -> pb::HandResult {
             .collect(),
         settlement: side_amounts(rules, &r.settlement),
         reached_target,
+        forfeited,
     }
 }
 
@@ -227,6 +324,21 @@ pub fn event_out(rules: &Rules, event: Event, viewer: Option<Seat>) -> pb::Event
             winner_side: winner as u32,
             winner_seats: seats_of(rules, winner),
         }),
+        Event::Absent { seat, why } => Kind::SeatAbsent(pb::event::SeatAbsent {
+            seat: seat as u32,
+            reason: why_out(why) as i32,
+        }),
+        Event::BotTookSeat { seat, level } => Kind::BotTookSeat(pb::event::BotTookSeat {
+            seat: seat as u32,
+            bot: level_out(level) as i32,
+        }),
+        Event::Returned { seat } => {
+            Kind::SeatReturned(pb::event::SeatReturned { seat: seat as u32 })
+        }
+        Event::Forfeited { seat, why } => Kind::Forfeited(pb::event::Forfeited {
+            seat: seat as u32,
+            reason: why_out(why) as i32,
+        }),
     };
     pb::Event { kind: Some(kind) }
 }
@@ -239,20 +351,37 @@ pub struct Table<'a> {
     pub previous_state_id: &'a [u8],
     pub seats: &'a Seats,
     pub names: &'a Names,
+    /// With a turn clock: the clocks as the server judged them, and each seat's
+    /// timeouts in a row.
+    pub clock: Option<(pb::ClockView, [u8; 4])>,
 }
 
-/// Who plays each seat, as the API shows it.
-fn seat_out(seat: usize, player: &Player, name: &str) -> pb::SeatStatus {
-    let (kind, level) = match player {
-        Player::Open => (pb::SeatKind::Open, pb::BotLevel::Unspecified),
-        Player::Human(_) => (pb::SeatKind::Claimed, pb::BotLevel::Unspecified),
-        Player::Bot(level) => (pb::SeatKind::Bot, level_out(*level)),
+/// Who plays each seat, as the API shows it; `forfeit`, the seat that forfeited.
+fn seat_out(
+    seat: usize,
+    player: &Player,
+    name: &str,
+    forfeit: Option<(Seat, Why)>,
+    late: u8,
+) -> pb::SeatStatus {
+    let (kind, level, mut absent) = match player {
+        Player::Open => (pb::SeatKind::Open, pb::BotLevel::Unspecified, None),
+        Player::Human(_) => (pb::SeatKind::Claimed, pb::BotLevel::Unspecified, None),
+        Player::Bot(level) => (pb::SeatKind::Bot, level_out(*level), None),
+        Player::Held { level, why, .. } => (pb::SeatKind::HeldByBot, level_out(*level), Some(*why)),
     };
+    if let Some((forfeited, why)) = forfeit
+        && forfeited == seat
+    {
+        absent = Some(why);
+    }
     pb::SeatStatus {
         seat: seat as u32,
         kind: kind as i32,
         bot: level as i32,
         display_name: name.to_owned(),
+        absent: absent.map_or(pb::AbsenceReason::Unspecified, why_out) as i32,
+        timeouts_in_row: u32::from(late),
     }
 }
 
@@ -319,8 +448,12 @@ pub fn view_out(view: &View, table: &Table<'_>) -> pb::GameView {
         seats: table.seats.0[..rules.players]
             .iter()
             .enumerate()
-            .map(|(seat, player)| seat_out(seat, player, &table.names.0[seat]))
+            .map(|(seat, player)| {
+                let late = table.clock.as_ref().map_or(0, |(_, late)| late[seat]);
+                seat_out(seat, player, &table.names.0[seat], view.forfeit, late)
+            })
             .collect(),
+        clock: table.clock.as_ref().map(|(clock, _)| clock.clone()),
     }
 }
 

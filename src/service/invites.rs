@@ -101,7 +101,7 @@ impl Api {
         let head = within(call, store.latest(&match_id))
             .await?
             .ok_or(ApiError::InviteNotFound)?;
-        invite_opened(&self.tokens, &head.token)
+        invite_opened(&self.tokens, &self.judge(), &head.token)
     }
 }
 
@@ -152,13 +152,14 @@ pub fn invite_candidates() -> Result<[InviteCode; CANDIDATES], ApiError> {
 /// (`INVITE_NOT_FOUND`, as for a code nobody made).
 pub fn invite_opened(
     tokens: &Tokens,
+    judge: &super::clocks::Judge,
     token: &[u8],
 ) -> Result<pb::OpenInviteCodeResponse, ApiError> {
     let opened = tokens.open(token)?;
     if takes_a_friend(&opened).is_err() {
         return Err(ApiError::InviteNotFound);
     }
-    let view = render(&opened, None)?;
+    let view = render(&opened, None, judge)?;
     tokens.keep(opened);
     Ok(pb::OpenInviteCodeResponse {
         state: token.to_vec(),

@@ -19,6 +19,7 @@
 //! Each call records its outcome in [`Metrics`](crate::metrics::Metrics) (games, hands,
 //! moves, token refusals); the HTTP endpoint that shows them lives elsewhere.
 
+pub mod clocks;
 pub mod codec;
 pub mod convert;
 pub mod invites;
@@ -72,6 +73,8 @@ pub struct Api {
     watches: Arc<WatchLimits>,
     /// How long a Watch stream stays silent before a heartbeat.
     watch_heartbeat: Duration,
+    /// The clock turn clocks are judged by.
+    clock: crate::server_clock::ServerClock,
 }
 
 /// Sets the flag when dropped: the search of a call whose future was dropped (its
@@ -104,7 +107,18 @@ impl Api {
                 watch::DEFAULT_HEARTBEAT,
             ),
             watch_heartbeat: watch::DEFAULT_HEARTBEAT,
+            clock: crate::server_clock::ServerClock::system(),
         }
+    }
+
+    /// The same service, judging turn clocks by `clock`.
+    pub fn with_clock(self, clock: crate::server_clock::ServerClock) -> Api {
+        Api { clock, ..self }
+    }
+
+    /// A call arriving now, as turn clocks judge it.
+    pub(super) fn judge(&self) -> clocks::Judge {
+        self.policy.judge(self.clock.now_ms())
     }
 
     /// The same service, with at most `total` Watch streams open, `per_connection` on
@@ -157,8 +171,11 @@ impl Api {
                 false => Ok(answer),
             };
         };
-        let events = u32::try_from(answer.events.len()).unwrap_or(u32::MAX);
-        within(call, store.advance(&answer.moved, events, &answer.state)).await?;
+        within(
+            call,
+            store.advance(&answer.moved, answer.hand_events, &answer.state),
+        )
+        .await?;
         Ok(answer)
     }
 
@@ -351,6 +368,29 @@ impl AllFivesService for Api {
         req: Request<pb::DrawRequest>,
     ) -> Result<Response<pb::DrawResponse>, Status> {
         self.changing(req, |r| Some(r.seat), moves::draw).await
+    }
+
+    async fn claim_timeout(
+        &self,
+        req: Request<pb::ClaimTimeoutRequest>,
+    ) -> Result<Response<pb::ClaimTimeoutResponse>, Status> {
+        self.changing(req, |r| Some(r.seat), moves::claim_timeout)
+            .await
+    }
+
+    async fn leave(
+        &self,
+        req: Request<pb::LeaveRequest>,
+    ) -> Result<Response<pb::LeaveResponse>, Status> {
+        self.changing(req, |r| Some(r.seat), moves::leave).await
+    }
+
+    async fn return_to_seat(
+        &self,
+        req: Request<pb::ReturnToSeatRequest>,
+    ) -> Result<Response<pb::ReturnToSeatResponse>, Status> {
+        self.changing(req, |r| Some(r.seat), moves::return_to_seat)
+            .await
     }
 
     async fn score(

@@ -1,4 +1,5 @@
-//! `Deal`, `Play`, `Draw` and `Score`: a match's moves, each through the steps
+//! `Deal`, `Play`, `Draw`, `ClaimTimeout`, `Leave`, `ReturnToSeat` and `Score`: a
+//! match's moves (and its absent seats', `clocks.rs`), each through the steps
 //! (`steps.rs`), the bots that come on turn played inside the call (on the blocking
 //! pool, in the search queue, when a HARD one may search), and the store moved before
 //! the answer.
@@ -7,12 +8,13 @@ use std::time::{Duration, Instant};
 
 use tonic::{Request, Response, Status};
 
+use super::clocks::Judge;
 use super::convert::{end_in, event_out, sheet_out, tile_in};
 use super::status::ApiError;
 use super::status::deadline_passed;
-use super::steps::{self, Answer, Step, act, open, render};
+use super::steps::{self, Answer, Doing, Step, act, open, render};
 use super::{Api, traced};
-use crate::engine::Action;
+use crate::engine::{Action, Seat};
 use crate::proto::v1 as pb;
 use crate::state::Tokens;
 
@@ -31,7 +33,14 @@ macro_rules! respond {
     )*};
 }
 
-respond!(DealResponse, PlayResponse, DrawResponse);
+respond!(
+    DealResponse,
+    PlayResponse,
+    DrawResponse,
+    ClaimTimeoutResponse,
+    LeaveResponse,
+    ReturnToSeatResponse
+);
 
 impl Api {
     pub(super) async fn score_call(
@@ -39,8 +48,9 @@ impl Api {
         req: Request<pb::ScoreRequest>,
     ) -> Result<Response<pb::ScoreResponse>, Status> {
         let call = Api::call(&req)?;
+        let judge = self.judge();
         traced(&self.metrics, &call, None, || {
-            score(&self.tokens, req.get_ref())
+            score(&self.tokens, &judge, req.get_ref())
         })
     }
 
@@ -60,12 +70,13 @@ impl Api {
         &self,
         req: Request<Q>,
         seat: fn(&Q) -> Option<u32>,
-        begin: fn(&Tokens, &Q) -> Result<Step, ApiError>,
+        begin: fn(&Tokens, &Judge, &Q) -> Result<Step, ApiError>,
     ) -> Result<Response<R>, Status> {
         let call = Api::call(&req)?;
         let req = req.into_inner();
         let seat = seat(&req);
-        let step = match begin(&self.tokens, &req) {
+        let judge = self.judge();
+        let step = match begin(&self.tokens, &judge, &req) {
             Ok(step) => step,
             Err(error) => return traced(&self.metrics, &call, seat, || Err(error)),
         };
@@ -113,9 +124,10 @@ impl Api {
     }
 }
 
-pub fn deal(tokens: &Tokens, req: &pb::DealRequest) -> Result<Step, ApiError> {
+pub fn deal(tokens: &Tokens, judge: &Judge, req: &pb::DealRequest) -> Result<Step, ApiError> {
     act(
         tokens,
+        judge,
         &req.state,
         req.viewer,
         &req.credential,
@@ -125,46 +137,96 @@ pub fn deal(tokens: &Tokens, req: &pb::DealRequest) -> Result<Step, ApiError> {
             if record.game.hand_number() == 0 && record.seats.any_open(players) {
                 return Err(ApiError::SeatsOpen);
             }
-            Ok(Action::Deal)
+            Ok(Doing::Move(Action::Deal))
         },
     )
 }
 
-pub fn play(tokens: &Tokens, req: &pb::PlayRequest) -> Result<Step, ApiError> {
+pub fn play(tokens: &Tokens, judge: &Judge, req: &pb::PlayRequest) -> Result<Step, ApiError> {
     let tile = tile_in(req.tile.as_ref())?;
     let end = end_in(req.end)?;
     act(
         tokens,
+        judge,
         &req.state,
         req.viewer,
         &req.credential,
         Some(req.seat),
         |_, seat| {
-            Ok(Action::Play {
+            Ok(Doing::Move(Action::Play {
                 seat: seat.unwrap_or_default(),
                 tile,
                 end,
-            })
+            }))
         },
     )
 }
 
-pub fn draw(tokens: &Tokens, req: &pb::DrawRequest) -> Result<Step, ApiError> {
+pub fn draw(tokens: &Tokens, judge: &Judge, req: &pb::DrawRequest) -> Result<Step, ApiError> {
     act(
         tokens,
+        judge,
         &req.state,
         req.viewer,
         &req.credential,
         Some(req.seat),
         |_, seat| {
-            Ok(Action::Draw {
+            Ok(Doing::Move(Action::Draw {
                 seat: seat.unwrap_or_default(),
-            })
+            }))
         },
     )
 }
 
-pub fn score(tokens: &Tokens, req: &pb::ScoreRequest) -> Result<pb::ScoreResponse, ApiError> {
+/// ClaimTimeout: only the timeout of the seat on turn, by any seat of the match.
+pub fn claim_timeout(
+    tokens: &Tokens,
+    judge: &Judge,
+    req: &pb::ClaimTimeoutRequest,
+) -> Result<Step, ApiError> {
+    let (state, seat, credential) = (&req.state, req.seat, &req.credential);
+    by_seat(tokens, judge, state, seat, credential, |_| {
+        Doing::ClaimTimeout
+    })
+}
+
+/// Leave: the seat's player goes; a bot holds the seat, or it forfeits.
+pub fn leave(tokens: &Tokens, judge: &Judge, req: &pb::LeaveRequest) -> Result<Step, ApiError> {
+    let (state, seat, credential) = (&req.state, req.seat, &req.credential);
+    by_seat(tokens, judge, state, seat, credential, Doing::Leave)
+}
+
+/// ReturnToSeat: the seat's player takes it back from the bot holding it.
+pub fn return_to_seat(
+    tokens: &Tokens,
+    judge: &Judge,
+    req: &pb::ReturnToSeatRequest,
+) -> Result<Step, ApiError> {
+    let (state, seat, credential) = (&req.state, req.seat, &req.credential);
+    by_seat(tokens, judge, state, seat, credential, Doing::Return)
+}
+
+/// A call a seat makes with its credential, its view rendered for that seat: what it
+/// does is `doing` of the seat.
+fn by_seat(
+    tokens: &Tokens,
+    judge: &Judge,
+    state: &[u8],
+    seat: u32,
+    credential: &[u8],
+    doing: fn(Seat) -> Doing,
+) -> Result<Step, ApiError> {
+    let asked = Some(seat);
+    act(tokens, judge, state, asked, credential, asked, |_, seat| {
+        Ok(doing(seat.unwrap_or_default()))
+    })
+}
+
+pub fn score(
+    tokens: &Tokens,
+    judge: &Judge,
+    req: &pb::ScoreRequest,
+) -> Result<pb::ScoreResponse, ApiError> {
     let (opened, viewer) = open(tokens, &req.state, req.viewer, &req.credential)?;
     let game = &opened.game;
     let rules = game.rules();
@@ -178,7 +240,7 @@ pub fn score(tokens: &Tokens, req: &pb::ScoreRequest) -> Result<pb::ScoreRespons
     };
     let response = pb::ScoreResponse {
         sheet: Some(sheet_out(rules, game.sheet(), game.winner())),
-        view: Some(render(&opened, viewer)?),
+        view: Some(render(&opened, viewer, judge)?),
         hand_events,
     };
     tokens.keep(opened);
@@ -210,6 +272,15 @@ mod tests {
             horizon: None,
         },
         match_store: false,
+        clock_lag_grace_ms: 2000,
+        max_clock_skew_ms: 1000,
+    };
+
+    /// The time the tests' calls are judged at.
+    const J: Judge = Judge {
+        now_ms: 1_800_000_000_000,
+        grace_ms: 2000,
+        skew_ms: 1000,
     };
 
     /// A hot-seat match of `players` (every seat claimed in NewGame), seeded.
@@ -246,12 +317,13 @@ mod tests {
             state: state.to_vec().into(),
             ..Default::default()
         };
-        finish(tokens, &SEEDED, deal(tokens, &req).unwrap()).unwrap()
+        finish(tokens, &SEEDED, deal(tokens, &J, &req).unwrap()).unwrap()
     }
 
     fn look(tokens: &Tokens, state: &[u8], seat: Option<u32>, credential: &[u8]) -> pb::GameView {
         score(
             tokens,
+            &J,
             &pb::ScoreRequest {
                 state: state.to_vec().into(),
                 viewer: seat,
@@ -279,7 +351,7 @@ mod tests {
             viewer: Some(seat),
             credential: credential.to_vec(),
         };
-        finish(tokens, &SEEDED, play(tokens, &req)?)
+        finish(tokens, &SEEDED, play(tokens, &J, &req)?)
     }
 
     #[test]
@@ -287,7 +359,7 @@ mod tests {
         let tokens = tokens();
         let mut req = hot_seat(2, 1);
         req.viewer = Some(0);
-        let new = new_game(&tokens, &SEEDED, &req).unwrap();
+        let new = new_game(&tokens, &SEEDED, &J, &req).unwrap();
         assert!(new.events.is_empty());
         assert_eq!(new.view.viewer, Some(0));
         assert_eq!(new.credentials.len(), 2);
@@ -327,7 +399,7 @@ mod tests {
     #[test]
     fn a_retried_move_has_the_same_state_id_and_another_move_another() {
         let tokens = Tokens::uncached(ring());
-        let new = new_game(&tokens, &SEEDED, &hot_seat(2, 9)).unwrap();
+        let new = new_game(&tokens, &SEEDED, &J, &hot_seat(2, 9)).unwrap();
         let creds = credentials(&new);
         let dealt = dealt(&tokens, &new.state);
         let turn = dealt.view.turn.unwrap();
@@ -349,12 +421,12 @@ mod tests {
         let tokens = tokens();
         let policy = Policy::default();
         assert_eq!(
-            new_game(&tokens, &policy, &hot_seat(2, 1)).err(),
+            new_game(&tokens, &policy, &J, &hot_seat(2, 1)).err(),
             Some(ApiError::SeedNotAllowed)
         );
         let mut req = hot_seat(2, 1);
         req.seed = None;
-        assert!(new_game(&tokens, &policy, &req).is_ok());
+        assert!(new_game(&tokens, &policy, &J, &req).is_ok());
     }
 
     #[test]
@@ -364,6 +436,7 @@ mod tests {
         let new = new_game(
             &tokens,
             &policy,
+            &J,
             &pb::NewGameRequest {
                 seats: vec![
                     pb::SeatSetup {
@@ -380,6 +453,7 @@ mod tests {
         let deal_now = |state: &[u8]| {
             deal(
                 &tokens,
+                &J,
                 &pb::DealRequest {
                     state: state.to_vec().into(),
                     ..Default::default()
@@ -392,6 +466,7 @@ mod tests {
             claim_seat(
                 &tokens,
                 &policy,
+                &J,
                 &pb::ClaimSeatRequest {
                     state: state.to_vec(),
                     seat,
@@ -445,6 +520,7 @@ mod tests {
             let new = new_game(
                 &tokens,
                 &SEEDED,
+                &J,
                 &pb::NewGameRequest {
                     rules: Some(pb::Rules {
                         players: 4,
@@ -479,7 +555,7 @@ mod tests {
                 include_hand_events: false,
             };
             assert_eq!(
-                score(&tokens, &req).err(),
+                score(&tokens, &J, &req).err(),
                 Some(ApiError::Denied(crate::state::Denied::SeatIsBot(1)))
             );
         }
@@ -488,7 +564,7 @@ mod tests {
     #[test]
     fn score_answers_the_hands_events_redacted_for_its_viewer() {
         let tokens = tokens();
-        let new = new_game(&tokens, &SEEDED, &hot_seat(2, 4)).unwrap();
+        let new = new_game(&tokens, &SEEDED, &J, &hot_seat(2, 4)).unwrap();
         let creds = credentials(&new);
         let mut state = dealt(&tokens, &new.state).state;
         let mut all = Vec::new();
@@ -504,7 +580,7 @@ mod tests {
                     viewer: None,
                     credential: cred.clone(),
                 };
-                finish(&tokens, &SEEDED, draw(&tokens, &req).unwrap()).unwrap()
+                finish(&tokens, &SEEDED, draw(&tokens, &J, &req).unwrap()).unwrap()
             } else {
                 let req = pb::PlayRequest {
                     state: state.clone().into(),
@@ -514,13 +590,14 @@ mod tests {
                     viewer: None,
                     credential: cred.clone(),
                 };
-                finish(&tokens, &SEEDED, play(&tokens, &req).unwrap()).unwrap()
+                finish(&tokens, &SEEDED, play(&tokens, &J, &req).unwrap()).unwrap()
             };
             all.extend(answer.events);
             state = answer.state;
         }
         let events = score(
             &tokens,
+            &J,
             &pb::ScoreRequest {
                 state: state.into(),
                 include_hand_events: true,
@@ -556,8 +633,8 @@ mod tests {
         for players in 2..=4 {
             let new = hot_seat(players, u64::from(players));
             let (mut a, mut b) = (
-                new_game(&cached, &SEEDED, &new).unwrap(),
-                new_game(&uncached, &SEEDED, &new).unwrap(),
+                new_game(&cached, &SEEDED, &J, &new).unwrap(),
+                new_game(&uncached, &SEEDED, &J, &new).unwrap(),
             );
             let (ca, cb) = (credentials(&a), credentials(&b));
             // Each match has its own secret, so its own state ids: compare the rest.
@@ -597,6 +674,7 @@ mod tests {
                     let wrong = |tokens: &Tokens, state: &[u8], cred: &[u8]| {
                         draw(
                             tokens,
+                            &J,
                             &pb::DrawRequest {
                                 state: state.to_vec().into(),
                                 seat: o as u32,
@@ -617,11 +695,16 @@ mod tests {
                         credential: cred.to_vec(),
                     };
                     (
-                        finish(&cached, &SEEDED, draw(&cached, &req(sa, &ca[t])).unwrap()).unwrap(),
+                        finish(
+                            &cached,
+                            &SEEDED,
+                            draw(&cached, &J, &req(sa, &ca[t])).unwrap(),
+                        )
+                        .unwrap(),
                         finish(
                             &uncached,
                             &SEEDED,
-                            draw(&uncached, &req(sb, &cb[t])).unwrap(),
+                            draw(&uncached, &J, &req(sb, &cb[t])).unwrap(),
                         )
                         .unwrap(),
                     )
@@ -644,7 +727,7 @@ mod tests {
         let tokens = tokens();
         // Play seeded games until someone must draw; compare the drawer's and others' events.
         for seed in 0..50 {
-            let new = new_game(&tokens, &SEEDED, &hot_seat(2, seed)).unwrap();
+            let new = new_game(&tokens, &SEEDED, &J, &hot_seat(2, seed)).unwrap();
             let creds = credentials(&new);
             let mut state = dealt(&tokens, &new.state).state;
             for _ in 0..40 {
@@ -659,10 +742,14 @@ mod tests {
                         viewer,
                         credential: cred.clone(),
                     };
-                    let mine =
-                        finish(&tokens, &SEEDED, draw(&tokens, &req(Some(turn))).unwrap()).unwrap();
+                    let mine = finish(
+                        &tokens,
+                        &SEEDED,
+                        draw(&tokens, &J, &req(Some(turn))).unwrap(),
+                    )
+                    .unwrap();
                     let theirs =
-                        finish(&tokens, &SEEDED, draw(&tokens, &req(None)).unwrap()).unwrap();
+                        finish(&tokens, &SEEDED, draw(&tokens, &J, &req(None)).unwrap()).unwrap();
                     let drawn = |a: &Answer| match &a.events[0].kind {
                         Some(pb::event::Kind::TileDrawn(d)) => d.tile,
                         other => panic!("{other:?}"),
@@ -670,7 +757,7 @@ mod tests {
                     assert!(drawn(&mine).is_some());
                     assert_eq!(drawn(&theirs), None);
                     // And the other seat cannot ask to see the drawer's tile.
-                    assert!(draw(&tokens, &req(Some(1 - turn))).is_err());
+                    assert!(draw(&tokens, &J, &req(Some(1 - turn))).is_err());
                     return;
                 }
                 state = played(&tokens, &state, turn, seen.legal_moves[0], cred)
@@ -703,6 +790,7 @@ mod tests {
         assert!(token.len() <= 512, "{} bytes", token.len());
         let sheet = score(
             &tokens,
+            &J,
             &pb::ScoreRequest {
                 state: token.into(),
                 ..Default::default()

@@ -4,6 +4,7 @@
 
 use tonic::{Request, Response, Status};
 
+use super::clocks::Judge;
 use super::convert::{claim_key_in, display_name_in, level_in, rules_in, seat_in, viewer_in};
 use super::status::ApiError;
 use super::steps::{Answer, Policy, answer, random_bytes, random_seed, secret_bytes};
@@ -22,7 +23,7 @@ impl Api {
         // With a store, the new match's record is written before it is answered: its
         // tokens say it was made with one, so a store that does not hold it refuses it.
         let call = Api::call(&req)?;
-        let answer = match new_game(&self.tokens, &self.policy, req.get_ref()) {
+        let answer = match new_game(&self.tokens, &self.policy, &self.judge(), req.get_ref()) {
             Ok(answer) => self.stored(answer, &call).await,
             Err(error) => Err(error),
         };
@@ -44,7 +45,7 @@ impl Api {
     ) -> Result<Response<pb::ClaimSeatResponse>, Status> {
         let seat = req.get_ref().seat;
         let call = Api::call(&req)?;
-        let answer = claim_seat(&self.tokens, &self.policy, req.get_ref());
+        let answer = claim_seat(&self.tokens, &self.policy, &self.judge(), req.get_ref());
         let answer = match answer {
             Ok((answer, credential)) => (self.stored(answer, &call).await).map(|a| (a, credential)),
             Err(error) => Err(error),
@@ -68,6 +69,7 @@ const LOOKS_ALIKE: &str =
 pub fn new_game(
     tokens: &Tokens,
     policy: &Policy,
+    judge: &Judge,
     req: &pb::NewGameRequest,
 ) -> Result<Answer, ApiError> {
     let rules = rules_in(req.rules.as_ref())?;
@@ -143,8 +145,12 @@ pub fn new_game(
         previous: None,
         stored: policy.match_store,
         names,
+        clocks: rules
+            .clock
+            .as_ref()
+            .map(|c| crate::engine::Clocks::new(c, rules.players)),
     });
-    let mut answer = answer(tokens, opened, viewer, &[])?;
+    let mut answer = answer(tokens, opened, viewer, &[], judge)?;
     answer.credentials = credentials;
     Ok(answer)
 }
@@ -153,6 +159,7 @@ pub fn new_game(
 pub fn claim_seat(
     tokens: &Tokens,
     policy: &Policy,
+    judge: &Judge,
     req: &pb::ClaimSeatRequest,
 ) -> Result<(Answer, pb::SeatCredential), ApiError> {
     let mut opened = tokens.open(&req.state)?;
@@ -165,7 +172,7 @@ pub fn claim_seat(
         // holds, so its claimer gets it back, with the match as it is (nothing moves).
         let claimed = state::claim::derive(&opened.secret, seat, claim_key_in(&req.claim_key)?);
         if opened.seats.authorize(seat, &claimed.credential).is_ok() {
-            let answer = answer(tokens, opened, Some(seat), &[])?;
+            let answer = answer(tokens, opened, Some(seat), &[], judge)?;
             let credential = pb::SeatCredential {
                 seat: seat as u32,
                 credential: claimed.credential.to_vec(),
@@ -200,7 +207,7 @@ pub fn claim_seat(
     opened.seats.0[seat] = Player::Human(credential);
     opened.names.0[seat] = name;
     opened.previous = Some(previous);
-    let answer = answer(tokens, opened, Some(seat), &[])?;
+    let answer = answer(tokens, opened, Some(seat), &[], judge)?;
     let credential = pb::SeatCredential {
         seat: seat as u32,
         credential: credential.to_vec(),

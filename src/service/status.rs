@@ -67,6 +67,19 @@ pub enum ApiError {
     /// `server_limit`, the server's own limit (`--request-timeout-ms`), else the
     /// client's earlier `grpc-timeout`.
     DeadlinePassed { server_limit: bool },
+    /// ClaimTimeout before the seat on turn's deadline plus the lag grace: when it
+    /// will be taken (ms since the Unix epoch).
+    TimeoutNotDue { claimable_at_ms: u64 },
+    /// ClaimTimeout on a match without a turn clock.
+    NoTurnClock,
+    /// A move by the seat on turn past its deadline plus the lag grace (its deadline,
+    /// ms since the Unix epoch).
+    TurnTimedOut { deadline_ms: u64 },
+    /// ReturnToSeat for a seat no bot holds.
+    SeatNotHeld(engine::Seat),
+    /// The match's last move was written later than this server's clock reads, by
+    /// more than the skew allowed.
+    ClockSkew,
 }
 
 impl From<crate::store::StoreRefusal> for ApiError {
@@ -137,6 +150,11 @@ impl ApiError {
             ApiError::InviteRateLimited(_) => R::InviteRateLimited,
             ApiError::NoOpenSeat => R::NoOpenSeat,
             ApiError::DeadlinePassed { .. } => R::RequestTimeout,
+            ApiError::TimeoutNotDue { .. } => R::TimeoutNotDue,
+            ApiError::NoTurnClock => R::NoTurnClock,
+            ApiError::TurnTimedOut { .. } => R::TurnTimedOut,
+            ApiError::SeatNotHeld(_) => R::SeatNotHeld,
+            ApiError::ClockSkew => R::ClockSkew,
         }
     }
 }
@@ -324,6 +342,39 @@ impl From<ApiError> for Status {
                     info(HashMap::from([("latest_state_id".to_string(), latest)])),
                 )
             }
+            ApiError::TimeoutNotDue { claimable_at_ms } => Status::with_error_details(
+                Code::FailedPrecondition,
+                "the seat on turn still has time: its timeout is taken from claimable_at_ms \
+                 (by the server's clock)",
+                info(HashMap::from([(
+                    "claimable_at_ms".to_string(),
+                    claimable_at_ms.to_string(),
+                )])),
+            ),
+            ApiError::NoTurnClock => Status::with_error_details(
+                Code::FailedPrecondition,
+                "this match has no turn clock: nobody's time runs out",
+                info(HashMap::new()),
+            ),
+            ApiError::TurnTimedOut { deadline_ms } => Status::with_error_details(
+                Code::FailedPrecondition,
+                "the seat's time ran out before this move arrived: nothing was applied",
+                info(HashMap::from([(
+                    "turn_deadline_ms".to_string(),
+                    deadline_ms.to_string(),
+                )])),
+            ),
+            ApiError::SeatNotHeld(seat) => Status::with_error_details(
+                Code::FailedPrecondition,
+                format!("no bot holds seat {seat}: its player plays it already"),
+                info(HashMap::new()),
+            ),
+            ApiError::ClockSkew => Status::with_error_details(
+                Code::Unavailable,
+                "the match's last move was written by a server whose clock is ahead of this \
+                 one's by more than the deployment allows: nothing was done; retry",
+                info(HashMap::new()),
+            ),
             ApiError::Rules(e) => {
                 let mut metadata = HashMap::new();
                 if let engine::Error::NotYourTurn { turn, .. } = e {

@@ -9,10 +9,11 @@
 //! for a seat is refused before anything that depends on hidden tiles is looked at.
 
 use crate::engine::suggest::{self, Level, Search};
-use crate::engine::{Action, Event, Phase, Seat};
+use crate::engine::{Absence, Action, Event, Phase, Seat};
 use crate::proto::v1 as pb;
 use crate::state::{self, MatchId, Opened, Record, Seats, Tokens};
 
+use super::clocks::{self, Judge};
 use super::convert::{Table, event_out, seat_in, view_out, viewer_in};
 use super::status::ApiError;
 use crate::store::Move;
@@ -28,6 +29,10 @@ pub struct Policy {
     /// The server keeps a match store (`--match-store`): NewGame's tokens say so, and
     /// their matches move only through the store (`crate::store`).
     pub match_store: bool,
+    /// How late past its deadline a seat's move is still taken (`--clock-lag-grace-ms`).
+    pub clock_lag_grace_ms: u64,
+    /// How far the replicas' clocks may disagree (`--max-clock-skew-ms`).
+    pub max_clock_skew_ms: u64,
 }
 
 impl Default for Policy {
@@ -36,6 +41,19 @@ impl Default for Policy {
             allow_client_seeds: false,
             bot_search: Search::worlds(None),
             match_store: false,
+            clock_lag_grace_ms: 2000,
+            max_clock_skew_ms: 1000,
+        }
+    }
+}
+
+impl Policy {
+    /// The judge of a call arriving at `now_ms` (ms since the Unix epoch).
+    pub fn judge(&self, now_ms: u64) -> Judge {
+        Judge {
+            now_ms,
+            grace_ms: self.clock_lag_grace_ms,
+            skew_ms: self.max_clock_skew_ms,
         }
     }
 }
@@ -53,6 +71,9 @@ pub struct Answer {
     pub events: Vec<pb::Event>,
     pub credentials: Vec<pb::SeatCredential>,
     pub bot_worlds: u32,
+    /// How many of `events` replaying the hand reports again (`Event::in_hand_history`):
+    /// the count a Watch stream takes from the end of the hand's events.
+    pub hand_events: u32,
 }
 
 /// Random bytes for match ids and deal seeds, from the thread's `ThreadRng`
@@ -75,8 +96,13 @@ pub(super) fn secret_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
     Ok(bytes)
 }
 
-/// The view of `opened` for `viewer`, with its match id, state ids and seats.
-pub(super) fn render(opened: &Opened, viewer: Option<Seat>) -> Result<pb::GameView, ApiError> {
+/// The view of `opened` for `viewer`, with its match id, state ids and seats, and its
+/// clocks as of `judge`'s time.
+pub(super) fn render(
+    opened: &Opened,
+    viewer: Option<Seat>,
+    judge: &Judge,
+) -> Result<pb::GameView, ApiError> {
     let previous = opened.previous;
     Ok(view_out(
         &opened.game.view(viewer)?,
@@ -86,6 +112,7 @@ pub(super) fn render(opened: &Opened, viewer: Option<Seat>) -> Result<pb::GameVi
             previous_state_id: previous.as_ref().map_or(&[], |id| id.as_slice()),
             seats: &opened.seats,
             names: &opened.names,
+            clock: clocks::view(opened, judge),
         },
     ))
 }
@@ -97,6 +124,7 @@ pub(super) fn answer(
     mut opened: Opened,
     viewer: Option<Seat>,
     events: &[Event],
+    judge: &Judge,
 ) -> Result<Answer, ApiError> {
     let state = tokens.seal(&mut opened)?;
     let rules = opened.game.rules();
@@ -108,13 +136,15 @@ pub(super) fn answer(
             to: opened.state_id(),
             stored: opened.stored,
         },
-        view: render(&opened, viewer)?,
+        view: render(&opened, viewer, judge)?,
         events: events
             .iter()
             .map(|&e| event_out(rules, e, viewer))
             .collect(),
         credentials: Vec::new(),
         bot_worlds: 0,
+        hand_events: u32::try_from(events.iter().filter(|e| e.in_hand_history()).count())
+            .unwrap_or(u32::MAX),
     };
     tokens.keep(opened);
     Ok(answer)
@@ -146,12 +176,32 @@ pub(super) fn open(
     Ok((opened, viewer))
 }
 
+/// What a changing call does to the match, once its request is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Doing {
+    /// A move: Deal, Play or Draw.
+    Move(Action),
+    /// Only the timeout of the seat on turn (ClaimTimeout).
+    ClaimTimeout,
+    /// The seat's player leaves.
+    Leave(Seat),
+    /// The seat's player takes it back from the bot holding it.
+    Return(Seat),
+}
+
 /// A changing call after its own move, before the bots that come on turn: see
-/// [`finish`].
+/// [`finish`]. When a timeout was due, its own move waits in `then` for the timeout,
+/// which [`finish`] applies first.
 pub struct Step {
     opened: Opened,
     viewer: Option<Seat>,
     events: Vec<Event>,
+    judge: Judge,
+    /// The seat whose time had run out when the call came.
+    late: Option<Seat>,
+    then: Option<Doing>,
+    /// The hand whose actions the clocks' times were written for.
+    stamped_hand: u32,
 }
 
 impl Step {
@@ -163,37 +213,91 @@ impl Step {
     /// Whether finishing it may run a HARD bot's search (milliseconds of CPU): then the
     /// service runs [`finish`] off the async workers.
     pub fn searches(&self) -> bool {
+        let hard = Some(Level::Hard);
+        let timeout_bot = match self.opened.game.rules().absence {
+            Absence::Bot { level, .. } if self.late.is_some() => Some(level),
+            _ => None,
+        };
         self.opened.game.phase() == Phase::Playing
-            && self.opened.seats.bots().contains(&Some(Level::Hard))
+            && (self.opened.seats.bots().contains(&hard) || timeout_bot == hard)
+    }
+
+    /// Applies what the call does (its timeout, if one was due, applied already).
+    fn apply(&mut self, doing: Doing) -> Result<(), ApiError> {
+        let record = &mut *self.opened;
+        match doing {
+            Doing::Move(action) => {
+                clocks::charge(record, &action, &self.judge);
+                record.game.apply(action, &mut self.events)?;
+            }
+            Doing::ClaimTimeout => {}
+            Doing::Leave(seat) => clocks::leave(record, seat, &mut self.events)?,
+            Doing::Return(seat) => clocks::come_back(record, seat, &mut self.events)?,
+        }
+        Ok(())
+    }
+
+    /// Writes down the time of the actions since the last written (a clocked match).
+    fn stamp(&mut self) {
+        let hand = self.opened.game.hand_number();
+        let dealt = hand != self.stamped_hand;
+        let actions = self.opened.game.scorecard().actions.len();
+        let now = self.judge.now_secs();
+        if let Some(clocks) = self.opened.clocks.as_mut() {
+            clocks.stamp(dealt, actions, now);
+        }
+        self.stamped_hand = hand;
     }
 }
 
-/// Applies one move to the match in `token`, by the request holding `credential`: it
-/// must be the credential of `seat` (the seat acting, if any) and of the viewer. A
-/// refused call keeps nothing: its token, if it comes again, is opened by the cipher.
+/// Applies what a call does to the match in `token`, by the request holding
+/// `credential`: it must be the credential of `seat` (the seat acting, if any) and of
+/// the viewer. A timeout due at `judge`'s time comes first (in [`finish`], with the
+/// bots): a move of the timed-out seat itself is refused, and ClaimTimeout with none
+/// due. A refused call keeps nothing: its token, if it comes again, is opened by the
+/// cipher.
 pub(super) fn act(
     tokens: &Tokens,
+    judge: &Judge,
     token: &[u8],
     viewer: Option<u32>,
     credential: &[u8],
     seat: Option<u32>,
-    action: impl FnOnce(&Record, Option<Seat>) -> Result<Action, ApiError>,
+    doing: impl FnOnce(&Record, Option<Seat>) -> Result<Doing, ApiError>,
 ) -> Result<Step, ApiError> {
     let (mut opened, viewer) = open(tokens, token, viewer, credential)?;
     let seat = seat
         .map(|s| seat_in(s, opened.game.rules(), "seat"))
         .transpose()?;
     authorize(&opened.seats, seat, credential)?;
-    let action = action(&opened, seat)?;
+    let late = clocks::due(&opened, judge)?;
+    let doing = doing(&opened, seat)?;
+    match (doing, late) {
+        (Doing::Move(Action::Play { seat, .. } | Action::Draw { seat }), Some(late))
+            if seat == late =>
+        {
+            return Err(clocks::timed_out(&opened, late));
+        }
+        (Doing::ClaimTimeout, None) => return Err(clocks::not_due(&opened, judge)),
+        _ => {}
+    }
     let previous = opened.state_id();
-    let mut events = Vec::with_capacity(8);
-    opened.game.apply(action, &mut events)?;
     opened.previous = Some(previous);
-    Ok(Step {
+    let stamped_hand = opened.game.hand_number();
+    let mut step = Step {
         opened,
         viewer,
-        events,
-    })
+        events: Vec::with_capacity(8),
+        judge: *judge,
+        late,
+        then: None,
+        stamped_hand,
+    };
+    match late {
+        None => step.apply(doing)?,
+        Some(_) => step.then = Some(doing),
+    }
+    Ok(step)
 }
 
 /// Ends a changing call: the bots play while one is on turn in the hand (each on its
@@ -216,21 +320,63 @@ pub fn finish_until(
     step: Step,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<Answer>, ApiError> {
-    let Step {
-        mut opened,
-        viewer,
-        mut events,
-    } = step;
-    let bots = opened.seats.bots();
-    let mut played = suggest::BotsPlayed::default();
-    if opened.game.phase() == Phase::Playing && bots.iter().any(Option::is_some) {
-        let search = policy.bot_search;
-        match suggest::play_bots_until(&mut opened.game, &bots, search, &mut events, stop)? {
-            Some(bots_played) => played = bots_played,
+    let mut step = step;
+    let search = policy.bot_search;
+    let mut hard_worlds = 0;
+    if let Some(late) = step.late {
+        let record = &mut *step.opened;
+        if let Some(level) = clocks::time_out(record, late, &mut step.events)? {
+            let game = &mut record.game;
+            match suggest::play_turn_until(game, late, level, search, &mut step.events, stop)? {
+                Some(played) => hard_worlds += played.hard_worlds,
+                None => return Ok(None),
+            }
+        }
+        match play_bots(&mut step, search, stop)? {
+            Some(worlds) => hard_worlds += worlds,
             None => return Ok(None),
         }
+        // The next move begins now: the call's own is timed from here.
+        step.stamp();
+        match step.then.take() {
+            // A seat that timed out and leaves in one call: the timeout ended the
+            // match already, and there is nothing left to leave.
+            Some(Doing::Leave(_)) if step.opened.game.phase() == Phase::Over => {}
+            Some(doing) => step.apply(doing)?,
+            None => {}
+        }
     }
-    let mut answer = answer(tokens, opened, viewer, &events)?;
-    answer.bot_worlds = played.hard_worlds;
+    match play_bots(&mut step, search, stop)? {
+        Some(worlds) => hard_worlds += worlds,
+        None => return Ok(None),
+    }
+    step.stamp();
+    let Step {
+        opened,
+        viewer,
+        events,
+        judge,
+        ..
+    } = step;
+    let mut answer = answer(tokens, opened, viewer, &events, &judge)?;
+    answer.bot_worlds = hard_worlds;
     Ok(Some(answer))
+}
+
+/// The bots (and the seats a bot holds) play while one is on turn in the hand: the
+/// worlds their HARD searches were given, or `None` if `stop` said so.
+fn play_bots(
+    step: &mut Step,
+    search: Search,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<u32>, ApiError> {
+    let bots = step.opened.seats.bots();
+    if step.opened.game.phase() != Phase::Playing || bots.iter().all(Option::is_none) {
+        return Ok(Some(0));
+    }
+    let game = &mut step.opened.game;
+    Ok(
+        suggest::play_bots_until(game, &bots, search, &mut step.events, stop)?
+            .map(|played| played.hard_worlds),
+    )
 }

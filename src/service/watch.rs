@@ -191,13 +191,14 @@ impl Api {
         let first = match watch.last_seen {
             Some(seen) if seen == head.state => {
                 // Seen already: the credential is checked all the same.
-                watched(&self.tokens, &watch, &head.token, 0, false)?;
+                watched(&self.tokens, &self.judge(), &watch, &head.token, 0, false)?;
                 heartbeat()
             }
             seen => {
                 let catch_up = seen.is_none() || head.previous != seen;
                 change(watched(
                     &self.tokens,
+                    &self.judge(),
                     &watch,
                     &head.token,
                     head.events,
@@ -340,6 +341,7 @@ impl Follower {
     fn next(&mut self, head: &Head, catch_up: bool) -> Option<Next> {
         let watched = watched(
             &self.api.tokens,
+            &self.api.judge(),
             &self.followed.watch,
             &head.token,
             head.events,
@@ -434,6 +436,7 @@ pub fn watch_in(tokens: &Tokens, req: &pb::WatchRequest) -> Result<Watch, ApiErr
 /// refuse a viewer whose credential does not hold.
 pub fn watched(
     tokens: &Tokens,
+    judge: &super::clocks::Judge,
     watch: &Watch,
     token: &[u8],
     events: u32,
@@ -455,7 +458,7 @@ pub fn watched(
             true => token.to_vec(),
             false => Vec::new(),
         },
-        view: Some(render(&opened, viewer)?),
+        view: Some(render(&opened, viewer, judge)?),
         events: hand[since..]
             .iter()
             .map(|&e| event_out(rules, e, viewer))

@@ -35,7 +35,8 @@ pub use token::TokenError;
 /// token, and the id of the state it holds.
 pub fn seal(ring: &KeyRing, record: &Record) -> Result<(Vec<u8>, StateId), TokenError> {
     let mut id = [0; lineage::ID_LEN];
-    let token = token::seal_with(ring, plaintext::PLAINTEXT_CAPACITY, |buf| {
+    let version = record.version();
+    let token = token::seal_with(ring, version, plaintext::PLAINTEXT_CAPACITY, |buf| {
         let start = buf.len();
         plaintext::encode_into(record, buf);
         id = lineage::state_id(&record.secret, &buf[start..]);
@@ -46,8 +47,8 @@ pub fn seal(ring: &KeyRing, record: &Record) -> Result<(Vec<u8>, StateId), Token
 /// Opens a token and replays the match it holds: a game legal moves produced, or why
 /// there is none; and the id of the state it holds.
 pub fn open(ring: &KeyRing, token: &[u8]) -> Result<(Record, StateId), TokenError> {
-    token::open_with(ring, token, |bytes| {
-        plaintext::decode(bytes).map(|r| {
+    token::open_with(ring, token, |version, bytes| {
+        plaintext::decode_version(version, bytes).map(|r| {
             let id = lineage::state_id(&r.secret, bytes);
             (r, id)
         })

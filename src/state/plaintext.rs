@@ -13,20 +13,24 @@ use prost::Message;
 
 use crate::engine::suggest::Level;
 use crate::engine::{
-    End, Game, HandAction, HandSizeRule, ReplayError, Rules, Scorecard, SettlementRule, SheetRow,
-    Tile,
+    Absence, Clocks, End, Game, HandAction, HandSizeRule, ReplayError, Rules, Scorecard,
+    SettlementRule, SheetRow, Tile, TurnClock, Why,
 };
 use crate::proto::internal as pb;
 
 use super::lineage::{ID_LEN, StateId};
 use super::names::{self, Names};
 use super::seats::{CREDENTIAL_LEN, Player, Seats};
+use super::token::{BEFORE_CLOCKS, TOKEN_VERSION};
 
 pub use super::match_id::{MATCH_ID_LEN, MatchId};
-/// Room for any plaintext this build writes (the largest seen is under 400 bytes).
+/// Room for any plaintext this build writes (the largest seen is under 400 bytes
+/// without a clock).
 pub const PLAINTEXT_CAPACITY: usize = 512;
 /// The byte of a draw in `State.actions`; a play's byte is below 140.
 const DRAW: u8 = 255;
+/// The first byte of a forfeit in `State.actions`: `FORFEIT + 2 * seat + why`.
+const FORFEIT: u8 = 240;
 
 /// A match as carried by a token: the engine's game, the match id, who plays each
 /// seat, the match's secret and the id of the state this one was made from.
@@ -44,6 +48,8 @@ pub struct Record {
     pub stored: bool,
     /// The seats' display names (public: every view shows them).
     pub names: Names,
+    /// With a turn clock (`game.rules().clock`): the clocks; `None` without one.
+    pub clocks: Option<Clocks>,
 }
 
 impl Record {
@@ -57,13 +63,33 @@ impl Record {
         }
         Record {
             match_id,
-            game,
             seats,
             secret: [0; ID_LEN],
             previous: Some([0; ID_LEN]),
             stored: false,
             names: Names::default(),
+            clocks: game
+                .rules()
+                .clock
+                .as_ref()
+                .map(|c| Clocks::new(c, game.rules().players)),
+            game,
         }
+    }
+
+    /// The token format the record needs: the one before clocks unless it uses a
+    /// clock, the absence option, a seat a bot holds or a forfeit.
+    pub fn version(&self) -> u8 {
+        let rules = self.game.rules();
+        let newer = rules.clock.is_some()
+            || rules.absence != Absence::default()
+            || self
+                .seats
+                .0
+                .iter()
+                .any(|p| matches!(p, Player::Held { .. }))
+            || self.game.forfeit().is_some();
+        if newer { TOKEN_VERSION } else { BEFORE_CLOCKS }
     }
 }
 
@@ -120,7 +146,7 @@ pub fn encode_into(record: &Record, buf: &mut Vec<u8>) {
         credentials: record.seats.0[..rules.players]
             .iter()
             .filter_map(|p| match p {
-                Player::Human(credential) => Some(credential),
+                Player::Human(credential) | Player::Held { credential, .. } => Some(credential),
                 _ => None,
             })
             .flatten()
@@ -133,6 +159,19 @@ pub fn encode_into(record: &Record, buf: &mut Vec<u8>) {
             true => Vec::new(),
             false => record.names.0[..rules.players].to_vec(),
         },
+        dealt_at: record.clocks.as_ref().map_or(0, |c| c.dealt_at),
+        times: record
+            .clocks
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.times().to_vec()),
+        banks: record
+            .clocks
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.banks[..rules.players].to_vec()),
+        late: record
+            .clocks
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.late[..rules.players].to_vec()),
     };
     // A Vec grows as needed: encoding into it cannot fail.
     let _ = state.encode(buf);
@@ -158,6 +197,45 @@ fn rules_written(rules: &Rules) -> pb::Rules {
             SettlementRule::OwnPipsOff => pb::Settlement::OwnPipsOff,
             SettlementRule::WinnerTakesPips => pb::Settlement::WinnerTakesPips,
         } as i32,
+        clock: rules.clock.map(|c| pb::TurnClock {
+            r#move: c.move_secs,
+            bank: c.bank_secs,
+            increment: c.increment_secs,
+        }),
+        absence: match rules.absence {
+            a if a == Absence::default() => None,
+            Absence::Forfeit => Some(pb::Absence {
+                forfeit: true,
+                bot: 0,
+                takes_seat_after: 0,
+            }),
+            Absence::Bot {
+                level,
+                takes_seat_after,
+            } => Some(pb::Absence {
+                forfeit: false,
+                bot: level_byte(level).into(),
+                takes_seat_after: takes_seat_after.into(),
+            }),
+        },
+    }
+}
+
+/// A bot level as a byte: 1 EASY, 2 MEDIUM, 3 HARD.
+fn level_byte(level: Level) -> u8 {
+    match level {
+        Level::Easy => 1,
+        Level::Medium => 2,
+        Level::Hard => 3,
+    }
+}
+
+fn level_read(byte: u32) -> Option<Level> {
+    match byte {
+        1 => Some(Level::Easy),
+        2 => Some(Level::Medium),
+        3 => Some(Level::Hard),
+        _ => None,
     }
 }
 
@@ -168,6 +246,14 @@ fn action_byte(action: HandAction) -> u8 {
             let arm = end.map_or(0, |e| e as u8 + 1);
             tile.index() * 5 + arm
         }
+        HandAction::Forfeit { seat, why } => FORFEIT + 2 * seat as u8 + why_bit(why),
+    }
+}
+
+fn why_bit(why: Why) -> u8 {
+    match why {
+        Why::TimedOut => 0,
+        Why::Left => 1,
     }
 }
 
@@ -178,6 +264,7 @@ fn seat_byte(player: Player) -> u8 {
         Player::Bot(Level::Easy) => 2,
         Player::Bot(Level::Medium) => 3,
         Player::Bot(Level::Hard) => 4,
+        Player::Held { level, why, .. } => 4 + level_byte(level) + 3 * why_bit(why),
     }
 }
 
@@ -198,6 +285,14 @@ fn seats_in(kinds: &[u8], credentials: &[u8], players: usize) -> Result<Seats, D
             2 => Player::Bot(Level::Easy),
             3 => Player::Bot(Level::Medium),
             4 => Player::Bot(Level::Hard),
+            5..=10 => {
+                let held = credentials.next().ok_or(corrupt("credentials"))?;
+                Player::Held {
+                    credential: held.try_into().map_err(|_| corrupt("credentials"))?,
+                    level: level_read(u32::from((kind - 5) % 3 + 1)).ok_or(corrupt("seat"))?,
+                    why: if kind >= 8 { Why::Left } else { Why::TimedOut },
+                }
+            }
             _ => return Err(corrupt("seat")),
         };
     }
@@ -211,6 +306,18 @@ fn action_in(byte: u8) -> Result<HandAction, DecodeError> {
     if byte == DRAW {
         return Ok(HandAction::Draw);
     }
+    if (FORFEIT..FORFEIT + 8).contains(&byte) {
+        let n = byte - FORFEIT;
+        let why = if n.is_multiple_of(2) {
+            Why::TimedOut
+        } else {
+            Why::Left
+        };
+        return Ok(HandAction::Forfeit {
+            seat: usize::from(n / 2),
+            why,
+        });
+    }
     let tile = Tile::from_index(byte / 5).ok_or(corrupt("action"))?;
     let end = match byte % 5 {
         0 => None,
@@ -219,8 +326,15 @@ fn action_in(byte: u8) -> Result<HandAction, DecodeError> {
     Ok(HandAction::Play { tile, end })
 }
 
-/// Decodes a plaintext and replays its hand: the game, or why there is none.
+/// Decodes a plaintext of the newest version and replays its hand: the game, or why
+/// there is none.
 pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
+    decode_version(TOKEN_VERSION, bytes)
+}
+
+/// Decodes a plaintext of token version `version` and replays its hand: the game, or
+/// why there is none. A version-4 token holds nothing of version 5's.
+pub fn decode_version(version: u8, bytes: &[u8]) -> Result<Record, DecodeError> {
     let state = pb::State::decode(bytes).map_err(|_| DecodeError::Malformed)?;
     let rules = rules_read(state.rules.as_ref().ok_or(corrupt("no rules"))?)?;
     // Before the rules size anything below (a sheet row is 2 values a side).
@@ -274,6 +388,7 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
         0 => None,
         _ => Some(StateId::try_from(state.previous.as_slice()).map_err(|_| corrupt("previous"))?),
     };
+    let clocks = clocks_in(&state, &rules, card.actions.len())?;
     let names = names_in(state.names, &seats, rules.players)?;
     let game = Game::replay(rules, seed, &card).map_err(DecodeError::Replay)?;
     // What the service never seals: a hand dealt to a seat nobody holds (Deal refuses
@@ -286,11 +401,11 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
         return Err(corrupt("no previous state"));
     }
     if let Some(turn) = game.turn()
-        && matches!(seats.0[turn], Player::Bot(_))
+        && seats.bots()[turn].is_some()
     {
         return Err(corrupt("a bot on turn"));
     }
-    Ok(Record {
+    let record = Record {
         match_id,
         game,
         seats,
@@ -298,7 +413,51 @@ pub fn decode(bytes: &[u8]) -> Result<Record, DecodeError> {
         previous,
         stored: state.stored,
         names,
-    })
+        clocks,
+    };
+    if record.version() > version {
+        return Err(corrupt("a version 5 match in an older token"));
+    }
+    Ok(record)
+}
+
+/// The clocks as the token holds them: exactly when the rules have a clock, a time
+/// per action of the hand, a bank and a count of timeouts per player.
+fn clocks_in(
+    state: &pb::State,
+    rules: &Rules,
+    actions: usize,
+) -> Result<Option<Clocks>, DecodeError> {
+    if rules.clock.is_none() {
+        let none = state.dealt_at == 0
+            && state.times.is_empty()
+            && state.banks.is_empty()
+            && state.late.is_empty();
+        return if none {
+            Ok(None)
+        } else {
+            Err(corrupt("clocks without a clock"))
+        };
+    }
+    let players = rules.players;
+    if state.times.len() != actions || state.banks.len() != players || state.late.len() != players {
+        return Err(corrupt("clocks"));
+    }
+    if (state.hand == 0) != (state.dealt_at == 0) {
+        return Err(corrupt("the deal's time"));
+    }
+    let mut banks = [0; 4];
+    for (bank, &held) in banks.iter_mut().zip(&state.banks) {
+        if held > crate::engine::clock::MAX_CLOCK_SECS {
+            return Err(corrupt("a bank"));
+        }
+        *bank = held;
+    }
+    let mut late = [0; 4];
+    late[..players].copy_from_slice(&state.late);
+    Clocks::from_parts(state.dealt_at, state.times.clone(), banks, late)
+        .map(Some)
+        .ok_or(corrupt("times"))
 }
 
 /// The seats' names as the token holds them: none, or one per player, each one the
@@ -340,6 +499,21 @@ fn rules_read(r: &pb::Rules) -> Result<Rules, DecodeError> {
             Ok(pb::Settlement::WinnerTakesPips) => SettlementRule::WinnerTakesPips,
             _ => return Err(corrupt("settlement rule")),
         },
+        clock: r.clock.as_ref().map(|c| TurnClock {
+            move_secs: c.r#move,
+            bank_secs: c.bank,
+            increment_secs: c.increment,
+        }),
+        absence: match &r.absence {
+            None => Absence::default(),
+            Some(a) if a.forfeit && a.bot == 0 && a.takes_seat_after == 0 => Absence::Forfeit,
+            Some(a) if !a.forfeit => Absence::Bot {
+                level: level_read(a.bot).ok_or(corrupt("absence"))?,
+                takes_seat_after: u8::try_from(a.takes_seat_after)
+                    .map_err(|_| corrupt("absence"))?,
+            },
+            Some(_) => return Err(corrupt("absence")),
+        },
     })
 }
 
@@ -366,7 +540,7 @@ mod tests {
     use crate::state::{KeyRing, open, seal};
     use proptest::prelude::*;
     use rand_chacha::ChaCha8Rng;
-    use rand_chacha::rand_core::SeedableRng;
+    use rand_chacha::rand_core::{Rng, SeedableRng};
 
     /// Table and rule option `i % 48`: 2, 3, 4 players alone and 4 in partnership, each
     /// hand-size and settlement rule, a short target and the default.
@@ -379,12 +553,28 @@ mod tests {
         ][i / 4 % 3];
         let settlement = [SettlementRule::OwnPipsOff, SettlementRule::WinnerTakesPips][i / 12 % 2];
         let target = [50, Rules::default_target(players)][i / 24 % 2];
+        // Half the tables with a clock, under each absence option.
+        let clock = (i / 48 % 2 == 1).then_some(TurnClock {
+            move_secs: 20,
+            bank_secs: [0, 45, 3600][i % 3],
+            increment_secs: [0, 3][i % 2],
+        });
+        let absence = [
+            Absence::default(),
+            Absence::Forfeit,
+            Absence::Bot {
+                level: Level::Hard,
+                takes_seat_after: 0,
+            },
+        ][i / 96 % 3];
         Rules {
             players,
             partnership,
             hand_size,
             target,
             settlement,
+            clock,
+            absence,
         }
     }
 
@@ -409,7 +599,7 @@ mod tests {
 
         #[test]
         fn every_state_of_random_matches_seals_and_opens_to_the_same_game_and_views(
-            table in 0..48usize,
+            table in 0..288usize,
             seed in any::<u64>(),
             greedy in any::<bool>(),
             match_id in any::<[u8; MATCH_ID_LEN]>(),
@@ -420,16 +610,26 @@ mod tests {
         ) {
             let ring = KeyRing::new(vec![(3, [0x33; 32])], None).unwrap();
             let strategy = if greedy { Strategy::Greedy } else { Strategy::Random };
-            // Any mix of open, claimed and bot seats, each claimed one's credential its
-            // own.
+            // Any mix of open, claimed, bot and bot-held seats, each claimed one's
+            // credential its own.
             let mut seats = Seats::OPEN;
             for (seat, (slot, kind)) in seats.0.iter_mut().zip(kinds).enumerate() {
-                *slot = match kind % 5 {
+                *slot = match kind % 7 {
                     0 => Player::Open,
                     1 => Player::Human([seat as u8 ^ kind; CREDENTIAL_LEN]),
                     2 => Player::Bot(Level::Easy),
                     3 => Player::Bot(Level::Medium),
-                    _ => Player::Bot(Level::Hard),
+                    4 => Player::Bot(Level::Hard),
+                    5 => Player::Held {
+                        credential: [seat as u8 ^ kind; CREDENTIAL_LEN],
+                        level: Level::Easy,
+                        why: Why::TimedOut,
+                    },
+                    _ => Player::Held {
+                        credential: [seat as u8 ^ kind; CREDENTIAL_LEN],
+                        level: Level::Hard,
+                        why: Why::Left,
+                    },
                 };
             }
             let mut record = Record {
@@ -439,7 +639,12 @@ mod tests {
                 secret,
                 previous,
                 stored,
-             names: Default::default(), };
+                names: Default::default(),
+                clocks: rules(table)
+                    .clock
+                    .as_ref()
+                    .map(|c| Clocks::new(c, rules(table).players)),
+            };
             // Seats past the table's players are not written.
             for slot in &mut record.seats.0[record.game.rules().players..] {
                 *slot = Player::Open;
@@ -458,12 +663,21 @@ mod tests {
             }
             record.previous = Some(previous.unwrap_or([7; ID_LEN]));
             assert_round_trip(&ring, &record);
+            let mut at = 1_800_000_000;
             while let Some(action) = choose(&record.game, strategy, &mut rng, &mut scratch) {
+                let hand = record.game.hand_number();
                 record.game.apply(action, &mut Vec::new()).unwrap();
+                // As the service writes the clocks: each action's time, some seconds on.
+                at += u64::from(rng.next_u32() % 90);
+                let dealt = record.game.hand_number() != hand;
+                let actions = record.game.scorecard().actions.len();
+                if let Some(clocks) = record.clocks.as_mut() {
+                    clocks.stamp(dealt, actions, at);
+                }
                 let bot_on_turn = record
                     .game
                     .turn()
-                    .is_some_and(|t| matches!(record.seats.0[t], Player::Bot(_)));
+                    .is_some_and(|t| record.seats.bots()[t].is_some());
                 if bot_on_turn {
                     let (token, _) = seal(&ring, &record).expect("seal");
                     prop_assert_eq!(open(&ring, &token).err(), Some(crate::state::TokenError::Corrupt));
@@ -525,6 +739,97 @@ mod tests {
         assert_eq!(decode(&encode(&open)), Ok(open));
     }
 
+    /// A token of the format before clocks holds nothing of version 5's: a record that
+    /// uses a clock, the absence option, a seat a bot holds or a forfeit is refused in
+    /// one, and taken in a version-5 token. A record using none is written as version
+    /// 4, so that the release before this one reads it during a rolling upgrade.
+    #[test]
+    fn a_version_4_token_holds_nothing_of_version_5() {
+        let mut game = Game::new(Rules::for_players(2), 3).unwrap();
+        game.deal().unwrap();
+        let plain = Record::new(MatchId([9; MATCH_ID_LEN]), game.clone());
+        assert_eq!(plain.version(), BEFORE_CLOCKS);
+        assert_eq!(
+            decode_version(BEFORE_CLOCKS, &encode(&plain)),
+            Ok(plain.clone())
+        );
+        let other = 1 - game.turn().unwrap();
+        let mut held = plain.clone();
+        held.seats.0[other] = Player::Held {
+            credential: [4; CREDENTIAL_LEN],
+            level: Level::Hard,
+            why: Why::Left,
+        };
+        let mut clocked_game = Game::new(
+            Rules {
+                clock: Some(TurnClock::PHONE),
+                ..Rules::for_players(2)
+            },
+            3,
+        )
+        .unwrap();
+        clocked_game.deal().unwrap();
+        let mut clocked = Record::new(MatchId([9; MATCH_ID_LEN]), clocked_game);
+        if let Some(clocks) = clocked.clocks.as_mut() {
+            clocks.stamp(true, 0, 1_900_000_000);
+        }
+        let mut forfeited = plain.clone();
+        forfeited
+            .game
+            .apply(
+                crate::engine::Action::Forfeit {
+                    seat: 0,
+                    why: Why::TimedOut,
+                },
+                &mut Vec::new(),
+            )
+            .unwrap();
+        let mut absence = Record::new(
+            MatchId([9; MATCH_ID_LEN]),
+            Game::new(
+                Rules {
+                    absence: Absence::Forfeit,
+                    ..Rules::for_players(3)
+                },
+                1,
+            )
+            .unwrap(),
+        );
+        absence.previous = None;
+        for newer in [held, clocked, forfeited, absence] {
+            assert_eq!(newer.version(), TOKEN_VERSION, "{newer:?}");
+            assert_eq!(
+                decode_version(BEFORE_CLOCKS, &encode(&newer)),
+                Err(corrupt("a version 5 match in an older token"))
+            );
+            assert_eq!(decode_version(TOKEN_VERSION, &encode(&newer)), Ok(newer));
+        }
+    }
+
+    /// A token the release before clocks sealed (`tests/fixtures/token_v4.hex`: key id
+    /// 7, key 0x42 x 32; two players, seed 2026, dealt and led) opens in this one.
+    #[test]
+    fn a_token_of_the_release_before_opens() {
+        let hex = include_str!("../../tests/fixtures/token_v4.hex").trim();
+        let token: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        assert_eq!(token[0], BEFORE_CLOCKS);
+        let ring = KeyRing::new(vec![(7, [0x42; 32])], None).unwrap();
+        let (record, _) = open(&ring, &token).expect("a version-4 token opens");
+        let mut game = Game::new(Rules::for_players(2), 2026).unwrap();
+        game.deal().unwrap();
+        let lead = game.legal_moves()[0];
+        game.play(game.turn().unwrap(), lead.tile, lead.end)
+            .unwrap();
+        assert_eq!(record, Record::new(MatchId([0x11; MATCH_ID_LEN]), game));
+        assert_eq!(record.clocks, None);
+        // Sealed again, it stays a version-4 token.
+        let (again, _) = seal(&ring, &record).unwrap();
+        assert_eq!(again[0], BEFORE_CLOCKS);
+    }
+
     /// Display names round-trip; names the service never writes (on a seat nobody
     /// holds, one the API refuses, a count other than the players', all empty) are
     /// refused.
@@ -575,6 +880,8 @@ mod tests {
                 hand_size: pb::HandSize::Standard as i32,
                 target_fives: 20,
                 settlement: pb::Settlement::OwnPipsOff as i32,
+                clock: None,
+                absence: None,
             }),
             hand,
             starter: None,
@@ -588,6 +895,10 @@ mod tests {
             previous: Vec::new(),
             stored: false,
             names: Vec::new(),
+            dealt_at: 0,
+            times: Vec::new(),
+            banks: Vec::new(),
+            late: Vec::new(),
         };
         let decoded = |s: pb::State| decode(&s.encode_to_vec());
         assert!(matches!(

@@ -11,8 +11,8 @@
 
 use subtle::ConstantTimeEq;
 
-use crate::engine::Seat;
 use crate::engine::suggest::Level;
+use crate::engine::{Seat, Why};
 
 /// Bytes in a seat credential (128 bits).
 pub const CREDENTIAL_LEN: usize = 16;
@@ -29,6 +29,13 @@ pub enum Player {
     Human(Credential),
     /// A bot the server plays at this level.
     Bot(Level),
+    /// A human seat a bot of `level` plays until its player, who keeps the credential,
+    /// comes back: its player left or its time ran out (`why`).
+    Held {
+        credential: Credential,
+        level: Level,
+        why: Why,
+    },
 }
 
 /// Credentials are never printed, not even in a debug line.
@@ -38,6 +45,7 @@ impl std::fmt::Debug for Player {
             Player::Open => f.write_str("Open"),
             Player::Human(_) => f.write_str("Human(..)"),
             Player::Bot(level) => write!(f, "Bot({level:?})"),
+            Player::Held { level, why, .. } => write!(f, "Held({level:?}, {why:?})"),
         }
     }
 }
@@ -62,23 +70,36 @@ impl Seats {
     pub const OPEN: Seats = Seats([Player::Open; 4]);
 
     /// Whether the request holding `credential` may act and look for `seat`: a human
-    /// seat whose credential it is. The check reads nothing but the seats, so its
-    /// answer depends on nobody's tiles.
+    /// seat whose credential it is (a bot holding it or not: its player still looks,
+    /// and comes back). The check reads nothing but the seats, so its answer depends
+    /// on nobody's tiles.
     pub fn authorize(&self, seat: Seat, credential: &[u8]) -> Result<(), Denied> {
         match self.0.get(seat) {
             Some(Player::Bot(_)) => Err(Denied::SeatIsBot(seat)),
             _ if credential.is_empty() => Err(Denied::CredentialRequired(seat)),
-            Some(Player::Human(held)) if bool::from(held.as_slice().ct_eq(credential)) => Ok(()),
+            Some(
+                Player::Human(held)
+                | Player::Held {
+                    credential: held, ..
+                },
+            ) if bool::from(held.as_slice().ct_eq(credential)) => Ok(()),
             _ => Err(Denied::CredentialInvalid(seat)),
         }
     }
 
-    /// The bots' levels by seat (`None`: a human seat), as the engine's bots take them.
+    /// The levels of the bots that play each seat (`None`: its human plays it), as the
+    /// engine's bots take them: the bots' seats and the seats a bot holds.
     pub fn bots(&self) -> [Option<Level>; 4] {
         self.0.map(|p| match p {
-            Player::Bot(level) => Some(level),
+            Player::Bot(level) | Player::Held { level, .. } => Some(level),
             _ => None,
         })
+    }
+
+    /// Whether a human plays `seat` now (claimed, and no bot holds it): the seats a
+    /// turn clock times.
+    pub fn human_plays(&self, seat: Seat) -> bool {
+        matches!(self.0.get(seat), Some(Player::Human(_)))
     }
 
     /// Whether any of the first `players` seats is open.

@@ -16,18 +16,26 @@
 //! version 1 was XChaCha20-Poly1305 with 24-byte nonces (42 bytes of framing); version
 //! 2 took AES-256-GCM-SIV and 30 bytes, with the table itself as the plaintext; version
 //! 3 kept version 2's framing and cipher around the scorekeeper's record of the match
-//! ([`super::plaintext`]); version 4, this one, adds the seats, their credentials, the
-//! match's secret and the previous state's id to that record. Tokens of versions 1 to
-//! 3 are refused as [`TokenError::UnsupportedVersion`] (docs/operations.md,
-//! "Upgrading").
+//! ([`super::plaintext`]); version 4 adds the seats, their credentials, the match's
+//! secret and the previous state's id to that record; version 5 adds turn clocks, the
+//! absence option, seats a bot holds and forfeits. This build reads versions 4 and 5
+//! and writes version 4 for every match that uses none of version 5's fields, so that
+//! during a rolling upgrade a replica of the release before reads them; a match that
+//! does gets version 5, which that replica refuses as
+//! [`TokenError::UnsupportedVersion`] (docs/compatibility.md). Tokens of versions 1 to
+//! 3 are refused the same way (docs/operations.md, "Upgrading").
 
 use aes_gcm_siv::aead::AeadInOut;
 use aes_gcm_siv::aead::inout::InOutBuf;
 
 use super::keyring::KeyRing;
 
-/// The token framing this build writes and reads.
-pub const TOKEN_VERSION: u8 = 4;
+/// The newest token format this build writes and reads (turn clocks, absences).
+pub const TOKEN_VERSION: u8 = 5;
+/// The format before clocks, which this build writes for a match without any.
+pub const BEFORE_CLOCKS: u8 = 4;
+/// The formats this build reads.
+pub const READS: std::ops::RangeInclusive<u8> = BEFORE_CLOCKS..=TOKEN_VERSION;
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
 const HEADER_LEN: usize = 2 + NONCE_LEN;
@@ -53,18 +61,19 @@ pub enum TokenError {
     Random,
 }
 
-/// Seals `plaintext` under the ring's active key.
+/// Seals `plaintext` under the ring's active key, as the newest version.
 pub fn seal(ring: &KeyRing, plaintext: &[u8]) -> Result<Vec<u8>, TokenError> {
-    seal_with(ring, plaintext.len(), |buf| {
+    seal_with(ring, TOKEN_VERSION, plaintext.len(), |buf| {
         buf.extend_from_slice(plaintext)
     })
 }
 
 /// Seals the plaintext `write` appends to the buffer it is given, encrypted where it
 /// was written: the token is built in one buffer, with no copy of the plaintext.
-/// `capacity` is a hint of the plaintext's length.
+/// `capacity` is a hint of the plaintext's length; `version` is the format it is in.
 pub fn seal_with(
     ring: &KeyRing,
+    version: u8,
     capacity: usize,
     write: impl FnOnce(&mut Vec<u8>),
 ) -> Result<Vec<u8>, TokenError> {
@@ -72,7 +81,7 @@ pub fn seal_with(
     let mut nonce = [0u8; NONCE_LEN];
     super::random::fill(&mut nonce);
     let mut token = Vec::with_capacity(OVERHEAD + capacity);
-    token.extend_from_slice(&[TOKEN_VERSION, id]);
+    token.extend_from_slice(&[version, id]);
     token.extend_from_slice(&nonce);
     write(&mut token);
     let (header, body) = token.split_at_mut(HEADER_LEN);
@@ -86,22 +95,33 @@ pub fn seal_with(
 
 /// Opens a token sealed by any key of the ring, returning the plaintext.
 pub fn open(ring: &KeyRing, token: &[u8]) -> Result<Vec<u8>, TokenError> {
-    open_with(ring, token, <[u8]>::to_vec)
+    open_with(ring, token, |_, plaintext| plaintext.to_vec())
 }
 
 /// Opens a token sealed by any key of the ring and hands its plaintext to `read`,
-/// decrypted into a buffer on the stack (nothing allocated). `read` sees only a
-/// plaintext that passed authentication.
+/// decrypted into a buffer on the stack (nothing allocated), with its version.
+/// `read` sees only a plaintext that passed authentication.
 pub fn open_with<T>(
     ring: &KeyRing,
     token: &[u8],
-    read: impl FnOnce(&[u8]) -> T,
+    read: impl FnOnce(u8, &[u8]) -> T,
+) -> Result<T, TokenError> {
+    open_reading(ring, token, READS, read)
+}
+
+/// [`open_with`], reading the versions `reads` only: what a build reading those
+/// does with a token (a replica of the release before this one reads 4 alone).
+pub fn open_reading<T>(
+    ring: &KeyRing,
+    token: &[u8],
+    reads: std::ops::RangeInclusive<u8>,
+    read: impl FnOnce(u8, &[u8]) -> T,
 ) -> Result<T, TokenError> {
     if token.len() < OVERHEAD || token.len() > MAX_TOKEN_LEN {
         return Err(TokenError::Malformed);
     }
     let (header, rest) = token.split_at(HEADER_LEN);
-    if header[0] != TOKEN_VERSION {
+    if !reads.contains(&header[0]) {
         return Err(TokenError::UnsupportedVersion(header[0]));
     }
     let cipher = ring
@@ -120,7 +140,7 @@ pub fn open_with<T>(
             &(*tag).into(),
         )
         .map_err(|_| TokenError::Invalid)?;
-    Ok(read(plaintext))
+    Ok(read(header[0], plaintext))
 }
 
 #[cfg(test)]
@@ -160,7 +180,7 @@ mod tests {
         assert_eq!(OVERHEAD, 30);
         assert_eq!(token.len(), 40 + 30);
         assert_eq!(token[0], TOKEN_VERSION);
-        assert_eq!(token[0], 4);
+        assert_eq!(token[0], 5);
         assert_eq!(token[1], 9);
         let nonces: std::collections::HashSet<Vec<u8>> = (0..1000)
             .map(|_| seal(&r, b"x").unwrap()[2..2 + NONCE_LEN].to_vec())
@@ -221,6 +241,21 @@ mod tests {
         let mut v3 = seal(&r, b"a record").unwrap();
         v3[0] = 3;
         assert_eq!(open(&r, &v3), Err(TokenError::UnsupportedVersion(3)));
+    }
+
+    /// A rolling upgrade: this build reads the version before clocks; the release
+    /// before this one (which read version 4 alone) refuses a version-5 token as a
+    /// version it does not read, and takes a version-4 one.
+    #[test]
+    fn the_release_before_refuses_version_5_and_both_read_version_4() {
+        let r = ring(&[1], None);
+        let v5 = seal_with(&r, TOKEN_VERSION, 1, |b| b.push(7)).unwrap();
+        let v4 = seal_with(&r, BEFORE_CLOCKS, 1, |b| b.push(7)).unwrap();
+        let before = |t: &[u8]| open_reading(&r, t, 4..=4, |v, p| (v, p.to_vec()));
+        assert_eq!(before(&v5), Err(TokenError::UnsupportedVersion(5)));
+        assert_eq!(before(&v4), Ok((4, vec![7])));
+        assert_eq!(open_with(&r, &v4, |v, p| (v, p.to_vec())), Ok((4, vec![7])));
+        assert_eq!(open_with(&r, &v5, |v, p| (v, p.to_vec())), Ok((5, vec![7])));
     }
 
     #[test]

@@ -238,6 +238,7 @@ fn rules(
         hand_size: pb::HandSizeRule::Unspecified as i32,
         target,
         settlement: settlement as i32,
+        ..Default::default()
     }
 }
 

@@ -51,6 +51,7 @@ fn tables() -> Vec<pb::Rules> {
                 hand_size: hand_size as i32,
                 target: 100,
                 settlement: settlement as i32,
+                ..Default::default()
             }
         };
     use pb::HandSizeRule as H;
@@ -72,6 +73,15 @@ const POLICY: steps::Policy = steps::Policy {
         horizon: None,
     },
     match_store: false,
+    clock_lag_grace_ms: 2000,
+    max_clock_skew_ms: 1000,
+};
+
+/// The time the handlers' calls are judged at (none of these matches has a clock).
+const JUDGE: allfives::service::clocks::Judge = allfives::service::clocks::Judge {
+    now_ms: 1_800_000_000_000,
+    grace_ms: 2000,
+    skew_ms: 1000,
 };
 
 /// Who plays each seat of the matches at [`tables`]: every way a seat is played, so
@@ -114,6 +124,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
         let new = seats::new_game(
             ring,
             &POLICY,
+            &JUDGE,
             &pb::NewGameRequest {
                 rules: Some(rules),
                 seed: Some(i as u64),
@@ -132,6 +143,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
             let (claimed, credential) = seats::claim_seat(
                 ring,
                 &POLICY,
+                &JUDGE,
                 &pb::ClaimSeatRequest {
                     state,
                     seat,
@@ -149,6 +161,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
                 pb::Phase::Over => break,
                 pb::Phase::Dealing => moves::deal(
                     ring,
+                    &JUDGE,
                     &pb::DealRequest {
                         state: state.into(),
                         ..Default::default()
@@ -159,6 +172,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
                     let credential = creds[seat as usize].clone();
                     let seen = moves::score(
                         ring,
+                        &JUDGE,
                         &pb::ScoreRequest {
                             state: state.clone().into(),
                             viewer: Some(seat),
@@ -172,6 +186,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
                     if seen.must_draw {
                         moves::draw(
                             ring,
+                            &JUDGE,
                             &pb::DrawRequest {
                                 state: state.into(),
                                 seat,
@@ -183,6 +198,7 @@ fn match_tokens(ring: &Tokens) -> Vec<Vec<u8>> {
                         let m = &seen.legal_moves[step % seen.legal_moves.len()];
                         moves::play(
                             ring,
+                            &JUDGE,
                             &pb::PlayRequest {
                                 state: state.into(),
                                 seat,
@@ -221,6 +237,7 @@ fn refused(ring: &Tokens, mutant: Vec<u8>, deal: bool, what: &dyn Fn() -> String
     let error = if deal {
         moves::deal(
             ring,
+            &JUDGE,
             &pb::DealRequest {
                 state: mutant.into(),
                 ..Default::default()
@@ -230,6 +247,7 @@ fn refused(ring: &Tokens, mutant: Vec<u8>, deal: bool, what: &dyn Fn() -> String
     } else {
         moves::score(
             ring,
+            &JUDGE,
             &pb::ScoreRequest {
                 state: mutant.into(),
                 ..Default::default()
@@ -496,6 +514,8 @@ const MATCH_ID: allfives::state::MatchId = allfives::state::MatchId([9; 16]);
 
 /// The byte of a draw in `State.actions`.
 const DRAW: u8 = 255;
+/// The first forfeit byte: `FORFEIT + 2 * seat + why`, seats 0 to 3.
+const FORFEIT: u8 = 240;
 
 /// The credential of seat `seat` in every record here.
 fn credential(seat: usize) -> [u8; 16] {
@@ -528,6 +548,7 @@ fn record_of(game: &Game, seats: Seats) -> Record {
         previous: (game.hand_number() > 0).then_some(PREVIOUS),
         stored: false,
         names: Default::default(),
+        clocks: None,
     }
 }
 
@@ -579,6 +600,7 @@ fn pool() -> Vec<Game> {
         hand_size,
         target,
         settlement,
+        ..Rules::for_players(players)
     };
     let mut pool = Vec::new();
     for (rules, seed, strategy) in [
@@ -948,8 +970,9 @@ fn actions(pool: &[Game], cases: &mut Cases) {
         },
         Refusal::SomeAction,
     );
-    // Bytes that name no tile: a tile index past [6|6] (28 and up) and not a draw.
-    for byte in 140..DRAW {
+    // Bytes that name no tile: a tile index past [6|6] (28 and up), not a forfeit and
+    // not a draw.
+    for byte in (140..FORFEIT).chain(FORFEIT + 8..DRAW) {
         c.forge(
             Group::Actions,
             format!("the undefined action byte {byte}"),
@@ -958,8 +981,18 @@ fn actions(pool: &[Game], cases: &mut Cases) {
             corrupt("action"),
         );
     }
-    // More actions than any hand holds (46: a play per tile and a draw per tile of the
-    // largest boneyard), whatever they are.
+    // A forfeit by a seat the table does not have.
+    for byte in FORFEIT + 4..FORFEIT + 8 {
+        c.forge(
+            Group::Actions,
+            format!("a forfeit byte {byte} of a seat past a 2-seat table"),
+            &led,
+            |s| s.actions.push(byte),
+            Refusal::SomeAction,
+        );
+    }
+    // More actions than any hand holds (47: a play per tile, a draw per tile of the
+    // largest boneyard and a forfeit), whatever they are.
     let max = allfives::engine::replay::MAX_HAND_ACTIONS;
     c.forge(
         Group::Actions,
@@ -1589,6 +1622,8 @@ const CLAIMED: u8 = 1;
 const EASY: u8 = 2;
 const MEDIUM: u8 = 3;
 const HARD: u8 = 4;
+/// The last seat byte: a claimed seat a HARD bot holds after its player left.
+const HELD_LAST: u8 = 10;
 
 /// Seats no match could have: the seats' kinds and the credentials of the claimed ones.
 fn seats(pool: &[Game], cases: &mut Cases) {
@@ -1689,7 +1724,7 @@ fn seats(pool: &[Game], cases: &mut Cases) {
     );
     // Bytes naming no kind of seat, in a bot's place, an open seat's, and a claimed
     // seat's (its credential taken out).
-    for byte in [HARD + 1, HARD + 2, 100, 255] {
+    for byte in [HELD_LAST + 1, HELD_LAST + 2, 100, 255] {
         c.forge(
             g,
             format!("the seat byte {byte} for a bot"),
@@ -1700,9 +1735,9 @@ fn seats(pool: &[Game], cases: &mut Cases) {
     }
     c.forge(
         g,
-        format!("the seat byte {} for an open seat", HARD + 1),
+        format!("the seat byte {} for an open seat", HELD_LAST + 1),
         &waiting,
-        |s| s.seats[1] = HARD + 1,
+        |s| s.seats[1] = HELD_LAST + 1,
         corrupt("seat"),
     );
     c.forge(
@@ -1716,14 +1751,22 @@ fn seats(pool: &[Game], cases: &mut Cases) {
         g,
         format!(
             "the seat byte {} for a claimed seat, no credential",
-            HARD + 1
+            HELD_LAST + 1
         ),
         &two,
         |s| {
-            s.seats[1] = HARD + 1;
+            s.seats[1] = HELD_LAST + 1;
             s.credentials.truncate(16);
         },
         corrupt("seat"),
+    );
+    // A seat a bot holds keeps its player's credential: one without it is refused.
+    c.forge(
+        g,
+        "a seat a bot holds (byte 5) without its credential",
+        &mixed,
+        |s| s.seats[1] = HARD + 1,
+        corrupt("credentials"),
     );
 
     // Credentials not matching the claimed seats: missing, one too many, the wrong

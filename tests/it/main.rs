@@ -16,6 +16,7 @@
 mod common;
 
 mod api;
+mod clocks;
 mod connections;
 mod hostile;
 mod invites;

@@ -55,6 +55,7 @@ fn matches() -> Vec<(&'static str, pb::Rules, u64)> {
         hand_size: hand_size as i32,
         target,
         settlement: settlement as i32,
+        ..Default::default()
     };
     use pb::HandSizeRule as H;
     use pb::SettlementRule as S;
@@ -210,6 +211,14 @@ fn events(out: &mut String, events: &[pb::Event]) {
                     g.winner_side, g.winner_seats
                 );
             }
+            Some(
+                Kind::SeatAbsent(_)
+                | Kind::BotTookSeat(_)
+                | Kind::SeatReturned(_)
+                | Kind::Forfeited(_),
+            ) => {
+                let _ = writeln!(out, "    (no clock in these matches: {:?})", e.kind);
+            }
             None => {
                 let _ = writeln!(out, "    (empty event)");
             }
@@ -330,6 +339,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
     let new = seats::new_game(
         &tokens,
         &policy,
+        &crate::common::JUDGE,
         &pb::NewGameRequest {
             rules: Some(rules),
             seed: Some(seed),
@@ -350,6 +360,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
     for _ in 0..20_000 {
         let public = moves::score(
             &tokens,
+            &crate::common::JUDGE,
             &pb::ScoreRequest {
                 state: state.clone().into(),
                 ..Default::default()
@@ -386,6 +397,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
                 }
                 moves::deal(
                     &tokens,
+                    &crate::common::JUDGE,
                     &pb::DealRequest {
                         state: state.into(),
                         viewer: dealer,
@@ -401,6 +413,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
                 );
                 let seen = moves::score(
                     &tokens,
+                    &crate::common::JUDGE,
                     &pb::ScoreRequest {
                         state: state.clone().into(),
                         viewer: Some(seat),
@@ -416,6 +429,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
                     let _ = writeln!(out, "  > seat {seat} draws");
                     moves::draw(
                         &tokens,
+                        &crate::common::JUDGE,
                         &pb::DrawRequest {
                             state: state.into(),
                             seat,
@@ -438,6 +452,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
                     );
                     moves::play(
                         &tokens,
+                        &crate::common::JUDGE,
                         &pb::PlayRequest {
                             state: state.into(),
                             seat,
@@ -467,6 +482,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
             }
             let replayed = moves::score(
                 &tokens,
+                &crate::common::JUDGE,
                 &pb::ScoreRequest {
                     state: answer.state.clone().into(),
                     viewer: Some(human),
@@ -499,6 +515,7 @@ fn seeded_matches_play_out_as_their_checked_in_transcripts() {
             hand_size: pb::HandSizeRule::Standard as i32,
             target: 60,
             settlement: pb::SettlementRule::OwnPipsOff as i32,
+            ..Default::default()
         },
         9,
         Seating::Bots(&[pb::BotLevel::Easy, pb::BotLevel::Medium, pb::BotLevel::Hard]),

@@ -308,7 +308,9 @@ async fn reach(client: &mut Client, rules: pb::Rules, position: &Position) -> (V
                     .into_inner()
                     .state
             }
-            Action::Deal => unreachable!("no deal within a hand"),
+            Action::Deal | Action::Forfeit { .. } => {
+                unreachable!("no deal or forfeit within a hand")
+            }
         };
     }
     (state, creds)

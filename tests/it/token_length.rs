@@ -97,6 +97,8 @@ const POLICY: Policy = Policy {
     // Tokens of a server with a match store, which carry its flag (2 bytes in every
     // token of every match: the same for all, as the deployment is).
     match_store: true,
+    clock_lag_grace_ms: 2000,
+    max_clock_skew_ms: 1000,
 };
 
 /// Rule options for match `i` at a table: every hand-size and settlement rule in turn,
@@ -115,6 +117,7 @@ fn rules(players: u32, partnership: bool, i: u64) -> pb::Rules {
         hand_size: 1 + (i % 3) as i32,
         target,
         settlement: 1 + ((i / 3) % 2) as i32,
+        ..Default::default()
     }
 }
 
@@ -253,6 +256,7 @@ fn expected_length(view: &pb::GameView, sheet: &pb::ScoreSheet, public: &Public)
             hand_size: rules.hand_size,
             target_fives: rules.target / 5,
             settlement: rules.settlement,
+            ..Default::default()
         }),
         hand,
         starter: public.starter,
@@ -269,6 +273,7 @@ fn expected_length(view: &pb::GameView, sheet: &pb::ScoreSheet, public: &Public)
             true => Vec::new(),
             false => vec![0; ID_LEN],
         },
+        ..Default::default()
     };
     state.encoded_len() + token::OVERHEAD
 }
@@ -353,6 +358,7 @@ fn look(
 ) -> (pb::ScoreSheet, pb::GameView) {
     let looked = moves::score(
         tokens,
+        &crate::common::JUDGE,
         &pb::ScoreRequest {
             state: state.to_vec().into(),
             viewer: viewer.map(|(s, _)| s),
@@ -376,6 +382,7 @@ fn play_match(
     let new = seats::new_game(
         tokens,
         &POLICY,
+        &crate::common::JUDGE,
         &pb::NewGameRequest {
             rules: Some(rules),
             seed: Some(rng.next_u64()),
@@ -417,6 +424,7 @@ fn play_match(
         let (claimed, credential) = seats::claim_seat(
             tokens,
             &POLICY,
+            &crate::common::JUDGE,
             &pb::ClaimSeatRequest {
                 state,
                 seat,
@@ -455,6 +463,7 @@ fn play_match(
                 });
                 moves::deal(
                     tokens,
+                    &crate::common::JUDGE,
                     &pb::DealRequest {
                         state: state.into(),
                         ..Default::default()
@@ -467,6 +476,7 @@ fn play_match(
                 if looked.must_draw {
                     moves::draw(
                         tokens,
+                        &crate::common::JUDGE,
                         &pb::DrawRequest {
                             state: state.into(),
                             seat,
@@ -479,6 +489,7 @@ fn play_match(
                     let m = &moves[rng.next_u32() as usize % moves.len()];
                     moves::play(
                         tokens,
+                        &crate::common::JUDGE,
                         &pb::PlayRequest {
                             state: state.into(),
                             seat,

@@ -68,6 +68,14 @@ use tonic::transport::Channel;
 
 pub type Client = AllFivesServiceClient<Channel>;
 
+/// The time the tests' in-process handler calls are judged at (their matches have no
+/// clock unless a test says so).
+pub const JUDGE: allfives::service::clocks::Judge = allfives::service::clocks::Judge {
+    now_ms: 1_800_000_000_000,
+    grace_ms: 2000,
+    skew_ms: 1000,
+};
+
 /// A server running in this process, with its metrics endpoint; stopped when dropped.
 pub struct TestServer {
     pub addr: SocketAddr,
@@ -95,6 +103,21 @@ impl TestServer {
     /// A server with these flags (`--allow-client-seeds`, `--concurrency-limit 4`, …)
     /// after the test defaults (short drain, no shutdown delay).
     pub async fn start_with(ring: KeyRing, extra_args: &[&str]) -> TestServer {
+        TestServer::start_clocked(
+            ring,
+            allfives::server_clock::ServerClock::system(),
+            extra_args,
+        )
+        .await
+    }
+
+    /// [`TestServer::start_with`], judging turn clocks by `clock` (a test's, set by
+    /// hand: `ServerClock::manual`).
+    pub async fn start_clocked(
+        ring: KeyRing,
+        clock: allfives::server_clock::ServerClock,
+        extra_args: &[&str],
+    ) -> TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -112,7 +135,8 @@ impl TestServer {
             "--shutdown-delay-ms",
             "0",
         ];
-        let config = Config::try_parse_from(defaults.iter().chain(extra_args)).expect("config");
+        let mut config = Config::try_parse_from(defaults.iter().chain(extra_args)).expect("config");
+        config.clock = clock;
         let shared = Arc::clone(&metrics);
         let handle = tokio::spawn(async move {
             // As `main` does: the metrics endpoint stops once the gRPC server has.
