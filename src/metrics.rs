@@ -132,6 +132,16 @@ const MOVE_KINDS: [(MoveKind, &str); 3] = [
     (MoveKind::Pass, "pass"),
 ];
 
+/// What the `absences` counter tells apart: a seat's time ran out, its player left, a
+/// bot took a seat, a player came back, a seat forfeited.
+const ABSENCES: [&str; 5] = [
+    "timed_out",
+    "left",
+    "bot_took_seat",
+    "returned",
+    "forfeited",
+];
+
 /// The token refusals counted, by their `ErrorInfo` reason.
 const TOKEN_REASONS: [&str; 4] = [
     "TOKEN_MALFORMED",
@@ -185,6 +195,8 @@ struct Counts {
     moves: [AtomicU64; MOVE_KINDS.len()],
     rejected_tokens: [AtomicU64; TOKEN_REASONS.len()],
     invite_lookups: [AtomicU64; INVITE_LOOKUPS.len()],
+    absences: [AtomicU64; ABSENCES.len()],
+    clock_skew_refusals: AtomicU64,
     /// The lookups of the token cache, once the server has made it.
     token_cache: OnceLock<Arc<CacheCounts>>,
     /// The HARD search queue, once the server has made it.
@@ -249,14 +261,14 @@ impl Metrics {
                 Some(Kind::TileDrawn(_)) => &c.moves[MoveKind::Draw as usize],
                 Some(Kind::Passed(_)) => &c.moves[MoveKind::Pass as usize],
                 Some(Kind::GameEnded(_)) => &c.games_finished,
-                Some(
-                    Kind::HandEnded(_)
-                    | Kind::SeatAbsent(_)
-                    | Kind::BotTookSeat(_)
-                    | Kind::SeatReturned(_)
-                    | Kind::Forfeited(_),
-                )
-                | None => continue,
+                Some(Kind::SeatAbsent(a)) => match a.reason {
+                    r if r == pb::AbsenceReason::Left as i32 => &c.absences[1],
+                    _ => &c.absences[0],
+                },
+                Some(Kind::BotTookSeat(_)) => &c.absences[2],
+                Some(Kind::SeatReturned(_)) => &c.absences[3],
+                Some(Kind::Forfeited(_)) => &c.absences[4],
+                Some(Kind::HandEnded(_)) | None => continue,
             };
             counter.fetch_add(1, Relaxed);
         }
@@ -282,6 +294,9 @@ impl Metrics {
     pub fn refused(&self, reason: &str) {
         if let Some(i) = TOKEN_REASONS.iter().position(|&r| r == reason) {
             self.counts.rejected_tokens[i].fetch_add(1, Relaxed);
+        }
+        if reason == "CLOCK_SKEW" {
+            self.counts.clock_skew_refusals.fetch_add(1, Relaxed);
         }
     }
 
@@ -417,6 +432,24 @@ impl Collector for Counts {
                 .iter()
                 .zip(&self.rejected_tokens)
                 .map(|(&reason, n)| ([("reason", reason)], n.load(Relaxed))),
+        )?;
+        labelled_counter(
+            e,
+            "absences",
+            "Seats' absences in clocked or left matches, by event: timed_out (a seat's \
+             time ran out), left (a player left), bot_took_seat, returned (a player took \
+             its seat back from a bot), forfeited.",
+            ABSENCES
+                .iter()
+                .zip(&self.absences)
+                .map(|(&event, n)| ([("event", event)], n.load(Relaxed))),
+        )?;
+        counter(
+            e,
+            "clock_skew_refusals",
+            "Changing calls refused CLOCK_SKEW: the match's last move was written by a \
+             replica whose clock is ahead of this one's by more than --max-clock-skew-ms.",
+            &self.clock_skew_refusals,
         )?;
         labelled_counter(
             e,
