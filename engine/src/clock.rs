@@ -279,6 +279,30 @@ mod tests {
         assert_eq!(clocks.banks[1], 0);
     }
 
+    /// docs/rules.md section 11, example E.
+    #[test]
+    fn example_e_the_bank_and_the_increment() {
+        let clock = TurnClock {
+            move_secs: 20,
+            bank_secs: 30,
+            increment_secs: 5,
+        };
+        let ten = 36_000; // 10:00:00, in seconds since midnight
+        let mut clocks = Clocks::new(&clock, 2);
+        clocks.stamp(true, 0, ten);
+        clocks.moved(&clock, 0, ten + 15, true);
+        clocks.stamp(false, 1, ten + 15);
+        assert_eq!(clocks.banks[0], 35);
+        clocks.moved(&clock, 1, ten + 50, false);
+        clocks.stamp(false, 2, ten + 50);
+        assert_eq!(clocks.banks[1], 15);
+        assert_eq!(clocks.deadline(&clock, 1), ten + 85, "10:01:25");
+        assert_eq!(clocks.claimable_at(&clock, 1, 2_000), (ten + 87) * 1000);
+        assert!(!clocks.past_due(&clock, 1, (ten + 86) * 1000, 2_000));
+        clocks.moved(&clock, 1, ten + 86, true);
+        assert_eq!(clocks.banks[1], 5, "spent, then the increment");
+    }
+
     #[test]
     fn the_deadline_is_judged_with_the_grace_in_milliseconds() {
         let mut clocks = Clocks::new(&CLOCK, 4);
