@@ -17,7 +17,8 @@
 # over the Echo's are printed, the bar's ratio in instructions), CACHES (default "on off"), SEED (the first match's
 # seed, default 1: the server takes client seeds, so that every build is measured on
 # the same positions; empty for the server's own seeds), OUT (a directory to keep the
-# dumps and logs in; default a temporary one, removed).
+# dumps and logs in; default a temporary one, removed), CLOCKED (1: every match with a
+# turn clock, the phone defaults, to compare a clocked call with an unclocked one).
 #
 # For each token cache setting and RPC in turn: a new server under callgrind (on
 # tokio's current-thread runtime, as deployed; defaults otherwise, but no keepalive
@@ -143,6 +144,7 @@ rpcs=${RPCS:-NewGame Deal Play Draw Score Suggest}
 seed=${SEED-1}
 seeded=()
 [ -n "$seed" ] && seeded=(--seed "$seed")
+[ "${CLOCKED:-}" = 1 ] && seeded+=(--clocked)
 caches=${CACHES:-on off}
 client=target/release/examples/rpc_load
 

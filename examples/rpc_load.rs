@@ -94,6 +94,10 @@ struct Args {
     /// --allow-client-seeds; without it the server draws each match's seed.
     #[arg(long)]
     seed: Option<u64>,
+    /// Matches with a turn clock (the phone defaults: 30 s a move, a 60 s bank), to
+    /// measure a clocked call against an unclocked one.
+    #[arg(long)]
+    clocked: bool,
     /// How long to keep trying to connect, in seconds (a server under valgrind takes a
     /// while to listen).
     #[arg(long, default_value_t = 120)]
@@ -154,6 +158,8 @@ struct Conn {
     channel: Channel,
     timeout: Duration,
     seed: std::cell::Cell<Option<u64>>,
+    /// The matches have a turn clock.
+    clocked: bool,
 }
 
 impl Conn {
@@ -229,10 +235,11 @@ struct Match {
     credentials: [Vec<u8>; 2],
 }
 
-fn new_game_request(seed: Option<u64>) -> pb::NewGameRequest {
+fn new_game_request(seed: Option<u64>, clocked: bool) -> pb::NewGameRequest {
     pb::NewGameRequest {
         rules: Some(pb::Rules {
             players: 2,
+            clock: clocked.then(pb::TurnClock::default),
             ..Default::default()
         }),
         seed,
@@ -256,7 +263,7 @@ fn next_seed(conn: &Conn) -> Option<u64> {
 }
 
 async fn new_match(conn: &Conn) -> Result<Match, String> {
-    let request = new_game_request(next_seed(conn));
+    let request = new_game_request(next_seed(conn), conn.clocked);
     let answer = conn
         .wait("NewGame", conn.client.clone().new_game(request))
         .await?;
@@ -395,7 +402,12 @@ async fn prepare(conn: &Conn, rpc: Rpc) -> Result<Request, String> {
     match rpc {
         #[cfg(feature = "bench-echo")]
         Rpc::Echo => return echo_like_play(conn).await,
-        Rpc::NewGame => return Ok(Request::NewGame(new_game_request(next_seed(conn)))),
+        Rpc::NewGame => {
+            return Ok(Request::NewGame(new_game_request(
+                next_seed(conn),
+                conn.clocked,
+            )));
+        }
         Rpc::Deal => return Ok(Request::Deal(new_match(conn).await?.deal_request())),
         _ => {}
     }
@@ -488,6 +500,7 @@ async fn run(args: Args) -> Result<(), String> {
         channel,
         timeout: Duration::from_millis(args.timeout_ms),
         seed: std::cell::Cell::new(args.seed),
+        clocked: args.clocked,
     };
     let started = Instant::now();
     let prepared = match args.fresh {

@@ -196,16 +196,24 @@ impl Clocks {
     /// bank (never below zero: the grace's part is forgiven), a play adds the
     /// increment, and its timeouts in a row are over.
     pub fn moved(&mut self, clock: &TurnClock, seat: Seat, at: u64, played: bool) {
-        let took = at.saturating_sub(self.last());
-        let over = took.saturating_sub(u64::from(clock.move_secs));
+        self.spent(clock, seat, at);
         if let (Some(bank), Some(late)) = (self.banks.get_mut(seat), self.late.get_mut(seat)) {
-            *bank = u32::try_from(u64::from(*bank).saturating_sub(over)).unwrap_or(0);
             if played {
                 *bank = bank
                     .saturating_add(clock.increment_secs)
                     .min(MAX_CLOCK_SECS);
             }
             *late = 0;
+        }
+    }
+
+    /// `seat`, on turn, stops at `at` without moving (its player leaves): the time it
+    /// took past the move's time comes off its bank, as for a move, and nothing else.
+    pub fn spent(&mut self, clock: &TurnClock, seat: Seat, at: u64) {
+        let took = at.saturating_sub(self.last());
+        let over = took.saturating_sub(u64::from(clock.move_secs));
+        if let Some(bank) = self.banks.get_mut(seat) {
+            *bank = u32::try_from(u64::from(*bank).saturating_sub(over)).unwrap_or(0);
         }
     }
 

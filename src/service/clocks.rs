@@ -117,8 +117,15 @@ pub fn time_out(
 }
 
 /// `seat`'s player leaves: a bot holds the seat, or it forfeits, as the match's
-/// absence option says. Only once the first hand is dealt, until the match is over.
-pub fn leave(record: &mut Record, seat: Seat, events: &mut Vec<Event>) -> Result<(), ApiError> {
+/// absence option says. Only once the first hand is dealt, until the match is over. A
+/// seat that leaves while on turn pays for the time it took, as a move would: leaving
+/// and coming back never buys time.
+pub fn leave(
+    record: &mut Record,
+    seat: Seat,
+    events: &mut Vec<Event>,
+    judge: &Judge,
+) -> Result<(), ApiError> {
     let game = &record.game;
     if game.phase() == Phase::Over {
         return Err(ApiError::Rules(crate::engine::Error::GameOver));
@@ -127,6 +134,12 @@ pub fn leave(record: &mut Record, seat: Seat, events: &mut Vec<Event>) -> Result
         return Err(ApiError::Rules(crate::engine::Error::WrongPhase {
             phase: Phase::Dealing,
         }));
+    }
+    if game.turn() == Some(seat)
+        && record.seats.human_plays(seat)
+        && let (Some(clock), Some(clocks)) = (record.game.rules().clock, record.clocks.as_mut())
+    {
+        clocks.spent(&clock, seat, judge.now_secs());
     }
     events.push(Event::Absent {
         seat,

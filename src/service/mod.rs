@@ -42,7 +42,7 @@ use crate::call::CallContext;
 use crate::metrics::Metrics;
 use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
-use crate::state::Tokens;
+use crate::state::{self, Tokens};
 use crate::store::MatchStore;
 use searches::{MatchId, Owner, SearchLimits, Searches};
 use status::{ApiError, deadline_passed};
@@ -171,12 +171,41 @@ impl Api {
                 false => Ok(answer),
             };
         };
-        within(
+        match within(
             call,
             store.advance(&answer.moved, answer.hand_events, &answer.state),
         )
-        .await?;
-        Ok(answer)
+        .await
+        {
+            Ok(()) => Ok(answer),
+            Err(ApiError::StateStale(latest)) => self.recorded_already(answer, latest, call).await,
+            Err(error) => Err(error),
+        }
+    }
+
+    /// A clocked call made again after the store recorded it (its answer was lost): the
+    /// same moves a second later write other times, so another state, which the store
+    /// refuses. If the state it holds was made from the same one by the same moves
+    /// (`steps::answered_as`), it is this call's answer, as an unclocked call made again
+    /// is answered the same; else the call is refused `STATE_STALE`.
+    async fn recorded_already(
+        &self,
+        answer: Answer,
+        latest: state::StateId,
+        call: &CallContext,
+    ) -> Result<Answer, ApiError> {
+        let stale = ApiError::StateStale(latest);
+        let Some(store) = &self.store else {
+            return Err(stale);
+        };
+        if answer.clocked
+            && let Ok(Some(head)) = within(call, store.latest(&answer.moved.match_id)).await
+            && head.state == latest
+            && head.previous == answer.moved.from
+        {
+            return steps::answered_as(&self.tokens, answer, head, &self.judge()).ok_or(stale);
+        }
+        Err(stale)
     }
 
     /// The queue its HARD searches run in (for the metrics' gauges).

@@ -4,7 +4,7 @@
 //! pool, in the search queue, when a HARD one may search), and the store moved before
 //! the answer.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tonic::{Request, Response, Status};
 
@@ -86,12 +86,14 @@ impl Api {
         // call that waited for a slot behind other searches (load anyone can make with
         // HARD Suggests) then still lasts the floor past its wait, so the wait does not
         // eat into the floor and leave the search's own time showing.
+        // A call refused after its bots searched lasts the floor too (a deferred move
+        // that the timed-out seat's bot made illegal): its time hides theirs as well.
         let end = move |api: &Api, stop: &dyn Fn() -> bool| {
             let started = Instant::now();
-            let answer = steps::finish_until(&api.tokens, &api.policy, step, stop).transpose()?;
-            let floor = answer
-                .as_ref()
-                .map_or(Duration::ZERO, |answer| api.bot_floor(answer.bot_worlds));
+            let mut worlds = 0;
+            let answer = steps::finish_spending(&api.tokens, &api.policy, step, stop, &mut worlds)
+                .transpose()?;
+            let floor = api.bot_floor(worlds);
             Some((answer, started.checked_add(floor).unwrap_or(started)))
         };
         let (answer, until) = if searches {
@@ -394,6 +396,51 @@ mod tests {
                 _
             )))
         ));
+    }
+
+    /// A call refused after a timed-out seat's HARD bot searched (its own move no
+    /// longer legal once the bot had played) reports the worlds searched, from which
+    /// the service makes it last the bots' floor: its time hides the bot's tiles too.
+    #[test]
+    fn a_call_refused_after_a_hard_timeout_turn_reports_the_worlds_searched() {
+        use crate::service::steps::finish_spending;
+        let tokens = tokens();
+        let mut req = hot_seat(2, 12);
+        req.rules = Some(pb::Rules {
+            players: 2,
+            clock: Some(pb::TurnClock::default()),
+            absence: Some(pb::Absence {
+                rule: pb::AbsenceRule::Bot as i32,
+                bot: pb::BotLevel::Hard as i32,
+                bot_takes_seat_after: Some(0),
+            }),
+            ..Default::default()
+        });
+        let new = new_game(&tokens, &SEEDED, &J, &req).unwrap();
+        let creds = credentials(&new);
+        let dealt = dealt(&tokens, &new.state);
+        let turn = dealt.view.turn.unwrap();
+        let other = 1 - turn;
+        // Long past the deadline, the other seat plays a tile: after the bot's turn
+        // for the late seat it is on turn, but the tile is the late seat's, not its.
+        let late = Judge {
+            now_ms: J.now_ms + 3_600_000,
+            ..J
+        };
+        let theirs = look(&tokens, &dealt.state, Some(turn), &creds[turn as usize]).hand[0];
+        let req = pb::PlayRequest {
+            state: dealt.state.clone().into(),
+            seat: other,
+            tile: Some(theirs),
+            end: 0,
+            viewer: None,
+            credential: creds[other as usize].clone(),
+        };
+        let step = play(&tokens, &late, &req).unwrap();
+        let mut worlds = 0;
+        let refused = finish_spending(&tokens, &SEEDED, step, &|| false, &mut worlds);
+        assert!(refused.is_err(), "{:?}", refused.map(|a| a.map(|a| a.view)));
+        assert!(worlds > 0, "the HARD bot searched before the refusal");
     }
 
     #[test]

@@ -71,6 +71,8 @@ pub struct Answer {
     pub events: Vec<pb::Event>,
     pub credentials: Vec<pb::SeatCredential>,
     pub bot_worlds: u32,
+    /// The match has a turn clock (its states hold times: see [`answered_as`]).
+    pub clocked: bool,
     /// How many of `events` replaying the hand reports again (`Event::in_hand_history`):
     /// the count a Watch stream takes from the end of the hand's events.
     pub hand_events: u32,
@@ -145,9 +147,45 @@ pub(super) fn answer(
         bot_worlds: 0,
         hand_events: u32::try_from(events.iter().filter(|e| e.in_hand_history()).count())
             .unwrap_or(u32::MAX),
+        clocked: opened.clocks.is_some(),
     };
     tokens.keep(opened);
     Ok(answer)
+}
+
+/// `answer`, whose state the store refused, answered as `head`, the state the store
+/// holds, when that is the same call's: made from the same state by the same moves (the
+/// same game, seats and timeouts in a row), differing only in the times written and
+/// what they charged the banks, as the same clocked call made again a second later
+/// does. `None` if it is another call's.
+pub(super) fn answered_as(
+    tokens: &Tokens,
+    answer: Answer,
+    head: crate::store::Head,
+    judge: &Judge,
+) -> Option<Answer> {
+    let ours = tokens.open(&answer.state).ok()?;
+    let theirs = tokens.open(&head.token).ok()?;
+    let late = |o: &Opened| o.clocks.as_ref().map(|c| c.late);
+    let same = ours.match_id == theirs.match_id
+        && ours.game == theirs.game
+        && ours.seats == theirs.seats
+        && late(&ours) == late(&theirs);
+    if !same {
+        return None;
+    }
+    let viewer = answer.view.viewer.map(|v| v as Seat);
+    let view = render(&theirs, viewer, judge).ok()?;
+    tokens.keep(theirs);
+    Some(Answer {
+        state: head.token,
+        moved: Move {
+            to: head.state,
+            ..answer.moved
+        },
+        view,
+        ..answer
+    })
 }
 
 /// Checks that `credential` is `seat`'s, when a seat is named.
@@ -231,7 +269,7 @@ impl Step {
                 record.game.apply(action, &mut self.events)?;
             }
             Doing::ClaimTimeout => {}
-            Doing::Leave(seat) => clocks::leave(record, seat, &mut self.events)?,
+            Doing::Leave(seat) => clocks::leave(record, seat, &mut self.events, &self.judge)?,
             Doing::Return(seat) => clocks::come_back(record, seat, &mut self.events)?,
         }
         Ok(())
@@ -239,6 +277,9 @@ impl Step {
 
     /// Writes down the time of the actions since the last written (a clocked match).
     fn stamp(&mut self) {
+        if self.opened.clocks.is_none() {
+            return;
+        }
         let hand = self.opened.game.hand_number();
         let dealt = hand != self.stamped_hand;
         let actions = self.opened.game.scorecard().actions.len();
@@ -272,6 +313,9 @@ pub(super) fn act(
     authorize(&opened.seats, seat, credential)?;
     let late = clocks::due(&opened, judge)?;
     let doing = doing(&opened, seat)?;
+    // A call is judged as the match is when it arrives: what it asks that the timeout
+    // due first could not change is refused before the timeout is applied (and before
+    // any bot of it searches), the timed-out seat's own move first of all.
     match (doing, late) {
         (Doing::Move(Action::Play { seat, .. } | Action::Draw { seat }), Some(late))
             if seat == late =>
@@ -279,6 +323,18 @@ pub(super) fn act(
             return Err(clocks::timed_out(&opened, late));
         }
         (Doing::ClaimTimeout, None) => return Err(clocks::not_due(&opened, judge)),
+        // A hand is in play: no deal, whatever the timeout would do.
+        (Doing::Move(Action::Deal), Some(_)) => {
+            return Err(ApiError::Rules(crate::engine::Error::WrongPhase {
+                phase: Phase::Playing,
+            }));
+        }
+        // Only a seat a bot holds now may be taken back.
+        (Doing::Return(seat), Some(_))
+            if !matches!(opened.seats.0[seat], state::Player::Held { .. }) =>
+        {
+            return Err(ApiError::SeatNotHeld(seat));
+        }
         _ => {}
     }
     let previous = opened.state_id();
@@ -320,20 +376,34 @@ pub fn finish_until(
     step: Step,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<Answer>, ApiError> {
+    finish_spending(tokens, policy, step, stop, &mut 0)
+}
+
+/// As [`finish_until`], adding to `hard_worlds` the worlds the bots' HARD searches
+/// were given, whether the call is then answered or refused: a call refused after a
+/// timed-out seat's HARD bot searched (the caller's own move no longer legal once the
+/// bot had played) lasts the bots' floor all the same, so that its time says nothing
+/// about the bot's tiles either.
+pub fn finish_spending(
+    tokens: &Tokens,
+    policy: &Policy,
+    step: Step,
+    stop: &dyn Fn() -> bool,
+    hard_worlds: &mut u32,
+) -> Result<Option<Answer>, ApiError> {
     let mut step = step;
     let search = policy.bot_search;
-    let mut hard_worlds = 0;
     if let Some(late) = step.late {
         let record = &mut *step.opened;
         if let Some(level) = clocks::time_out(record, late, &mut step.events)? {
             let game = &mut record.game;
             match suggest::play_turn_until(game, late, level, search, &mut step.events, stop)? {
-                Some(played) => hard_worlds += played.hard_worlds,
+                Some(played) => *hard_worlds += played.hard_worlds,
                 None => return Ok(None),
             }
         }
         match play_bots(&mut step, search, stop)? {
-            Some(worlds) => hard_worlds += worlds,
+            Some(worlds) => *hard_worlds += worlds,
             None => return Ok(None),
         }
         // The next move begins now: the call's own is timed from here.
@@ -347,7 +417,7 @@ pub fn finish_until(
         }
     }
     match play_bots(&mut step, search, stop)? {
-        Some(worlds) => hard_worlds += worlds,
+        Some(worlds) => *hard_worlds += worlds,
         None => return Ok(None),
     }
     step.stamp();
@@ -359,7 +429,7 @@ pub fn finish_until(
         ..
     } = step;
     let mut answer = answer(tokens, opened, viewer, &events, &judge)?;
-    answer.bot_worlds = hard_worlds;
+    answer.bot_worlds = *hard_worlds;
     Ok(Some(answer))
 }
 

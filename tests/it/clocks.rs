@@ -751,3 +751,105 @@ async fn a_clocked_tokens_every_byte_is_authenticated() {
         assert_eq!(refused.code(), Code::InvalidArgument, "byte {i}");
     }
 }
+
+/// Leaving while on turn pays for the time taken, as a move would: a player cannot
+/// think past its move's time, leave (a bot moves for it) and come back with its bank
+/// whole and no timeout counted.
+#[tokio::test]
+async fn leaving_on_turn_pays_for_the_time_taken() {
+    let clock = ServerClock::manual(T0);
+    let (_server, mut client) = server(&clock, &[]).await;
+    let (state, view, creds) =
+        dealt(&mut client, &clock, clocked(2, twenty_thirty(), None), 91).await;
+    let late = view.turn.expect("on turn");
+    clock.set(T0 + 51_500);
+    let left = client
+        .leave(pb::LeaveRequest {
+            state,
+            seat: late,
+            credential: creds.of(late),
+        })
+        .await
+        .expect("Leave within the grace")
+        .into_inner();
+    let back = client
+        .return_to_seat(pb::ReturnToSeatRequest {
+            state: left.state,
+            seat: late,
+            credential: creds.of(late),
+        })
+        .await
+        .expect("ReturnToSeat")
+        .into_inner();
+    let view = back.view.expect("view");
+    assert_eq!(
+        clock_of(&view).bank_seconds[late as usize],
+        0,
+        "52 s taken, 32 past the move's time: the bank of 30 is spent"
+    );
+}
+
+/// What a call asks that the timeout due first could not change is refused before it
+/// is applied: a Deal while a hand is in play, taking back a seat no bot holds.
+#[tokio::test]
+async fn a_call_the_due_timeout_could_not_make_legal_is_refused_before_it() {
+    let clock = ServerClock::manual(T0);
+    let (_server, mut client) = server(&clock, &[]).await;
+    let (state, view, creds) =
+        dealt(&mut client, &clock, clocked(2, twenty_thirty(), None), 93).await;
+    let turn = view.turn.expect("on turn");
+    clock.set(T0 + 60_000);
+    let refused = client
+        .deal(pb::DealRequest {
+            state: state.clone().into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&refused), "WRONG_PHASE");
+    let refused = client
+        .return_to_seat(pb::ReturnToSeatRequest {
+            state: state.clone(),
+            seat: 1 - turn,
+            credential: creds.of(1 - turn),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&refused), "SEAT_NOT_HELD");
+    // The timeout is still there to claim: nothing was applied.
+    claim(&mut client, &state, 1 - turn, &creds)
+        .await
+        .expect("still due");
+}
+
+/// With a match store, a clocked call made again after the store recorded it (its
+/// answer lost) is answered with the state recorded, though it came a second later
+/// and would write another time; a different call from the same token (the claim of
+/// a timeout the move beat) is refused STATE_STALE.
+#[tokio::test]
+async fn a_clocked_call_made_again_is_answered_the_same_with_a_store() {
+    let clock = ServerClock::manual(T0);
+    let (_server, mut client) = server(&clock, &["--match-store", "memory"]).await;
+    let (state, view, creds) =
+        dealt(&mut client, &clock, clocked(2, twenty_thirty(), None), 95).await;
+    let turn = view.turn.expect("on turn");
+    clock.set(T0 + 25_000);
+    let (_, first, _) = my_move(&mut client, &state, turn, &creds)
+        .await
+        .expect("in time");
+    clock.set(T0 + 27_000);
+    let (_, again, _) = my_move(&mut client, &state, turn, &creds)
+        .await
+        .expect("the same call, answered again");
+    assert_eq!(again.state_id, first.state_id);
+    assert_eq!(
+        clock_of(&again).bank_seconds,
+        clock_of(&first).bank_seconds,
+        "the state recorded, with the first call's times"
+    );
+    clock.set(T0 + 60_000);
+    let refused = claim(&mut client, &state, 1 - turn, &creds)
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&refused), "STATE_STALE");
+}
