@@ -506,9 +506,26 @@ pub enum ConfigError {
         origin: String,
         source: KeyRingError,
     },
+    #[error(
+        "--clock-lag-grace-ms ({grace}) must be at least --max-clock-skew-ms ({skew}): a \
+         replica whose clock runs ahead by the skew would take timeouts early"
+    )]
+    GraceBelowSkew { grace: u64, skew: u64 },
 }
 
 impl Config {
+    /// Checks that the turn clocks' lag grace covers the skew allowed between replicas
+    /// (docs/operations.md, "Clocks").
+    pub fn check_clocks(&self) -> Result<(), ConfigError> {
+        if self.clock_lag_grace_ms < self.max_clock_skew_ms {
+            return Err(ConfigError::GraceBelowSkew {
+                grace: self.clock_lag_grace_ms,
+                skew: self.max_clock_skew_ms,
+            });
+        }
+        Ok(())
+    }
+
     /// The token key ring from `--keys` or `--keys-file`; with neither, a random key
     /// for this process only (and a warning, since its tokens die with the process).
     pub fn key_ring(&self) -> Result<KeyRing, ConfigError> {
@@ -822,6 +839,27 @@ mod tests {
         }
         let c = parse(&["--metrics-addr", "[::1]:9464"]).expect("parse");
         assert_eq!(c.metrics_addr, Some("[::1]:9464".parse().expect("addr")));
+    }
+
+    #[test]
+    fn the_clock_grace_must_cover_the_skew_allowed() {
+        let defaults = parse(&[]).expect("parse");
+        assert_eq!(
+            (defaults.clock_lag_grace_ms, defaults.max_clock_skew_ms),
+            (2000, 1000)
+        );
+        assert!(defaults.check_clocks().is_ok());
+        let equal = parse(&["--clock-lag-grace-ms", "500", "--max-clock-skew-ms", "500"]);
+        assert!(equal.expect("parse").check_clocks().is_ok());
+        let below = parse(&["--clock-lag-grace-ms", "400", "--max-clock-skew-ms", "500"]);
+        assert!(matches!(
+            below.expect("parse").check_clocks(),
+            Err(ConfigError::GraceBelowSkew {
+                grace: 400,
+                skew: 500
+            })
+        ));
+        assert!(parse(&["--clock-lag-grace-ms", "60001"]).is_err());
     }
 
     #[test]

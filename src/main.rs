@@ -16,6 +16,10 @@ const EXIT_CONFIG: u8 = 2;
 fn main() -> ExitCode {
     let config = Config::parse();
     server::init_tracing(&config);
+    if let Err(error) = config.check_clocks() {
+        tracing::error!(%error, "bad clock configuration");
+        return ExitCode::from(EXIT_CONFIG);
+    }
 
     let ring = match config.key_ring() {
         Ok(ring) => Arc::new(ring),

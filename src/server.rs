@@ -103,14 +103,8 @@ where
     let max_connections = usize::try_from(config.max_connections)?;
     let handshake_timeout = Duration::from_millis(config.handshake_timeout_ms);
     warn_if_descriptors_run_out_first(config.max_connections);
-    if config.clock_lag_grace_ms < config.max_clock_skew_ms {
-        return Err(format!(
-            "--clock-lag-grace-ms ({}) must be at least --max-clock-skew-ms ({}): a replica \
-             whose clock runs ahead by the skew would take timeouts early",
-            config.clock_lag_grace_ms, config.max_clock_skew_ms
-        )
-        .into());
-    }
+    // `main` checks it before it listens; a server started from the library too.
+    config.check_clocks()?;
 
     let tokens = Arc::new(Tokens::new(ring, config.token_cache as usize));
     metrics.watch_token_cache(tokens.shared_counts());

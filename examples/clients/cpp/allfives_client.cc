@@ -124,6 +124,12 @@ const std::map<pb::ErrorReason, ReasonText> kReasons = {
     {pb::NO_OPEN_SEAT, {grpc::FAILED_PRECONDITION, "Every seat is taken already."}},
     {pb::REQUEST_TIMEOUT,
      {grpc::DEADLINE_EXCEEDED, "The server took too long to answer; try again."}},
+    {pb::TIMEOUT_NOT_DUE, {grpc::FAILED_PRECONDITION, "The player on turn still has time."}},
+    {pb::NO_TURN_CLOCK, {grpc::FAILED_PRECONDITION, "This match has no clock."}},
+    {pb::TURN_TIMED_OUT,
+     {grpc::FAILED_PRECONDITION, "Your time ran out before the move arrived."}},
+    {pb::SEAT_NOT_HELD, {grpc::FAILED_PRECONDITION, "You are already playing that seat."}},
+    {pb::CLOCK_SKEW, {grpc::UNAVAILABLE, "The server's clock is off just now; try again."}},
 };
 
 const char* CodeName(grpc::StatusCode code) {
@@ -247,7 +253,7 @@ struct Refusal {
     if (has_info) {
       return reason == pb::RANDOM_UNAVAILABLE || reason == pb::OVERLOADED ||
              reason == pb::SEARCH_QUEUE_FULL || reason == pb::REQUEST_BODY_TIMEOUT ||
-             reason == pb::REQUEST_TIMEOUT;
+             reason == pb::REQUEST_TIMEOUT || reason == pb::CLOCK_SKEW;
     }
     return code == grpc::UNAVAILABLE || code == grpc::RESOURCE_EXHAUSTED ||
            code == grpc::DEADLINE_EXCEEDED || code == grpc::CANCELLED;

@@ -181,6 +181,17 @@ const REASONS = new Map<ErrorReason, [Code, string]>([
     ErrorReason.REQUEST_TIMEOUT,
     [Code.DeadlineExceeded, "the call ran past the server's time limit: make the same call again (answered the same)"],
   ],
+  [
+    ErrorReason.TIMEOUT_NOT_DUE,
+    [Code.FailedPrecondition, "the seat on turn still has time: claim again from ErrorInfo.metadata claimable_at_ms"],
+  ],
+  [ErrorReason.NO_TURN_CLOCK, [Code.FailedPrecondition, "this match has no turn clock: nobody's time runs out"]],
+  [ErrorReason.TURN_TIMED_OUT, [Code.FailedPrecondition, "the seat's time ran out before its move arrived"]],
+  [ErrorReason.SEAT_NOT_HELD, [Code.FailedPrecondition, "no bot holds that seat: its player plays it already"]],
+  [
+    ErrorReason.CLOCK_SKEW,
+    [Code.Unavailable, "a replica's clock is off: retry with backoff (nothing was done)"],
+  ],
 ]);
 // Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled]);
@@ -190,7 +201,9 @@ const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.
 // STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store,
 // TOO_MANY_WATCHES many Watch streams, INVITE_NOT_FOUND, INVITE_RATE_LIMITED and
 // NO_OPEN_SEAT invite codes, which need a store too; tests/ provoke them;
-// REQUEST_TIMEOUT a call that outlasts the server's time limit).
+// REQUEST_TIMEOUT a call that outlasts the server's time limit; TIMEOUT_NOT_DUE,
+// NO_TURN_CLOCK, TURN_TIMED_OUT and SEAT_NOT_HELD turn clocks, CLOCK_SKEW replicas
+// whose clocks disagree: tests/it/clocks.rs provokes them).
 const UNPROVOKABLE = new Set([
   ErrorReason.BONEYARD_EMPTY,
   ErrorReason.RANDOM_UNAVAILABLE,
@@ -207,6 +220,11 @@ const UNPROVOKABLE = new Set([
   ErrorReason.INVITE_RATE_LIMITED,
   ErrorReason.NO_OPEN_SEAT,
   ErrorReason.REQUEST_TIMEOUT,
+  ErrorReason.TIMEOUT_NOT_DUE,
+  ErrorReason.NO_TURN_CLOCK,
+  ErrorReason.TURN_TIMED_OUT,
+  ErrorReason.SEAT_NOT_HELD,
+  ErrorReason.CLOCK_SKEW,
 ]);
 const reasonName = (r: ErrorReason) => ErrorReason[r] ?? String(r);
 
@@ -257,7 +275,12 @@ class ApiError extends Error {
   get retryable(): boolean {
     // Every call may be repeated safely: the token holds the whole match, so the same
     // request gives the same match again.
-    if (this.reason === ErrorReason.RANDOM_UNAVAILABLE || this.reason === ErrorReason.REQUEST_TIMEOUT) return true;
+    if (
+      this.reason === ErrorReason.RANDOM_UNAVAILABLE ||
+      this.reason === ErrorReason.REQUEST_TIMEOUT ||
+      this.reason === ErrorReason.CLOCK_SKEW
+    )
+      return true;
     // No reason: the transport's or the server's limits (docs/clients.md, "Errors").
     return this.reason === undefined && RETRYABLE_CODES.has(this.code);
   }

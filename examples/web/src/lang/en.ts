@@ -224,6 +224,11 @@ export const en = {
       "Too many wrong codes were tried on this server just now. Wait a minute and try again, or ask for the invite link.",
     [ErrorReason.NO_OPEN_SEAT]: "Every seat of this match is taken: nobody else can join it.",
     [ErrorReason.REQUEST_TIMEOUT]: "The server took too long to answer. Try again.",
+    [ErrorReason.TIMEOUT_NOT_DUE]: "The player on turn still has time.",
+    [ErrorReason.NO_TURN_CLOCK]: "This match has no clock.",
+    [ErrorReason.TURN_TIMED_OUT]: "Your time ran out before your move arrived.",
+    [ErrorReason.SEAT_NOT_HELD]: "You are already playing that seat.",
+    [ErrorReason.CLOCK_SKEW]: "The server's clock is off just now. Try again.",
   } satisfies Record<ErrorReason, string>,
   /** A bad field's sentence, by the BadRequest's field. */
   fields: {

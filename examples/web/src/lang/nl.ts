@@ -209,6 +209,11 @@ export const nl = {
       "Er zijn net te veel verkeerde codes geprobeerd op deze server. Wacht een minuut en probeer het opnieuw, of vraag om de uitnodigingslink.",
     [ErrorReason.NO_OPEN_SEAT]: "Elke plaats in deze partij is bezet: niemand anders kan meedoen.",
     [ErrorReason.REQUEST_TIMEOUT]: "De server deed er te lang over om te antwoorden. Probeer het opnieuw.",
+    [ErrorReason.TIMEOUT_NOT_DUE]: "De speler aan de beurt heeft nog tijd.",
+    [ErrorReason.NO_TURN_CLOCK]: "Dit potje heeft geen klok.",
+    [ErrorReason.TURN_TIMED_OUT]: "Je tijd was om voordat je zet aankwam.",
+    [ErrorReason.SEAT_NOT_HELD]: "Je speelt die plaats al zelf.",
+    [ErrorReason.CLOCK_SKEW]: "De klok van de server loopt nu niet gelijk. Probeer het opnieuw.",
   },
   fields: {
     "rules.target": "Het doel moet een positief veelvoud van 5 zijn, hoogstens 10000.",

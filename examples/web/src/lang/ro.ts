@@ -211,6 +211,11 @@ export const ro = {
       "S-au încercat prea multe coduri greșite pe acest server chiar acum. Așteaptă un minut și încearcă din nou sau cere linkul de invitație.",
     [ErrorReason.NO_OPEN_SEAT]: "Toate locurile acestui meci sunt ocupate: nu mai poate intra nimeni.",
     [ErrorReason.REQUEST_TIMEOUT]: "Serverului i-a luat prea mult să răspundă. Încearcă din nou.",
+    [ErrorReason.TIMEOUT_NOT_DUE]: "Jucătorul la rând mai are timp.",
+    [ErrorReason.NO_TURN_CLOCK]: "Această partidă nu are ceas.",
+    [ErrorReason.TURN_TIMED_OUT]: "Timpul tău s-a terminat înainte să ajungă mutarea.",
+    [ErrorReason.SEAT_NOT_HELD]: "Joci deja pe acest loc.",
+    [ErrorReason.CLOCK_SKEW]: "Ceasul serverului nu e corect acum. Încearcă din nou.",
   },
   fields: {
     "rules.target": "Ținta trebuie să fie un multiplu pozitiv de 5, cel mult 10000.",

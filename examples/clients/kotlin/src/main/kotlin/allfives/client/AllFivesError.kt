@@ -99,6 +99,11 @@ fun sentence(reason: ErrorReason): String = when (reason) {
     ErrorReason.INVITE_RATE_LIMITED -> "Too many codes were tried just now; wait a minute, or use the link."
     ErrorReason.NO_OPEN_SEAT -> "Every seat at this table is taken."
     ErrorReason.REQUEST_TIMEOUT -> "The server took too long to answer. Trying again."
+    ErrorReason.TIMEOUT_NOT_DUE -> "The player on turn still has time."
+    ErrorReason.NO_TURN_CLOCK -> "This match has no clock."
+    ErrorReason.TURN_TIMED_OUT -> "Your time ran out before the move arrived."
+    ErrorReason.SEAT_NOT_HELD -> "You are already playing that seat."
+    ErrorReason.CLOCK_SKEW -> "The server's clock is off just now. Trying again."
 }
 // [END kotlin_sentences]
 
@@ -121,6 +126,6 @@ val AllFivesException.retryable: Boolean
         )
         ErrorReason.OVERLOADED, ErrorReason.SEARCH_QUEUE_FULL, ErrorReason.RANDOM_UNAVAILABLE,
         ErrorReason.STORE_UNAVAILABLE, ErrorReason.REQUEST_BODY_TIMEOUT, ErrorReason.TOO_MANY_WATCHES,
-        ErrorReason.REQUEST_TIMEOUT -> true
+        ErrorReason.REQUEST_TIMEOUT, ErrorReason.CLOCK_SKEW -> true
         else -> false
     }
