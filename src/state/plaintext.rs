@@ -24,8 +24,10 @@ use super::seats::{CREDENTIAL_LEN, Player, Seats};
 use super::token::{BEFORE_CLOCKS, TOKEN_VERSION};
 
 pub use super::match_id::{MATCH_ID_LEN, MatchId};
-/// Room for any plaintext this build writes (the largest seen is under 400 bytes
-/// without a clock).
+/// The room a plaintext's buffer starts with: enough for most (the buffer grows past
+/// it). `tests/it/token_length.rs` saw plaintexts of up to 521 bytes without a clock
+/// (a 551-byte token, named seats), and counts up to 811 for the largest match with a
+/// clock there is (an 841-byte token).
 pub const PLAINTEXT_CAPACITY: usize = 512;
 /// The byte of a draw in `State.actions`; a play's byte is below 140.
 const DRAW: u8 = 255;

@@ -16,6 +16,7 @@
 mod common;
 
 mod api;
+mod clock_races;
 mod clocks;
 mod connections;
 mod hostile;
