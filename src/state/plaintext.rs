@@ -473,8 +473,8 @@ fn names_in(given: Vec<String>, seats: &Seats, players: usize) -> Result<Names, 
         return Err(corrupt("names"));
     }
     for (seat, name) in given.into_iter().enumerate() {
-        if !names::stored(&name) || (!name.is_empty() && !matches!(seats.0[seat], Player::Human(_)))
-        {
+        let claimed = matches!(seats.0[seat], Player::Human(_) | Player::Held { .. });
+        if !names::stored(&name) || (!name.is_empty() && !claimed) {
             return Err(corrupt("a name"));
         }
         out.0[seat] = name;
@@ -867,6 +867,14 @@ mod tests {
         bot.seats.0[1] = Player::Bot(Level::Easy);
         bot.names.0[1] = "Bot".into();
         assert_eq!(decode(&encode(&bot)), Err(corrupt("a name")));
+        // A claimed seat a bot holds keeps its player's name.
+        let mut held = record.clone();
+        held.seats.0[0] = Player::Held {
+            credential: [0; CREDENTIAL_LEN],
+            level: Level::Medium,
+            why: Why::Left,
+        };
+        assert_eq!(decode(&encode(&held)), Ok(held));
     }
 
     /// Plaintexts the fuzzers found that once panicked the decoder: sized by rules not

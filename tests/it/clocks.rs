@@ -853,3 +853,41 @@ async fn a_clocked_call_made_again_is_answered_the_same_with_a_store() {
         .unwrap_err();
     assert_eq!(reason(&refused), "STATE_STALE");
 }
+
+/// A named seat a bot takes keeps its name, and its tokens open on any replica (not
+/// only from the cache of the one that sealed them).
+#[tokio::test]
+async fn a_named_seat_left_to_a_bot_opens_on_another_replica() {
+    let clock = ServerClock::manual(T0);
+    let (_a, mut a) = server(&clock, &[]).await;
+    let (_b, mut b) = server(&clock, &[]).await;
+    let named = |name: &str| pb::SeatSetup {
+        bot: 0,
+        claim: true,
+        display_name: name.to_owned(),
+    };
+    let new = a
+        .new_game(pb::NewGameRequest {
+            rules: Some(clocked(2, twenty_thirty(), None)),
+            seed: Some(97),
+            viewer: None,
+            seats: vec![named("Ana"), named("Bo")],
+        })
+        .await
+        .expect("NewGame")
+        .into_inner();
+    let creds = Creds::from_new_game(&new);
+    let (state, _) = deal(&mut a, new.state).await;
+    let left = a
+        .leave(pb::LeaveRequest {
+            state,
+            seat: 0,
+            credential: creds.of(0),
+        })
+        .await
+        .expect("Leave")
+        .into_inner();
+    let seen = view_for(&mut b, &left.state, 1, &creds).await;
+    assert_eq!(seen.seats[0].display_name, "Ana");
+    assert_eq!(seen.seats[0].kind, pb::SeatKind::HeldByBot as i32);
+}
