@@ -26,7 +26,10 @@ cause (a malformed, altered or foreign token, a missing or wrong credential, a b
 seat, a seed, open seats, a move out of turn, a tile it does not hold, ...), checks
 each comes back with its code, reason (compared with the generated ErrorReason
 constants) and details, and that a refusal for want of a credential says the same
-whatever tile was named.
+whatever tile was named. It also plays side matches on a turn clock: the clock's
+refusals, then a match on a 1-second clock where one seat stops moving, the other
+claims its timeout once due and sees the bot move for it, the late seat leaves and
+comes back, and the match is played to its end.
 
     ./generate.sh                      # once: the client code, from proto/
     python allfives_client.py --addr 127.0.0.1:50051 --players 3
@@ -43,6 +46,7 @@ import argparse
 import json
 import os
 import pathlib
+import random
 import sys
 import time
 from dataclasses import dataclass, field
@@ -212,6 +216,28 @@ REASONS: dict[int, tuple[grpc.StatusCode, str]] = {
         grpc.StatusCode.DEADLINE_EXCEEDED,
         "the call ran past the server's time limit: make the same call again (answered the same)",
     ),
+    pb.TIMEOUT_NOT_DUE: (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "the seat on turn still has time: claim again once metadata 'claimable_at_ms' has "
+        "passed (Client.claim_when_due waits for it)",
+    ),
+    pb.NO_TURN_CLOCK: (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "the match has no turn clock: nobody's time runs out, there is nothing to claim",
+    ),
+    pb.TURN_TIMED_OUT: (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "the seat's time ran out before its move arrived, and nothing was applied: claim "
+        "the timeout (ClaimTimeout, the seat's own credential will do) and play on from it",
+    ),
+    pb.SEAT_NOT_HELD: (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "no bot holds that seat (view.seats): its player plays it already",
+    ),
+    pb.CLOCK_SKEW: (
+        grpc.StatusCode.UNAVAILABLE,
+        "the servers' clocks disagree, nothing was done: retry with backoff",
+    ),
 }
 # Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 RETRYABLE_CODES = {
@@ -226,7 +252,8 @@ RETRYABLE_CODES = {
 # STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store,
 # TOO_MANY_WATCHES many Watch streams, INVITE_NOT_FOUND, INVITE_RATE_LIMITED and
 # NO_OPEN_SEAT invite codes, which need a store too; tests/ provoke them;
-# REQUEST_TIMEOUT a call that outlasts the server's time limit).
+# REQUEST_TIMEOUT a call that outlasts the server's time limit; CLOCK_SKEW two servers
+# whose clocks disagree).
 UNPROVOKABLE = {
     pb.BONEYARD_EMPTY,
     pb.RANDOM_UNAVAILABLE,
@@ -243,6 +270,7 @@ UNPROVOKABLE = {
     pb.INVITE_RATE_LIMITED,
     pb.NO_OPEN_SEAT,
     pb.REQUEST_TIMEOUT,
+    pb.CLOCK_SKEW,
 }
 
 
@@ -300,7 +328,7 @@ class ApiError(Exception):
     def retryable(self) -> bool:
         # Every call may be repeated safely: the token holds the whole match, so the
         # same request gives the same match again.
-        if self.reason in (pb.RANDOM_UNAVAILABLE, pb.REQUEST_TIMEOUT):
+        if self.reason in (pb.RANDOM_UNAVAILABLE, pb.REQUEST_TIMEOUT, pb.CLOCK_SKEW):
             return True
         # No reason: the transport's or the server's limits (docs/clients.md, "Errors").
         return self.reason is None and self.code in RETRYABLE_CODES
@@ -355,6 +383,104 @@ class Client:
                     continue
                 raise error from None
         raise AssertionError("unreachable")
+
+    def claim_timeout(self, token: bytes, seat: int, credential: bytes):
+        """ClaimTimeout now, for `seat` (any seat of the match, with its credential):
+        the seat on turn's timeout, refused TIMEOUT_NOT_DUE before its claimable_at_ms."""
+        request = pb.ClaimTimeoutRequest(state=token, seat=seat, credential=credential)
+        return self.call("ClaimTimeout", request)
+
+    # [START python_claim_when_due]
+    def claim_when_due(self, token: bytes, seat: int, credential: bytes, countdown: Countdown):
+        """Claims the seat on turn's timeout for `seat` once `countdown` (of the view
+        that came with `token`) says it is due: sleeps until its claimable_at, then
+        calls ClaimTimeout (CLOCK_SKEW and UNAVAILABLE retried with backoff, as every
+        call). Refused TIMEOUT_NOT_DUE, it sleeps until the refusal's claimable_at_ms
+        on this device's clock (translated by the same countdown), a backoff at least,
+        and claims again, up to CLAIM_NOT_DUE_ATTEMPTS times; any other refusal is
+        raised at once. Answers the response and the TIMEOUT_NOT_DUE waited out."""
+        at = countdown.claimable_at()
+        at = time.monotonic() if at is None else at  # nobody on turn: the server says why
+        backoff = 0.2
+        for not_due in range(CLAIM_NOT_DUE_ATTEMPTS):
+            time.sleep(max(0.0, at - time.monotonic()))
+            try:
+                return self.claim_timeout(token, seat, credential), not_due
+            except ApiError as e:
+                if e.reason != pb.TIMEOUT_NOT_DUE or not_due + 1 == CLAIM_NOT_DUE_ATTEMPTS:
+                    raise
+                at = time.monotonic() + backoff * random.uniform(0.5, 1.0)
+                if "claimable_at_ms" in e.metadata:
+                    at = max(at, countdown.local(int(e.metadata["claimable_at_ms"])))
+                backoff = min(2 * backoff, 2.0)
+        raise AssertionError("unreachable")
+
+    # [END python_claim_when_due]
+
+    def leave(self, token: bytes, seat: int, credential: bytes):
+        """Leave: a bot holds `seat` until its player comes back, or the seat forfeits,
+        as the match's rules.absence says (from the first deal to the match's end)."""
+        request = pb.LeaveRequest(state=token, seat=seat, credential=credential)
+        return self.call("Leave", request)
+
+    def return_to_seat(self, token: bytes, seat: int, credential: bytes):
+        """ReturnToSeat: `seat`'s player takes it back from the bot holding it, and plays
+        from its next turn; refused SEAT_NOT_HELD when no bot holds it."""
+        request = pb.ReturnToSeatRequest(state=token, seat=seat, credential=credential)
+        return self.call("ReturnToSeat", request)
+
+
+# --- Turn clocks -------------------------------------------------------------------
+#
+# Judged by the server's clock when a call arrives (docs/rules.md section 11); no timer
+# runs anywhere. A ClockView's times are the server's, in ms since the Unix epoch, with
+# now_ms its time when it made the view: a device never compares them with its own
+# wall clock (which may be off by seconds), only with now_ms, and counts the difference
+# down on its monotonic clock from when the view arrived.
+
+# How often claim_when_due claims after TIMEOUT_NOT_DUE. A replica whose clock is
+# behind the one that made the view (within the skew the deployment allows) says so
+# until its own clock gets there; the refusal names the moment but not that replica's
+# time, so then only the backoff waits: at least 2.5 s before the last claim, past the
+# default --max-clock-skew-ms of 1 s.
+CLAIM_NOT_DUE_ATTEMPTS = 6
+
+
+# [START python_countdown]
+class Countdown:
+    """A clocked view's ClockView read against this device's monotonic clock."""
+
+    def __init__(self, clock, received_at: float) -> None:
+        self.clock = clock  # pb.ClockView
+        self.received_at = received_at  # time.monotonic() when the view arrived
+
+    @classmethod
+    def of(cls, view, received_at: float) -> Countdown | None:
+        """The countdown of a view that arrived at `received_at`; None without a clock."""
+        return cls(view.clock, received_at) if view.HasField("clock") else None
+
+    def local(self, server_ms: int) -> float:
+        """When the server's time `server_ms` comes by time.monotonic(): as long after the
+        view arrived as it is after the view's now_ms. (now_ms was read when the call
+        arrived, so this errs late by the call's time: never a claim too early.)"""
+        return self.received_at + (server_ms - self.clock.now_ms) / 1000
+
+    def time_left(self, now: float) -> float | None:
+        """The countdown to show at `now` (time.monotonic()): seconds until the seat on
+        turn's deadline, never below 0; None when no human seat is on turn."""
+        if not self.clock.HasField("turn_deadline_ms"):
+            return None
+        return max(0.0, self.local(self.clock.turn_deadline_ms) - now)
+
+    def claimable_at(self) -> float | None:
+        """From when the server takes the seat on turn's timeout, by time.monotonic()
+        (its deadline plus the server's lag grace); None when no human seat is on turn."""
+        if not self.clock.HasField("claimable_at_ms"):
+            return None
+        return self.local(self.clock.claimable_at_ms)
+
+
+# [END python_countdown]
 
 
 # --- Showing the table -------------------------------------------------------------
@@ -1094,6 +1220,190 @@ class ErrorProbe:
             "Deal", pb.DealRequest(state=mine.state, viewer=0, credential=side_cred)
         )
         self.expect(pb.WRONG_PHASE, "ClaimSeat", pb.ClaimSeatRequest(state=dealt.state, seat=0))
+        self.clocks()
+
+    def clocks(self) -> None:
+        """Turn clocks, on side matches of two (this client holding both seats): the
+        refusals a clock brings, then a match on a 1-second clock with no bank where one
+        seat stops moving. The server judges by its clock when a call arrives, so each
+        decision is checked against the times it stated (a claim refused with the
+        moment it will be taken; taken by a server whose clock then read past it; the
+        late seat's own move refused), never against how long anything took here."""
+        plain = ClockedMatch(self.client, pb.Rules(players=2))
+        plain.deal()
+        check(not plain.view.HasField("clock"), "a match without a clock shows clocks")
+        self.expect(
+            pb.NO_TURN_CLOCK,
+            "ClaimTimeout",
+            pb.ClaimTimeoutRequest(state=plain.token, seat=0, credential=plain.creds[0]),
+        )
+        # The default clock, 30 s a move and a 60 s bank: a claim at once is long early.
+        slow = ClockedMatch(self.client, pb.Rules(players=2, clock=pb.TurnClock()))
+        clock, absence = slow.view.rules.clock, slow.view.rules.absence
+        check(
+            (clock.move_seconds, clock.bank_seconds, clock.increment_seconds) == (30, 60, 0)
+            and clock.HasField("bank_seconds"),
+            f"an empty TurnClock came back as {clock}",
+        )
+        check(
+            (absence.rule, absence.bot, absence.bot_takes_seat_after)
+            == (pb.ABSENCE_RULE_BOT, pb.BOT_LEVEL_MEDIUM, 2),
+            f"the absence option came back as {absence}",
+        )
+        self.expect(
+            pb.WRONG_PHASE,
+            "Leave",
+            pb.LeaveRequest(state=slow.token, seat=1, credential=slow.creds[1]),
+        )
+        slow.deal()
+        c = slow.view.clock
+        check(
+            all(c.HasField(f) for f in ("move_began_ms", "turn_deadline_ms", "claimable_at_ms")),
+            f"a dealt clocked match shows no deadline: {c}",
+        )
+        check(
+            c.turn_deadline_ms == c.move_began_ms + 90_000
+            and c.claimable_at_ms >= c.turn_deadline_ms
+            and list(c.bank_seconds) == [60, 60],
+            f"the clocks after the deal: {c}",
+        )
+        countdown = Countdown.of(slow.view, slow.received_at)
+        check(
+            abs(countdown.time_left(slow.received_at) - (c.turn_deadline_ms - c.now_ms) / 1000)
+            < 1e-6,
+            "the countdown on the view's arrival is not turn_deadline_ms - now_ms",
+        )
+        waiting = 1 - slow.view.turn
+        self.expect(
+            pb.TIMEOUT_NOT_DUE,
+            "ClaimTimeout",
+            pb.ClaimTimeoutRequest(state=slow.token, seat=waiting, credential=slow.creds[waiting]),
+            metadata={"claimable_at_ms": str(c.claimable_at_ms)},
+        )
+        self.expect(
+            pb.SEAT_NOT_HELD,
+            "ReturnToSeat",
+            pb.ReturnToSeatRequest(state=slow.token, seat=waiting, credential=slow.creds[waiting]),
+        )
+
+        # [START python_clock_match]
+        # One second a move and no bank: the seat on turn stops moving, and the other
+        # seat claims its timeout as soon as the view it was given says it may.
+        clock = pb.TurnClock(move_seconds=1, bank_seconds=0)
+        m = ClockedMatch(self.client, pb.Rules(players=2, target=100, clock=clock))
+        m.deal()
+        late = m.view.turn
+        waiting = 1 - late
+        before, dealt = m.token, m.view
+        countdown = Countdown.of(dealt, m.received_at)
+        claimed, not_due = self.client.claim_when_due(
+            m.token, waiting, m.creds[waiting], countdown
+        )
+        # [END python_clock_match]
+        m.take(claimed.state, claimed.view)
+        events = list(claimed.events)
+        check(
+            m.view.clock.now_ms >= dealt.clock.claimable_at_ms,
+            f"a timeout was taken at {m.view.clock.now_ms} by the server's clock, before its "
+            f"claimable_at_ms {dealt.clock.claimable_at_ms}",
+        )
+        check(
+            absent_at(events, late, pb.ABSENCE_REASON_TIMED_OUT) == 0
+            and moved_by(events[1:], late),
+            f"the claim's events do not begin with seat {late}'s SeatAbsent (TIMED_OUT) and "
+            f"the bot's move for it: {[e.WhichOneof('kind') for e in events]}",
+        )
+        seat = m.view.seats[late]
+        check(
+            seat.kind == pb.SEAT_KIND_CLAIMED
+            and seat.timeouts_in_row == 1
+            and m.view.clock.bank_seconds[late] == 0,
+            f"after one timeout seat {late} is {seat}",
+        )
+        # The late seat's move, sent from the token it had, arrives after the claim: its
+        # time ran out, and nothing is applied.
+        mine = self.client.call(
+            "Score", pb.ScoreRequest(state=before, viewer=late, credential=m.creds[late])
+        ).view
+        self.expect(
+            pb.TURN_TIMED_OUT,
+            "Play",
+            pb.PlayRequest(
+                state=before, seat=late, tile=mine.legal_moves[0].tile, credential=m.creds[late]
+            ),
+            metadata={"turn_deadline_ms": str(dealt.clock.turn_deadline_ms)},
+        )
+        # The match goes on; the late seat's own move in time ends its run of timeouts.
+        for _ in range(200):
+            check(m.view.phase != pb.PHASE_OVER, f"the late seat {late} never moved again")
+            mover, playing, slow_moves = m.view.turn, m.view.phase == pb.PHASE_PLAYING, m.late
+            events = m.step()
+            if playing and mover == late and m.late == slow_moves and moved_by(events, late):
+                check(
+                    m.view.seats[late].timeouts_in_row == 0,
+                    f"seat {late} moved in time and still has timeouts in a row",
+                )
+                break
+        else:
+            raise Inconsistency(f"the late seat {late} never moved again")
+        # Its player leaves: a bot holds the seat until it comes back.
+        left = self.client.leave(m.token, late, m.creds[late])
+        m.take(left.state, left.view)
+        events = list(left.events)
+        at = absent_at(events, late, pb.ABSENCE_REASON_LEFT)
+        check(
+            at >= 0
+            and at + 1 < len(events)
+            and events[at + 1].WhichOneof("kind") == "bot_took_seat"
+            and events[at + 1].bot_took_seat.seat == late,
+            f"Leave's events are not SeatAbsent (LEFT) then BotTookSeat: {events}",
+        )
+        seat = m.view.seats[late]
+        check(
+            (seat.kind, seat.absent, seat.bot)
+            == (pb.SEAT_KIND_HELD_BY_BOT, pb.ABSENCE_REASON_LEFT, pb.BOT_LEVEL_MEDIUM),
+            f"after Leave seat {late} is {seat}",
+        )
+        # The other seat plays on; the bot's moves for the seat come inside its calls.
+        bot_moves = 0
+        for _ in range(50):
+            if bot_moves or m.view.phase == pb.PHASE_OVER:
+                break
+            check(
+                not (m.view.phase == pb.PHASE_PLAYING and m.view.turn == late),
+                f"seat {late}, which a bot holds, was left on turn",
+            )
+            bot_moves += moved_by(m.step(), late)
+        check(m.view.phase != pb.PHASE_OVER, "the match ended while the seat was away")
+        back = self.client.return_to_seat(m.token, late, m.creds[late])
+        m.take(back.state, back.view)
+        seat = m.view.seats[late]
+        check(
+            any(
+                e.WhichOneof("kind") == "seat_returned" and e.seat_returned.seat == late
+                for e in back.events
+            )
+            and (seat.kind, seat.absent, seat.timeouts_in_row)
+            == (pb.SEAT_KIND_CLAIMED, pb.ABSENCE_REASON_UNSPECIFIED, 0),
+            f"after ReturnToSeat seat {late} is {seat}, events {list(back.events)}",
+        )
+        # To the end, both players back at the table.
+        for _ in range(2000):
+            if m.view.phase == pb.PHASE_OVER:
+                break
+            m.step()
+        check(
+            m.view.phase == pb.PHASE_OVER and m.view.HasField("winner_side"),
+            "the clocked match did not end with a winner",
+        )
+        self.say(
+            "  turn clocks: a claim at once refused TIMEOUT_NOT_DUE with the view's "
+            f"claimable_at_ms; on a 1 s clock seat {late}'s timeout claimed by seat {waiting} "
+            f"once due ({not_due} TIMEOUT_NOT_DUE waited out), SeatAbsent and the bot's move, "
+            f"its late move refused TURN_TIMED_OUT; it left (the bot moved {bot_moves} time(s) "
+            f"for it), came back, and the match ended after {m.view.moves} moves ({m.late} own "
+            "moves too late for this machine, claimed)"
+        )
 
     def on_turn(self, match: Match, seen) -> None:
         token, seat, n = match.token, seen.turn, seen.rules.players
@@ -1270,6 +1580,81 @@ class ErrorProbe:
             f"provoked {len(self.seen)} documented reasons: "
             f"{', '.join(sorted(map(reason_name, self.seen)))}"
         )
+
+
+class ClockedMatch:
+    """A hot-seat match of two on `rules` (this client holds both seats' credentials):
+    the latest token, the view, and when that view arrived (time.monotonic())."""
+
+    def __init__(self, client: Client, rules) -> None:
+        self.client = client
+        answer = client.call(
+            "NewGame",
+            pb.NewGameRequest(
+                rules=rules, seats=[pb.SeatSetup(claim=True), pb.SeatSetup(claim=True)], viewer=0
+            ),
+        )
+        self.creds = {c.seat: c.credential for c in answer.credentials}
+        self.take(answer.state, answer.view)
+        # The seats' own moves refused TURN_TIMED_OUT (this machine too slow for the
+        # clock), each then claimed by the seat itself: counted, never expected.
+        self.late = 0
+
+    def take(self, token: bytes, view) -> None:
+        self.token, self.view, self.received_at = token, view, time.monotonic()
+
+    def deal(self) -> None:
+        answer = self.client.call(
+            "Deal", pb.DealRequest(state=self.token, viewer=0, credential=self.creds[0])
+        )
+        self.take(answer.state, answer.view)
+
+    def step(self) -> list:
+        """One call: a deal between hands, else the seat on turn's move (its first legal
+        move, or a draw) from its own view. A move refused TURN_TIMED_OUT changed
+        nothing: the seat claims its own timeout, and goes on from that answer."""
+        if self.view.phase == pb.PHASE_DEALING:
+            self.deal()
+            return []
+        seat = self.view.turn
+        cred = self.creds[seat]
+        seen = self.client.call(
+            "Score", pb.ScoreRequest(state=self.token, viewer=seat, credential=cred)
+        ).view
+        mine = {"state": self.token, "seat": seat, "viewer": seat, "credential": cred}
+        try:
+            if seen.must_draw:
+                answer = self.client.call("Draw", pb.DrawRequest(**mine))
+            else:
+                move = seen.legal_moves[0]
+                answer = self.client.call(
+                    "Play", pb.PlayRequest(tile=move.tile, end=move.end, **mine)
+                )
+        except ApiError as e:
+            if e.reason != pb.TURN_TIMED_OUT:
+                raise
+            self.late += 1
+            answer = self.client.claim_timeout(self.token, seat, cred)
+        self.take(answer.state, answer.view)
+        return list(answer.events)
+
+
+def moved_by(events, seat: int) -> bool:
+    """Whether the events hold a play, draw or pass of `seat`."""
+    for e in events:
+        kind = e.WhichOneof("kind")
+        if kind in ("tile_played", "tile_drawn", "passed") and getattr(e, kind).seat == seat:
+            return True
+    return False
+
+
+def absent_at(events, seat: int, why: int) -> int:
+    """The index of `seat`'s SeatAbsent for `why` among the events, or -1."""
+    for i, e in enumerate(events):
+        absent = e.seat_absent if e.WhichOneof("kind") == "seat_absent" else None
+        if absent is not None and (absent.seat, absent.reason) == (seat, why):
+            return i
+    return -1
 
 
 def flip(token: bytes, index: int, bits: int) -> bytes:

@@ -169,6 +169,29 @@ func (c *Client) OpenInviteCode(ctx context.Context, req *allfivesv1.OpenInviteC
 	return call(ctx, c, "OpenInviteCode", true, req, c.stub.OpenInviteCode)
 }
 
+// ClaimTimeout applies the timeout of the seat on turn, whose time has run out
+// (claimable_at_ms has passed by the server's clock), for req.Seat, any seat of the
+// match: a bot plays the turn, or takes the seat, or the seat forfeits, as the match's
+// Rules.absence says. Refused TIMEOUT_NOT_DUE before then (ClaimWhenDue waits for the
+// moment and claims again). Repeatable, as a move is.
+func (c *Client) ClaimTimeout(ctx context.Context, req *allfivesv1.ClaimTimeoutRequest) (*allfivesv1.ClaimTimeoutResponse, error) {
+	return call(ctx, c, "ClaimTimeout", true, req, c.stub.ClaimTimeout)
+}
+
+// Leave hands req.Seat to a bot until its player comes back (ReturnToSeat), or
+// forfeits the match, as the match's Rules.absence says. From the first deal until
+// the match is over; the seat's credential still shows its view.
+func (c *Client) Leave(ctx context.Context, req *allfivesv1.LeaveRequest) (*allfivesv1.LeaveResponse, error) {
+	return call(ctx, c, "Leave", true, req, c.stub.Leave)
+}
+
+// ReturnToSeat gives req.Seat, which a bot holds (SEAT_KIND_HELD_BY_BOT: its player
+// left or timed out), back to its player, who plays on from the seat's next turn.
+// Refused SEAT_NOT_HELD for a seat no bot holds.
+func (c *Client) ReturnToSeat(ctx context.Context, req *allfivesv1.ReturnToSeatRequest) (*allfivesv1.ReturnToSeatResponse, error) {
+	return call(ctx, c, "ReturnToSeat", true, req, c.stub.ReturnToSeat)
+}
+
 // Watch opens a stream of the match's changes. It has no deadline of its own (a
 // stream lasts; ctx ends it) and is not retried here: the caller watches again, with
 // the last state_id it saw, whenever a stream ends. Errors of Recv are read with

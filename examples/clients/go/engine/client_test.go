@@ -67,9 +67,15 @@ func refusal(t *testing.T, code codes.Code, reason allfivesv1.ErrorReason, field
 func client(t *testing.T, f *flaky) *Client {
 	t.Helper()
 	f.seen = map[string]int{}
+	return serve(t, f)
+}
+
+// serve serves fake over an in-memory connection and answers its client.
+func serve(t *testing.T, fake allfivesv1.AllFivesServiceServer) *Client {
+	t.Helper()
 	listener := bufconn.Listen(1 << 16)
 	server := grpc.NewServer()
-	allfivesv1.RegisterAllFivesServiceServer(server, f)
+	allfivesv1.RegisterAllFivesServiceServer(server, fake)
 	go server.Serve(listener)
 	t.Cleanup(server.Stop)
 	conn, err := grpc.NewClient("passthrough:///fake",

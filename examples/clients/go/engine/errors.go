@@ -131,7 +131,7 @@ func (e *Error) Retryable() bool {
 	case allfivesv1.ErrorReason_RANDOM_UNAVAILABLE, allfivesv1.ErrorReason_STORE_UNAVAILABLE,
 		allfivesv1.ErrorReason_OVERLOADED, allfivesv1.ErrorReason_SEARCH_QUEUE_FULL,
 		allfivesv1.ErrorReason_TOO_MANY_WATCHES, allfivesv1.ErrorReason_REQUEST_BODY_TIMEOUT,
-		allfivesv1.ErrorReason_REQUEST_TIMEOUT:
+		allfivesv1.ErrorReason_REQUEST_TIMEOUT, allfivesv1.ErrorReason_CLOCK_SKEW:
 		return true
 	case allfivesv1.ErrorReason_ERROR_REASON_UNSPECIFIED:
 		// No reason (or one this code does not know): the transport's and the server's

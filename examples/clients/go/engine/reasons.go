@@ -76,6 +76,16 @@ func ReasonSentence(reason allfivesv1.ErrorReason) string {
 		return "Every seat of the match is taken: there is nobody left to invite."
 	case allfivesv1.ErrorReason_REQUEST_TIMEOUT:
 		return "The call ran past the server's time limit: make the same call again (it is answered the same)."
+	case allfivesv1.ErrorReason_TIMEOUT_NOT_DUE:
+		return "The seat on turn still has time: claim its timeout again once claimable_at_ms has passed."
+	case allfivesv1.ErrorReason_NO_TURN_CLOCK:
+		return "This match has no turn clock: nobody's time runs out, so there is no timeout to claim."
+	case allfivesv1.ErrorReason_TURN_TIMED_OUT:
+		return "The seat's time ran out before its move arrived, and the move was not made: claim the timeout, then play on from the answer."
+	case allfivesv1.ErrorReason_SEAT_NOT_HELD:
+		return "No bot holds that seat: its player plays it already."
+	case allfivesv1.ErrorReason_CLOCK_SKEW:
+		return "The servers' clocks disagree, so nothing was done: make the same call again in a moment."
 	default:
 		return ""
 	}

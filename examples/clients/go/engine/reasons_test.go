@@ -10,8 +10,8 @@ import (
 // Every value of the generated ErrorReason enum has a sentence of its own, so a reason
 // added to the proto (and regenerated) fails here until ReasonSentence covers it.
 func TestEveryReasonHasASentence(t *testing.T) {
-	if len(allfivesv1.ErrorReason_name) < 35 {
-		t.Fatalf("the generated enum has %d values; the proto had 35 when this was written", len(allfivesv1.ErrorReason_name))
+	if len(allfivesv1.ErrorReason_name) < 40 {
+		t.Fatalf("the generated enum has %d values; the proto had 40 when this was written", len(allfivesv1.ErrorReason_name))
 	}
 	seen := map[string]string{}
 	for number, name := range allfivesv1.ErrorReason_name {
@@ -47,6 +47,12 @@ func TestRetryableReasonsAndCodes(t *testing.T) {
 		{codes.Unavailable, allfivesv1.ErrorReason_STORE_UNAVAILABLE, true},
 		{codes.Canceled, allfivesv1.ErrorReason_REQUEST_BODY_TIMEOUT, true},
 		{codes.DeadlineExceeded, allfivesv1.ErrorReason_REQUEST_TIMEOUT, true},
+		// Another replica, or this one a moment later, may take it.
+		{codes.Unavailable, allfivesv1.ErrorReason_CLOCK_SKEW, true},
+		// Not yet: ClaimWhenDue waits for claimable_at_ms, no retry loop's backoff.
+		{codes.FailedPrecondition, allfivesv1.ErrorReason_TIMEOUT_NOT_DUE, false},
+		// Nothing was applied, and the same move would be refused again: claim the timeout.
+		{codes.FailedPrecondition, allfivesv1.ErrorReason_TURN_TIMED_OUT, false},
 		// A minute's wait is the caller's decision, not a retry loop's.
 		{codes.ResourceExhausted, allfivesv1.ErrorReason_INVITE_RATE_LIMITED, false},
 		// The same token again would be refused again.

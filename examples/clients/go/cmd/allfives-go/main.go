@@ -2,9 +2,11 @@
 // calling the engine: it plays whole matches against the server's bots (two players;
 // four in partnerships, two of them human), checking every answer against the API's
 // promises and the final score sheet; provokes refusals on purpose and checks each
-// one's code, reason and details; and, on a server with a match store, plays a match
-// between two devices (goroutines with a connection each) that learn every move from
-// their own Watch streams. Any broken promise exits 1 with a sentence saying which.
+// one's code, reason and details; plays matches on a turn clock (a claim too early
+// refused, a timeout claimed once due, a seat that leaves and comes back); and, on a
+// server with a match store, plays a match between two devices (goroutines with a
+// connection each) that learn every move from their own Watch streams. Any broken
+// promise exits 1 with a sentence saying which.
 //
 //	allfives-go --addr 127.0.0.1:50051 [--store-addr 127.0.0.1:50052]
 package main
@@ -96,6 +98,11 @@ func run(ctx context.Context, addr, storeAddr string, timeout time.Duration, tar
 	if err := r.afterMatch(ctx, t); err != nil {
 		return err
 	}
+	line, err := r.turnClocks(ctx, c)
+	if err != nil {
+		return err
+	}
+	say("turn clocks: %s", line)
 	say("%d refusals checked on the production defaults: %s", len(r.seen), joinNames(r.reasons()))
 
 	if storeAddr != "" {
