@@ -63,6 +63,7 @@ pub fn not_due(record: &Record, judge: &Judge) -> ApiError {
         (Phase::Over, _) => ApiError::Rules(crate::engine::Error::GameOver),
         (Phase::Playing, Some(seat)) => ApiError::TimeoutNotDue {
             claimable_at_ms: clocks.claimable_at(clock, seat, judge.grace_ms),
+            now_ms: judge.now_ms,
         },
         (phase, _) => ApiError::Rules(crate::engine::Error::WrongPhase { phase }),
     }

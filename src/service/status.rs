@@ -68,8 +68,8 @@ pub enum ApiError {
     /// client's earlier `grpc-timeout`.
     DeadlinePassed { server_limit: bool },
     /// ClaimTimeout before the seat on turn's deadline plus the lag grace: when it
-    /// will be taken (ms since the Unix epoch).
-    TimeoutNotDue { claimable_at_ms: u64 },
+    /// will be taken, and the time it was refused at (ms since the Unix epoch).
+    TimeoutNotDue { claimable_at_ms: u64, now_ms: u64 },
     /// ClaimTimeout on a match without a turn clock.
     NoTurnClock,
     /// A move by the seat on turn past its deadline plus the lag grace (its deadline,
@@ -342,14 +342,17 @@ impl From<ApiError> for Status {
                     info(HashMap::from([("latest_state_id".to_string(), latest)])),
                 )
             }
-            ApiError::TimeoutNotDue { claimable_at_ms } => Status::with_error_details(
+            ApiError::TimeoutNotDue {
+                claimable_at_ms,
+                now_ms,
+            } => Status::with_error_details(
                 Code::FailedPrecondition,
                 "the seat on turn still has time: its timeout is taken from claimable_at_ms \
-                 (by the server's clock)",
-                info(HashMap::from([(
-                    "claimable_at_ms".to_string(),
-                    claimable_at_ms.to_string(),
-                )])),
+                 (by the server's clock, which read now_ms)",
+                info(HashMap::from([
+                    ("claimable_at_ms".to_string(), claimable_at_ms.to_string()),
+                    ("now_ms".to_string(), now_ms.to_string()),
+                ])),
             ),
             ApiError::NoTurnClock => Status::with_error_details(
                 Code::FailedPrecondition,

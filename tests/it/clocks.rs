@@ -211,6 +211,10 @@ async fn a_timeout_is_refused_before_its_deadline_plus_grace_and_taken_from_then
             metadata(&refused, "claimable_at_ms").as_deref(),
             Some(&*(T0 + 52_000).to_string())
         );
+        assert_eq!(
+            metadata(&refused, "now_ms").as_deref(),
+            Some(&*early.to_string())
+        );
     }
     // From then on it is taken: the seat's bank is spent and a MEDIUM bot plays its
     // turn; the turn passes to the other seat, whose move begins now.
