@@ -1,6 +1,6 @@
 //! Request messages through the service handlers in process, through the token cache
 //! as the service runs: arbitrary protobuf bytes decoded as a NewGame, Deal, Play,
-//! Draw, Score, Suggest or ClaimSeat request, on a server that takes client seeds or
+//! Draw, Score, Suggest, ClaimSeat, ClaimTimeout, Leave or ReturnToSeat request, on a server that takes client seeds or
 //! not, with the `state` field often replaced by a real token (any point of a real
 //! match: human seats, bots of each level, and before a first deal some seats open) and
 //! the `credential` often by the named seat's real one, another seat's or a near miss.
@@ -15,15 +15,17 @@
 //! bots' moves included), and leaves no bot on turn. Every token answered opens again
 //! as a sound game, by the cipher and from the cache alike, and its view shows its
 //! state id, the id of the state it was made from (none for NewGame) and its seats.
-//! Deal, Play and Draw keep the match, its secret and its seats; Deal never deals a
+//! Deal, Play, Draw and ClaimTimeout keep the match and its secret, and its seats but
+//! for a bot taking a timed-out seat; Leave and ReturnToSeat change the seat they name
+//! alone; Deal never deals a
 //! first hand with a seat open; NewGame takes a seed only when the server allows it,
 //! makes the seats asked for and answers exactly the credentials of those it claimed;
 //! a claim takes only an open seat before the first deal, and changes only that seat.
 //! A suggestion (a play or a draw) is a move the service then accepts.
 #![no_main]
 
-use allfives::engine::Phase;
 use allfives::engine::suggest::Search;
+use allfives::engine::{Phase, Why};
 use allfives::proto::v1 as pb;
 use allfives::service::convert::level_out;
 use allfives::service::status::ApiError;
@@ -131,6 +133,21 @@ fn finished(
     named: &[Option<u32>],
     credential: &[u8],
 ) -> Result<(), ApiError> {
+    // A move may come after a seat's time ran out, and a bot take that seat.
+    let timed_out = |_: usize, was: &Player, now: &Player| matches!((was, now), (Player::Human(a), Player::Held { credential: b, why: Why::TimedOut, .. }) if a == b);
+    finished_seating(policy, step, before, named, credential, Some(&timed_out))
+}
+
+/// [`finished`], for a call that may change the seats: `changes` says which and
+/// how (the call's seat; a timeout's seat).
+fn finished_seating(
+    policy: &Policy,
+    step: Result<Step, ApiError>,
+    before: Option<&(Record, StateId)>,
+    named: &[Option<u32>],
+    credential: &[u8],
+    changes: Option<&dyn Fn(usize, &Player, &Player) -> bool>,
+) -> Result<(), ApiError> {
     check_authority(
         step.as_ref().map(|_| ()),
         before.map(|b| &b.0),
@@ -150,7 +167,17 @@ fn finished(
     );
     assert_eq!(record.match_id, before.match_id);
     assert_eq!(record.secret, before.secret);
-    assert_eq!(record.seats, before.seats, "a move changes no seat");
+    match changes {
+        None => assert_eq!(record.seats, before.seats, "a move changes no seat"),
+        Some(may) => {
+            for (seat, (now, was)) in record.seats.0.iter().zip(&before.seats.0).enumerate() {
+                assert!(
+                    now == was || may(seat, was, now),
+                    "seat {seat}: {was:?} became {now:?}"
+                );
+            }
+        }
+    }
     assert!(
         before.game.hand_number() > 0
             || record.game.hand_number() == 0
@@ -161,10 +188,7 @@ fn finished(
     );
     if record.game.phase() == Phase::Playing {
         let turn = record.game.turn().expect("a seat on turn");
-        assert!(
-            !matches!(record.seats.0[turn], Player::Bot(_)),
-            "a bot left on turn"
-        );
+        assert!(record.seats.bots()[turn].is_none(), "a bot left on turn");
     }
     Ok(())
 }
@@ -172,7 +196,7 @@ fn finished(
 fuzz_target!(|data: &[u8]| {
     let mut input = data;
     let head = byte(&mut input);
-    let handler = (head & 0x7f) % 7;
+    let handler = (head & 0x7f) % 10;
     let policy = Policy {
         allow_client_seeds: head & 0x80 != 0,
         // Flagged tokens, as a server with a store makes (the handlers never call it).
@@ -248,6 +272,62 @@ fuzz_target!(|data: &[u8]| {
                 before.as_ref(),
                 &[req.viewer],
                 &req.credential,
+            );
+            (result, before.is_some(), false)
+        }
+        7..=9 => {
+            // A seat's own call about its place: ClaimTimeout, Leave, ReturnToSeat.
+            let Ok(mut req) = pb::LeaveRequest::decode(input) else {
+                return;
+            };
+            if let Some(t) = token.clone() {
+                req.state = t;
+            }
+            let before = opened(&req.state);
+            let record = before.as_ref().map(|b| &b.0);
+            let seat = Some(req.seat);
+            req.credential = credential_for(credential_choice, &req.credential, record, seat);
+            let (state, credential) = (req.state.clone(), req.credential.clone());
+            let step = match handler {
+                7 => moves::claim_timeout(
+                    tokens(),
+                    &JUDGE,
+                    &pb::ClaimTimeoutRequest {
+                        state,
+                        seat: req.seat,
+                        credential,
+                    },
+                ),
+                8 => moves::leave(tokens(), &JUDGE, &req),
+                _ => moves::return_to_seat(
+                    tokens(),
+                    &JUDGE,
+                    &pb::ReturnToSeatRequest {
+                        state,
+                        seat: req.seat,
+                        credential,
+                    },
+                ),
+            };
+            let named = [seat];
+            // Only the seat named changes (held by a bot, or its player's again), or a
+            // timed-out seat a bot takes.
+            let own = req.seat as usize;
+            let may = |s: usize, was: &Player, now: &Player| match (was, now) {
+                (Player::Human(a), Player::Held { credential: b, .. }) => a == b,
+                (Player::Held { credential: a, .. }, Player::Held { credential: b, .. }) => {
+                    s == own && a == b
+                }
+                (Player::Held { credential: a, .. }, Player::Human(b)) => s == own && a == b,
+                _ => false,
+            };
+            let result = finished_seating(
+                &policy,
+                step,
+                before.as_ref(),
+                &named,
+                &req.credential,
+                Some(&may),
             );
             (result, before.is_some(), false)
         }
