@@ -190,7 +190,7 @@ class AllFivesRepository(
         val request = Allfives.WatchRequest.newBuilder().setState(state).setLastStateId(lastStateId)
         if (me != null) request.setViewer(me.seat).setCredential(me.credential)
         return stub.watch(request.build())
-            .catch { throw if (it is CancellationException) it else AllFivesException.from(it) }
+            .catch { throw AllFivesException.from(it) }
             .mapNotNull { if (it.hasChange()) it.change else null }
             .map { Table(it.state, it.view, it.eventsList) }
     }
