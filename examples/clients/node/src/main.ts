@@ -18,7 +18,11 @@
 // tiles, that Score's include_hand_events replays the hand as the seat saw it, the
 // sheet) and exits non-zero on any unexpected error or inconsistency. With
 // --check-errors it also provokes every documented error a client can cause and checks
-// each reason (against the generated ErrorReason enum) and its details.
+// each reason (against the generated ErrorReason enum) and its details, and plays side
+// matches on a turn clock with src/clock.ts: the clock's refusals, then a match on a
+// 1-second clock where one seat stops moving, the other claims its timeout once due
+// (claimWhenDue), the late seat's own move is refused TURN_TIMED_OUT, and it leaves and
+// comes back (Leave, ReturnToSeat).
 //
 //   npm ci && npm run build
 //   node dist/main.js --addr 127.0.0.1:50051 --players 3 --claim-seats
@@ -32,6 +36,8 @@ import { Code, ConnectError, createClient, type Client, type Transport } from "@
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import {
+  AbsenceReason,
+  AbsenceRule,
   AllFivesService,
   Arm,
   BotLevel,
@@ -59,6 +65,7 @@ import {
   type Tile,
 } from "./gen/allfives/v1/allfives_pb.js";
 import { BadRequestSchema, ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
+import { claimTimeout, claimWhenDue, Countdown, leave, monotonicMs, returnToSeat } from "./clock.js";
 
 const DOMAIN = "allfives.v1";
 const MAX_TOKEN_BYTES = 640; // the API's bound (512 without display names)
@@ -201,9 +208,10 @@ const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.
 // STORE_UNAVAILABLE, MATCH_FORGOTTEN and STORE_REQUIRED a server with a match store,
 // TOO_MANY_WATCHES many Watch streams, INVITE_NOT_FOUND, INVITE_RATE_LIMITED and
 // NO_OPEN_SEAT invite codes, which need a store too; tests/ provoke them;
-// REQUEST_TIMEOUT a call that outlasts the server's time limit; TIMEOUT_NOT_DUE,
-// NO_TURN_CLOCK, TURN_TIMED_OUT and SEAT_NOT_HELD turn clocks, CLOCK_SKEW replicas
-// whose clocks disagree: tests/it/clocks.rs provokes them).
+// REQUEST_TIMEOUT a call that outlasts the server's time limit; CLOCK_SKEW replicas
+// whose clocks disagree: tests/it/clocks.rs provokes it). The turn clock's other
+// refusals (TIMEOUT_NOT_DUE, NO_TURN_CLOCK, TURN_TIMED_OUT, SEAT_NOT_HELD) are provoked
+// by ErrorProbe.clocks, on matches of their own.
 const UNPROVOKABLE = new Set([
   ErrorReason.BONEYARD_EMPTY,
   ErrorReason.RANDOM_UNAVAILABLE,
@@ -220,10 +228,6 @@ const UNPROVOKABLE = new Set([
   ErrorReason.INVITE_RATE_LIMITED,
   ErrorReason.NO_OPEN_SEAT,
   ErrorReason.REQUEST_TIMEOUT,
-  ErrorReason.TIMEOUT_NOT_DUE,
-  ErrorReason.NO_TURN_CLOCK,
-  ErrorReason.TURN_TIMED_OUT,
-  ErrorReason.SEAT_NOT_HELD,
   ErrorReason.CLOCK_SKEW,
 ]);
 const reasonName = (r: ErrorReason) => ErrorReason[r] ?? String(r);
@@ -1001,6 +1005,160 @@ class ErrorProbe {
     await this.expect(ErrorReason.CREDENTIAL_INVALID, "score", { state, viewer: me, credential: sideCred });
     const dealt = await this.api.call("deal", { state: mine.state, viewer: 0, credential: sideCred });
     await this.expect(ErrorReason.WRONG_PHASE, "claimSeat", { state: dealt.state, seat: 0 });
+    await this.clocks();
+  }
+
+  /** Turn clocks, on side matches of two (this client holding both seats): the
+   * refusals a clock brings, then a match on a 1-second clock with no bank where one
+   * seat stops moving. The server judges by its clock when a call arrives, so each
+   * decision is checked against the times it stated (a claim refused with the moment
+   * it will be taken; taken by a server whose clock then read past it; the late seat's
+   * own move refused), never against how long anything took here. */
+  async clocks(): Promise<void> {
+    const client = this.api.client;
+    const plain = await ClockedMatch.start(this.api, { players: 2 });
+    await plain.deal();
+    check(plain.view.clock === undefined, "a match without a clock shows clocks");
+    await this.expect(ErrorReason.NO_TURN_CLOCK, "claimTimeout", plain.as(0));
+    // The default clock, 30 s a move and a 60 s bank: a claim at once is long early.
+    const slow = await ClockedMatch.start(this.api, { players: 2, clock: {} });
+    const { clock: rulesClock, absence } = slow.view.rules!;
+    check(
+      rulesClock?.moveSeconds === 30 && rulesClock.bankSeconds === 60 && rulesClock.incrementSeconds === 0,
+      `an empty TurnClock came back as ${JSON.stringify(rulesClock)}`,
+    );
+    check(
+      absence?.rule === AbsenceRule.BOT && absence.bot === BotLevel.MEDIUM && absence.botTakesSeatAfter === 2,
+      `the absence option came back as ${JSON.stringify(absence)}`,
+    );
+    await this.expect(ErrorReason.WRONG_PHASE, "leave", slow.as(1));
+    await slow.deal();
+    const c = slow.view.clock;
+    check(
+      c?.moveBeganMs !== undefined && c.turnDeadlineMs !== undefined && c.claimableAtMs !== undefined,
+      "a dealt clocked match shows no deadline",
+    );
+    check(
+      c.turnDeadlineMs === c.moveBeganMs + 90_000n &&
+        c.claimableAtMs >= c.turnDeadlineMs &&
+        c.bankSeconds.join() === "60,60",
+      `the clocks after the deal: now ${c.nowMs}, deadline ${c.turnDeadlineMs}, banks ${c.bankSeconds}`,
+    );
+    const shown = Countdown.of(slow.view, slow.receivedAt)!;
+    check(
+      shown.timeLeftMs(slow.receivedAt) === Number(c.turnDeadlineMs - c.nowMs),
+      "the countdown on the view's arrival is not turn_deadline_ms - now_ms",
+    );
+    let waiting = 1 - slow.view.turn!;
+    await this.expect(ErrorReason.TIMEOUT_NOT_DUE, "claimTimeout", slow.as(waiting), {
+      metadata: { claimable_at_ms: String(c.claimableAtMs) },
+    });
+    await this.expect(ErrorReason.SEAT_NOT_HELD, "returnToSeat", slow.as(waiting));
+
+    // [START node_clock_match]
+    // One second a move and no bank: the seat on turn stops moving, and the other seat
+    // claims its timeout as soon as the view it was given says it may (a claim at once
+    // is refused TIMEOUT_NOT_DUE, naming the view's claimable_at_ms).
+    const m = await ClockedMatch.start(this.api, { players: 2, target: 100, clock: { moveSeconds: 1, bankSeconds: 0 } });
+    await m.deal();
+    const late = m.view.turn!;
+    waiting = 1 - late;
+    const [before, dealt] = [m.token, m.view];
+    const early = await this.expect(ErrorReason.TIMEOUT_NOT_DUE, "claimTimeout", m.as(waiting), {
+      metadata: { claimable_at_ms: String(dealt.clock!.claimableAtMs) },
+    });
+    const countdown = Countdown.of(dealt, m.receivedAt)!;
+    const { response: claimed, notDue } = await claimWhenDue(client, m.as(waiting), countdown);
+    // [END node_clock_match]
+    check(
+      early.metadata.now_ms === undefined || BigInt(early.metadata.now_ms) < dealt.clock!.claimableAtMs!,
+      `${early}: refused by a server whose clock read past claimable_at_ms`,
+    );
+    m.take(claimed.state, claimed.view!);
+    let events = claimed.events;
+    check(
+      m.view.clock!.nowMs >= dealt.clock!.claimableAtMs!,
+      `a timeout was taken at ${m.view.clock!.nowMs} by the server's clock, before its claimable_at_ms ` +
+        `${dealt.clock!.claimableAtMs}`,
+    );
+    check(
+      absentAt(events, late, AbsenceReason.TIMED_OUT) === 0 && movedBy(events.slice(1), late),
+      `the claim's events do not begin with seat ${late}'s SeatAbsent (TIMED_OUT) and the bot's move for it: ` +
+        events.map((e) => e.kind.case).join(", "),
+    );
+    let seat = m.view.seats[late];
+    check(
+      seat.kind === SeatKind.CLAIMED && seat.timeoutsInRow === 1 && m.view.clock!.bankSeconds[late] === 0,
+      `after one timeout seat ${late} is ${enumName(SeatKind, seat.kind)}, ${seat.timeoutsInRow} timeouts in a row`,
+    );
+    // The late seat's move, sent from the token it had, arrives after the claim: its
+    // time ran out, and nothing is applied.
+    const mine = (await this.api.call("score", { state: before, viewer: late, credential: m.creds[late] })).view!;
+    const move = mine.legalMoves[0] ?? { tile: mine.hand[0], end: End.UNSPECIFIED };
+    await this.expect(
+      ErrorReason.TURN_TIMED_OUT,
+      mine.mustDraw ? "draw" : "play",
+      { state: before, seat: late, credential: m.creds[late], tile: move.tile, end: move.end },
+      { metadata: { turn_deadline_ms: String(dealt.clock!.turnDeadlineMs) } },
+    );
+    // The match goes on; the late seat's own move in time ends its run of timeouts.
+    let movedAgain = false;
+    for (let i = 0; i < 200 && !movedAgain; i++) {
+      check(m.view.phase !== Phase.OVER, `the late seat ${late} never moved again`);
+      const [mover, playing, lateMoves] = [m.view.turn, m.view.phase === Phase.PLAYING, m.late];
+      events = await m.step();
+      if (playing && mover === late && m.late === lateMoves && movedBy(events, late)) {
+        check(m.view.seats[late].timeoutsInRow === 0, `seat ${late} moved in time and still has timeouts in a row`);
+        movedAgain = true;
+      }
+    }
+    check(movedAgain, `the late seat ${late} never moved again`);
+    // Its player leaves: a bot holds the seat until it comes back.
+    const left = await leave(client, m.as(late));
+    m.take(left.state, left.view!);
+    const at = absentAt(left.events, late, AbsenceReason.LEFT);
+    const next = left.events[at + 1]?.kind;
+    check(
+      at >= 0 && next?.case === "botTookSeat" && next.value.seat === late,
+      `Leave's events are not SeatAbsent (LEFT) then BotTookSeat: ${left.events.map((e) => e.kind.case).join(", ")}`,
+    );
+    seat = m.view.seats[late];
+    check(
+      seat.kind === SeatKind.HELD_BY_BOT && seat.absent === AbsenceReason.LEFT && seat.bot === BotLevel.MEDIUM,
+      `after Leave seat ${late} is ${enumName(SeatKind, seat.kind)}, absent ${enumName(AbsenceReason, seat.absent)}`,
+    );
+    // The other seat plays on; the bot's moves for the seat come inside its calls.
+    let botMoves = 0;
+    for (let i = 0; i < 50 && !botMoves && m.view.phase !== Phase.OVER; i++) {
+      check(
+        !(m.view.phase === Phase.PLAYING && m.view.turn === late),
+        `seat ${late}, which a bot holds, was left on turn`,
+      );
+      if (movedBy(await m.step(), late)) botMoves++;
+    }
+    check(m.view.phase !== Phase.OVER, "the match ended while the seat was away");
+    const back = await returnToSeat(client, m.as(late));
+    m.take(back.state, back.view!);
+    seat = m.view.seats[late];
+    check(
+      back.events.some((e) => e.kind.case === "seatReturned" && e.kind.value.seat === late) &&
+        seat.kind === SeatKind.CLAIMED &&
+        seat.absent === AbsenceReason.UNSPECIFIED &&
+        seat.timeoutsInRow === 0,
+      `after ReturnToSeat seat ${late} is ${enumName(SeatKind, seat.kind)}, events ` +
+        back.events.map((e) => e.kind.case).join(", "),
+    );
+    // To the end, both players back at the table.
+    const over = () => m.view.phase === Phase.OVER; // read anew after each call (no narrowing)
+    for (let i = 0; i < 2000 && !over(); i++) await m.step();
+    check(over() && m.view.winnerSide !== undefined, "the clocked match did not end with a winner");
+    this.say(
+      "  turn clocks: on a 1 s clock a claim at once refused TIMEOUT_NOT_DUE with the view's claimable_at_ms, " +
+        `seat ${late}'s timeout claimed by seat ${waiting} once due (${notDue} TIMEOUT_NOT_DUE waited out), ` +
+        `SeatAbsent and the bot's move, its late move refused TURN_TIMED_OUT; it left (the bot moved ${botMoves} ` +
+        `time(s) for it), came back, and the match ended after ${m.view.moves} moves (${m.late} own moves too late ` +
+        "for this machine, claimed)",
+    );
   }
 
   async onTurn(match: Match, seen: GameView): Promise<void> {
@@ -1156,6 +1314,90 @@ class ErrorProbe {
     check(this.lineageShown, "never had the chance to show the state lineage");
     this.say(`provoked ${this.seen.size} documented reasons: ${[...this.seen].map(reasonName).sort().join(", ")}`);
   }
+}
+
+// --- Turn clocks ------------------------------------------------------------------
+
+// A clocked match's token is longer: at most 896 bytes (768 without display names).
+const MAX_CLOCKED_TOKEN_BYTES = 896;
+
+/** A hot-seat match of two (this client holds both seats' credentials): the latest
+ * token, the view, and when that view arrived (monotonicMs()). */
+class ClockedMatch {
+  token: Uint8Array = new Uint8Array();
+  view!: GameView;
+  receivedAt = 0;
+  creds: Uint8Array[] = [];
+  // The seats' own moves refused TURN_TIMED_OUT (this machine too slow for the clock),
+  // each then claimed by the seat itself: counted, never expected.
+  late = 0;
+
+  private constructor(readonly api: Api) {}
+
+  static async start(api: Api, rules: MessageInitShape<typeof RulesSchema>): Promise<ClockedMatch> {
+    const m = new ClockedMatch(api);
+    const answer = await api.call("newGame", { rules, seats: [{ claim: true }, { claim: true }], viewer: 0 });
+    for (const c of answer.credentials) m.creds[c.seat] = c.credential;
+    m.take(answer.state, answer.view!);
+    return m;
+  }
+
+  /** A request for `seat`, with its credential, on the latest token. */
+  as(seat: number) {
+    return { state: this.token, seat, credential: this.creds[seat] };
+  }
+
+  take(state: Uint8Array, view: GameView): void {
+    check(state.length > 0 && state.length <= MAX_CLOCKED_TOKEN_BYTES, `a clocked token of ${state.length} bytes`);
+    [this.token, this.view, this.receivedAt] = [state, view, monotonicMs()];
+  }
+
+  async deal(): Promise<void> {
+    const answer = await this.api.call("deal", { state: this.token, viewer: 0, credential: this.creds[0] });
+    this.take(answer.state, answer.view!);
+  }
+
+  /** One call: a deal between hands, else the seat on turn's move (its first legal
+   * move, or a draw) from its own view. A move refused TURN_TIMED_OUT changed nothing:
+   * the seat claims its own timeout, and goes on from that answer. */
+  async step(): Promise<Event[]> {
+    if (this.view.phase === Phase.DEALING) {
+      await this.deal();
+      return [];
+    }
+    const seat = this.view.turn!;
+    const credential = this.creds[seat];
+    const seen = (await this.api.call("score", { state: this.token, viewer: seat, credential })).view!;
+    const mine = { state: this.token, seat, viewer: seat, credential };
+    let answer: { state: Uint8Array; view?: GameView; events: Event[] };
+    try {
+      answer = seen.mustDraw
+        ? await this.api.call("draw", mine)
+        : await this.api.call("play", { ...mine, tile: seen.legalMoves[0].tile, end: seen.legalMoves[0].end });
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.reason !== ErrorReason.TURN_TIMED_OUT) throw e;
+      this.late++;
+      answer = await claimTimeout(this.api.client, this.as(seat));
+    }
+    this.take(answer.state, answer.view!);
+    return answer.events;
+  }
+}
+
+/** Whether the events hold a play, draw or pass of `seat`. */
+function movedBy(events: Event[], seat: number): boolean {
+  return events.some(
+    (e) =>
+      (e.kind.case === "tilePlayed" || e.kind.case === "tileDrawn" || e.kind.case === "passed") &&
+      e.kind.value.seat === seat,
+  );
+}
+
+/** The index of `seat`'s SeatAbsent for `why` among the events, or -1. */
+function absentAt(events: Event[], seat: number, why: AbsenceReason): number {
+  return events.findIndex(
+    (e) => e.kind.case === "seatAbsent" && e.kind.value.seat === seat && e.kind.value.reason === why,
+  );
 }
 
 async function main(): Promise<number> {

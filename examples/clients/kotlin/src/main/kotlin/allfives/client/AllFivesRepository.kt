@@ -12,14 +12,24 @@ import io.grpc.ManagedChannel
 import io.grpc.ManagedChannelBuilder
 import java.security.SecureRandom
 import java.util.concurrent.TimeUnit
+import kotlin.coroutines.cancellation.CancellationException
+import kotlin.time.TimeSource
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.catch
 import kotlinx.coroutines.flow.map
 import kotlinx.coroutines.flow.mapNotNull
 
-/** A match as a device holds it: the latest token and the view it came with. */
-data class Table(val state: ByteString, val view: GameView, val events: List<Allfives.Event> = emptyList())
+/**
+ * A match as a device holds it: the latest token, the view it came with, and when it
+ * arrived on this device's monotonic clock (what a turn clock's [Countdown] counts from).
+ */
+data class Table(
+    val state: ByteString,
+    val view: GameView,
+    val events: List<Allfives.Event> = emptyList(),
+    val receivedAt: TimeSource.Monotonic.ValueTimeMark = TimeSource.Monotonic.markNow(),
+)
 
 /** A seat this device plays: its number and the credential only its player holds. */
 data class Seat(val seat: Int, val credential: ByteString)
@@ -56,6 +66,8 @@ class AllFivesRepository(
         for (attempt in 1..attempts) {
             try {
                 return rpc(deadline())
+            } catch (e: CancellationException) {
+                throw e // the caller's scope was cancelled: not a failure of the call
             } catch (e: Exception) {
                 val error = AllFivesException.from(e)
                 if (!error.retryable || attempt == attempts) throw error
@@ -75,10 +87,11 @@ class AllFivesRepository(
         bots: Map<Int, BotLevel>,
         partnership: Boolean = false,
         name: String = "",
+        clock: Allfives.TurnClock? = null, // a turn clock times every human seat's moves
     ): Pair<Table, Seat> {
-        val request = Allfives.NewGameRequest.newBuilder()
-            .setRules(Rules.newBuilder().setPlayers(players).setTarget(target).setPartnership(partnership))
-            .setViewer(0)
+        val rules = Rules.newBuilder().setPlayers(players).setTarget(target).setPartnership(partnership)
+        if (clock != null) rules.setClock(clock)
+        val request = Allfives.NewGameRequest.newBuilder().setRules(rules).setViewer(0)
         for (seat in 0 until players) {
             val setup = SeatSetup.newBuilder()
             when {
@@ -132,6 +145,37 @@ class AllFivesRepository(
         val request = Allfives.SuggestRequest.newBuilder().setState(table.state).setSeat(me.seat)
             .setCredential(me.credential).setLevel(level).build()
         return call { it.suggest(request) }
+    }
+
+    /**
+     * ClaimTimeout now, for [me] (any seat of the match): the seat on turn's timeout, as
+     * the match's rules.absence says. Refused TIMEOUT_NOT_DUE before its claimable_at_ms
+     * ([claimWhenDue] waits for it); NO_TURN_CLOCK on a match without a clock.
+     */
+    suspend fun claimTimeout(table: Table, me: Seat): Table {
+        val request = Allfives.ClaimTimeoutRequest.newBuilder().setState(table.state).setSeat(me.seat)
+            .setCredential(me.credential).build()
+        return call { it.claimTimeout(request) }.let { Table(it.state, it.view, it.eventsList) }
+    }
+
+    /**
+     * Leave: a bot holds [me]'s seat until its player comes back ([returnToSeat]), or the
+     * seat forfeits, as the match's rules.absence says (from the first deal to the end).
+     */
+    suspend fun leave(table: Table, me: Seat): Table {
+        val request = Allfives.LeaveRequest.newBuilder().setState(table.state).setSeat(me.seat)
+            .setCredential(me.credential).build()
+        return call { it.leave(request) }.let { Table(it.state, it.view, it.eventsList) }
+    }
+
+    /**
+     * ReturnToSeat: [me]'s player takes the seat back from the bot holding it and plays
+     * from its next turn; refused SEAT_NOT_HELD when no bot holds it.
+     */
+    suspend fun returnToSeat(table: Table, me: Seat): Table {
+        val request = Allfives.ReturnToSeatRequest.newBuilder().setState(table.state).setSeat(me.seat)
+            .setCredential(me.credential).build()
+        return call { it.returnToSeat(request) }.let { Table(it.state, it.view, it.eventsList) }
     }
 
     // [START kotlin_watch]
