@@ -395,9 +395,9 @@ class Client:
         """Claims the seat on turn's timeout for `seat` once `countdown` (of the view
         that came with `token`) says it is due: sleeps until its claimable_at, then
         calls ClaimTimeout (CLOCK_SKEW and UNAVAILABLE retried with backoff, as every
-        call). Refused TIMEOUT_NOT_DUE, it sleeps until the refusal's claimable_at_ms
-        on this device's clock (translated by the same countdown), a backoff at least,
-        and claims again, up to CLAIM_NOT_DUE_ATTEMPTS times; any other refusal is
+        call). Refused TIMEOUT_NOT_DUE, it sleeps the refusal's claimable_at_ms -
+        now_ms (the refusing server's clock) from when the refusal arrived, a backoff
+        at least, and claims again, up to CLAIM_NOT_DUE_ATTEMPTS times; any other refusal is
         raised at once. Answers the response and the TIMEOUT_NOT_DUE waited out."""
         at = countdown.claimable_at()
         at = time.monotonic() if at is None else at  # nobody on turn: the server says why
@@ -409,9 +409,13 @@ class Client:
             except ApiError as e:
                 if e.reason != pb.TIMEOUT_NOT_DUE or not_due + 1 == CLAIM_NOT_DUE_ATTEMPTS:
                     raise
-                at = time.monotonic() + backoff * random.uniform(0.5, 1.0)
-                if "claimable_at_ms" in e.metadata:
-                    at = max(at, countdown.local(int(e.metadata["claimable_at_ms"])))
+                refused_at = time.monotonic()
+                at = refused_at + backoff * random.uniform(0.5, 1.0)
+                claimable, now = e.metadata.get("claimable_at_ms"), e.metadata.get("now_ms")
+                if claimable is not None and now is not None:
+                    at = max(at, refused_at + (int(claimable) - int(now)) / 1000)
+                elif claimable is not None:  # an older server: no now_ms
+                    at = max(at, countdown.local(int(claimable)))
                 backoff = min(2 * backoff, 2.0)
         raise AssertionError("unreachable")
 
@@ -438,11 +442,11 @@ class Client:
 # wall clock (which may be off by seconds), only with now_ms, and counts the difference
 # down on its monotonic clock from when the view arrived.
 
-# How often claim_when_due claims after TIMEOUT_NOT_DUE. A replica whose clock is
-# behind the one that made the view (within the skew the deployment allows) says so
-# until its own clock gets there; the refusal names the moment but not that replica's
-# time, so then only the backoff waits: at least 2.5 s before the last claim, past the
-# default --max-clock-skew-ms of 1 s.
+# How often claim_when_due claims after TIMEOUT_NOT_DUE. The refusal says when the
+# refusing server will take the timeout, by its own clock (claimable_at_ms, now_ms):
+# one wait is enough unless the next claim reaches a replica whose clock is behind
+# that one (within the skew the deployment allows); the backoff, at least 2.5 s before
+# the last claim, covers that, past the default --max-clock-skew-ms of 1 s.
 CLAIM_NOT_DUE_ATTEMPTS = 6
 
 

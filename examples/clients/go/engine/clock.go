@@ -75,8 +75,7 @@ func (c Countdown) ClaimableAt() (at time.Time, ok bool) {
 // [END go_countdown]
 
 // ClaimableAtMs is TIMEOUT_NOT_DUE's metadata "claimable_at_ms": when the server will
-// take the timeout, by its clock (translate it with the Countdown of the view the
-// claim was made from); ok is false for another refusal.
+// take the timeout, by the refusing server's clock; ok is false for another refusal.
 func (e *Error) ClaimableAtMs() (ms uint64, ok bool) {
 	if e.Reason != allfivesv1.ErrorReason_TIMEOUT_NOT_DUE {
 		return 0, false
@@ -85,22 +84,41 @@ func (e *Error) ClaimableAtMs() (ms uint64, ok bool) {
 	return ms, err == nil
 }
 
-// ClaimNotDueAttempts bounds how often ClaimWhenDue claims after TIMEOUT_NOT_DUE. A
-// replica whose clock is behind the one that made the view (within the skew the
-// deployment allows) says so until its own clock gets there; the refusal names the
-// moment but not that replica's time, so then only the backoff waits: with
-// DefaultRetry's, at least 2.5 s before the last claim, past the default
-// --max-clock-skew-ms of 1 s.
+// NotDueFor is how long after a TIMEOUT_NOT_DUE refusal arrived the refusing server
+// will take the timeout: its metadata's claimable_at_ms - now_ms, both by that
+// server's clock (never below zero). ok is false for another refusal, or one without
+// both (a server older than now_ms in the refusal).
+func (e *Error) NotDueFor() (wait time.Duration, ok bool) {
+	claimable, ok := e.ClaimableAtMs()
+	if !ok {
+		return 0, false
+	}
+	now, err := strconv.ParseUint(e.Metadata["now_ms"], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if claimable <= now {
+		return 0, true
+	}
+	return time.Duration(claimable-now) * time.Millisecond, true
+}
+
+// ClaimNotDueAttempts bounds how often ClaimWhenDue claims after TIMEOUT_NOT_DUE. The
+// refusal says when the refusing server will take the timeout by its own clock
+// (claimable_at_ms, now_ms): one wait is enough unless the next claim reaches a
+// replica whose clock is behind that one (within the skew the deployment allows);
+// DefaultRetry's backoff, at least 2.5 s before the last claim, covers that, past the
+// default --max-clock-skew-ms of 1 s.
 const ClaimNotDueAttempts = 6
 
 // [START go_claim_when_due]
 // ClaimWhenDue claims the timeout of the seat on turn (req.Seat is the seat claiming,
 // with its credential) once countdown says it is due: it sleeps until ClaimableAt,
 // then calls ClaimTimeout (retried like any call: CLOCK_SKEW, UNAVAILABLE and the
-// other retryable failures, with backoff). Refused TIMEOUT_NOT_DUE, it sleeps until
-// the refusal's claimable_at_ms on this device's clock (translated with the same
-// countdown), and at least a backoff, then claims again, up to ClaimNotDueAttempts
-// times. Every other refusal comes back at once: STATE_STALE (a match store took a
+// other retryable failures, with backoff). Refused TIMEOUT_NOT_DUE, it sleeps the
+// refusal's claimable_at_ms - now_ms (the refusing server's clock) from when the
+// refusal arrived, and at least a backoff, then claims again, up to
+// ClaimNotDueAttempts times. Every other refusal comes back at once: STATE_STALE (a match store took a
 // late move or another claim first), WRONG_PHASE or GAME_OVER (no seat on turn).
 // notDue counts the TIMEOUT_NOT_DUE refusals waited out. Never past ctx.
 func (c *Client) ClaimWhenDue(ctx context.Context, req *allfivesv1.ClaimTimeoutRequest, countdown Countdown) (
@@ -122,9 +140,12 @@ func (c *Client) ClaimWhenDue(ctx context.Context, req *allfivesv1.ClaimTimeoutR
 			return resp, notDue, err
 		}
 		notDue++
-		at = time.Now().Add(backoff/2 + rand.N(backoff/2+1))
-		if ms, ok := e.ClaimableAtMs(); ok {
-			at = later(at, countdown.Local(ms))
+		refused := time.Now()
+		at = refused.Add(backoff/2 + rand.N(backoff/2+1))
+		if wait, ok := e.NotDueFor(); ok {
+			at = later(at, refused.Add(wait))
+		} else if ms, ok := e.ClaimableAtMs(); ok {
+			at = later(at, countdown.Local(ms)) // an older server: no now_ms
 		}
 		backoff = min(2*backoff, c.retry.MaxBackoff)
 	}

@@ -74,11 +74,17 @@ func (f *clockFake) ClaimTimeout(context.Context, *allfivesv1.ClaimTimeoutReques
 	return &allfivesv1.ClaimTimeoutResponse{State: []byte("claimed")}, nil
 }
 
-func notDue(t *testing.T, claimableAt uint64) error {
+// notDue is a TIMEOUT_NOT_DUE refusal as the server sends it: claimable_at_ms and
+// now_ms, both by the refusing server's clock; nowMs 0 leaves now_ms out (an older
+// server).
+func notDue(t *testing.T, claimableAt, nowMs uint64) error {
 	t.Helper()
+	metadata := map[string]string{"claimable_at_ms": strconv.FormatUint(claimableAt, 10)}
+	if nowMs != 0 {
+		metadata["now_ms"] = strconv.FormatUint(nowMs, 10)
+	}
 	st, err := status.New(codes.FailedPrecondition, "the seat on turn still has time").WithDetails(&errdetails.ErrorInfo{
-		Reason: allfivesv1.ErrorReason_TIMEOUT_NOT_DUE.String(), Domain: Domain,
-		Metadata: map[string]string{"claimable_at_ms": strconv.FormatUint(claimableAt, 10)},
+		Reason: allfivesv1.ErrorReason_TIMEOUT_NOT_DUE.String(), Domain: Domain, Metadata: metadata,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -86,12 +92,15 @@ func notDue(t *testing.T, claimableAt uint64) error {
 	return st.Err()
 }
 
-// The first claim waits for the view's claimable_at_ms; refused TIMEOUT_NOT_DUE (a
-// replica whose clock is behind), the next waits for the refusal's claimable_at_ms on
-// the device's clock; CLOCK_SKEW is retried; then the claim is taken.
+// The first claim waits for the view's claimable_at_ms; refused TIMEOUT_NOT_DUE by a
+// replica whose clock is 5 s behind the one that made the view, the next waits that
+// refusal's claimable_at_ms - now_ms (80 ms) from when it arrived (by the view's clock
+// the moment is long past: waiting for it would claim again at once); CLOCK_SKEW is
+// retried; then the claim is taken.
 func TestClaimWhenDueWaitsForTheMomentAndClaimsAgainWhenNotDue(t *testing.T) {
+	behind := serverNow - 5_000
 	f := &clockFake{refusals: []error{
-		notDue(t, serverNow+60),
+		notDue(t, behind+80, behind),
 		refusal(t, codes.Unavailable, allfivesv1.ErrorReason_CLOCK_SKEW, ""),
 	}}
 	c := serve(t, f)
@@ -105,9 +114,24 @@ func TestClaimWhenDueWaitsForTheMomentAndClaimsAgainWhenNotDue(t *testing.T) {
 		t.Fatalf("%d TIMEOUT_NOT_DUE waited out, %d claims, %d retries; want 1, 3 and 1 (CLOCK_SKEW)", waited, len(f.arrived), c.Retries())
 	}
 	// Sent no earlier than the moments said (a sleep never ends early; how much later
-	// is the machine's business).
+	// is the machine's business). The refusal arrived after the fake sent it.
 	if first, _ := countdown.ClaimableAt(); f.arrived[0].Before(first) {
 		t.Errorf("the first claim came %v before claimable_at_ms", first.Sub(f.arrived[0]))
+	}
+	if gap := f.arrived[1].Sub(f.arrived[0]); gap < 80*time.Millisecond {
+		t.Errorf("the claim after TIMEOUT_NOT_DUE came %v after the refusal; want claimable_at_ms - now_ms, 80ms, at least", gap)
+	}
+}
+
+// A refusal without now_ms (an older server): its claimable_at_ms is read with the
+// view's countdown.
+func TestClaimWhenDueReadsARefusalWithoutNowMsWithTheViewsCountdown(t *testing.T) {
+	f := &clockFake{refusals: []error{notDue(t, serverNow+60, 0)}}
+	c := serve(t, f)
+	countdown, _ := NewCountdown(clockedView(serverNow, serverNow+10, serverNow+30), time.Now())
+	_, waited, err := c.ClaimWhenDue(context.Background(), &allfivesv1.ClaimTimeoutRequest{}, countdown)
+	if err != nil || waited != 1 || len(f.arrived) != 2 {
+		t.Fatalf("%v, %d waited out, %d claims; want the second claim's answer", err, waited, len(f.arrived))
 	}
 	if again := countdown.Local(serverNow + 60); f.arrived[1].Before(again) {
 		t.Errorf("the claim after TIMEOUT_NOT_DUE came %v before its claimable_at_ms", again.Sub(f.arrived[1]))
@@ -117,7 +141,7 @@ func TestClaimWhenDueWaitsForTheMomentAndClaimsAgainWhenNotDue(t *testing.T) {
 func TestClaimWhenDueGivesUpAfterItsAttempts(t *testing.T) {
 	refusals := []error{}
 	for range ClaimNotDueAttempts + 3 {
-		refusals = append(refusals, notDue(t, serverNow)) // long past, by the view's clock
+		refusals = append(refusals, notDue(t, serverNow, serverNow)) // due now, by the refusing server's clock
 	}
 	f := &clockFake{refusals: refusals}
 	c := serve(t, f)

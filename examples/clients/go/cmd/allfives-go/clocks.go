@@ -186,6 +186,9 @@ func (r *refusals) turnClocks(ctx context.Context, c *engine.Client) (string, er
 	if ms, ok := e.ClaimableAtMs(); !ok || ms != k.GetClaimableAtMs() {
 		return "", fmt.Errorf("TIMEOUT_NOT_DUE says claimable_at_ms %q; the view said %d", e.Metadata["claimable_at_ms"], k.GetClaimableAtMs())
 	}
+	if wait, ok := e.NotDueFor(); !ok || wait <= 0 {
+		return "", fmt.Errorf("TIMEOUT_NOT_DUE says now_ms %q; want the refusing server's time, before claimable_at_ms", e.Metadata["now_ms"])
+	}
 	_, err = c.ReturnToSeat(ctx, &allfivesv1.ReturnToSeatRequest{State: slow.token, Seat: waiting, Credential: slow.creds[waiting]})
 	if _, err := r.expect("ReturnToSeat for a seat its player plays", err, codes.FailedPrecondition, allfivesv1.ErrorReason_SEAT_NOT_HELD, ""); err != nil {
 		return "", err
