@@ -106,19 +106,32 @@ export interface ClockCallOptions {
   attempts?: number;
 }
 
-/** Resolves after `ms` (at once when `ms` <= 0), or rejects when `signal` aborts. */
+/** The longest delay setTimeout keeps: a longer one (or one not a finite number) fires
+ * at once. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** Resolves after `ms` (at once when `ms` <= 0), or rejects when `signal` aborts. A wait
+ * longer than setTimeout allows is made of pieces of at most MAX_TIMEOUT_MS, each
+ * timed to the end on the monotonic clock. */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  const until = monotonicMs() + Math.max(0, ms);
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const onAbort = () => {
       clearTimeout(timer);
       reject(signal!.reason);
     };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, Math.max(0, ms));
+    const wait = () => {
+      const left = until - monotonicMs();
+      if (!(left > 0)) {
+        signal?.removeEventListener("abort", onAbort);
+        return resolve();
+      }
+      timer = setTimeout(wait, Math.min(left, MAX_TIMEOUT_MS));
+    };
     signal?.addEventListener("abort", onAbort, { once: true });
+    wait();
   });
 }
 
