@@ -44,9 +44,10 @@ func (c Countdown) Local(serverMs uint64) time.Time {
 }
 
 // Deadline is when the seat on turn's time runs out, on this device's clock; ok is
-// false when no human seat is on turn (between hands, the match over).
+// false when no human seat is on turn (between hands, the match over), and for the
+// zero Countdown (of a view without a clock).
 func (c Countdown) Deadline() (deadline time.Time, ok bool) {
-	if c.clock.TurnDeadlineMs == nil {
+	if c.clock == nil || c.clock.TurnDeadlineMs == nil {
 		return time.Time{}, false
 	}
 	return c.Local(c.clock.GetTurnDeadlineMs()), true
@@ -64,9 +65,9 @@ func (c Countdown) TimeLeft(now time.Time) time.Duration {
 
 // ClaimableAt is from when the server takes the seat on turn's timeout, on this
 // device's clock (its deadline plus the server's lag grace); ok is false when no
-// human seat is on turn.
+// human seat is on turn, and for the zero Countdown.
 func (c Countdown) ClaimableAt() (at time.Time, ok bool) {
-	if c.clock.ClaimableAtMs == nil {
+	if c.clock == nil || c.clock.ClaimableAtMs == nil {
 		return time.Time{}, false
 	}
 	return c.Local(c.clock.GetClaimableAtMs()), true

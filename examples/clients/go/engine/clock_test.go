@@ -50,8 +50,16 @@ func TestACountdownIsTheViewsTimeLeftOnTheDevicesClock(t *testing.T) {
 	if _, running := between.Deadline(); !ok || running || between.TimeLeft(received) != 0 {
 		t.Error("a clock with no human seat on turn shows a deadline")
 	}
-	if _, ok := NewCountdown(&allfivesv1.GameView{}, received); ok {
+	none, ok := NewCountdown(&allfivesv1.GameView{}, received)
+	if ok {
 		t.Error("a match without a clock has a countdown")
+	}
+	// Its zero Countdown, used all the same, shows nobody's time running.
+	if _, running := none.Deadline(); running || none.TimeLeft(received) != 0 {
+		t.Error("the countdown of a view without a clock shows a deadline")
+	}
+	if _, claimable := none.ClaimableAt(); claimable {
+		t.Error("the countdown of a view without a clock shows a claimable moment")
 	}
 }
 

@@ -208,7 +208,10 @@ func (r *refusals) turnClocks(ctx context.Context, c *engine.Client) (string, er
 	late := m.view.GetTurn()
 	waiting = 1 - late
 	before, dealt := m.token, m.view
-	countdown, _ = engine.NewCountdown(dealt, m.received)
+	countdown, ok := engine.NewCountdown(dealt, m.received)
+	if !ok {
+		return "", fmt.Errorf("a match made with a clock shows none")
+	}
 	claimed, notDue, err := c.ClaimWhenDue(ctx,
 		&allfivesv1.ClaimTimeoutRequest{State: m.token, Seat: waiting, Credential: m.creds[waiting]}, countdown)
 	if err != nil {
