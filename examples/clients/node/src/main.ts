@@ -1046,7 +1046,8 @@ class ErrorProbe {
     );
     const shown = Countdown.of(slow.view, slow.receivedAt)!;
     check(
-      shown.timeLeftMs(slow.receivedAt) === Number(c.turnDeadlineMs - c.nowMs),
+      // Within 1e-6 ms: (receivedAt + d) - receivedAt is d only up to the floats' rounding.
+      Math.abs(shown.timeLeftMs(slow.receivedAt)! - Number(c.turnDeadlineMs - c.nowMs)) < 1e-6,
       "the countdown on the view's arrival is not turn_deadline_ms - now_ms",
     );
     let waiting = 1 - slow.view.turn!;
