@@ -32,9 +32,10 @@ class Countdown(val clock: ClockView, val receivedAt: Mark) {
     /** When the seat on turn's time runs out; null when no human seat is on turn. */
     val deadline: Mark? get() = if (clock.hasTurnDeadlineMs()) local(clock.turnDeadlineMs) else null
 
-    /** The countdown to show now: the seat on turn's time left, never below zero; null
-     * when no human seat is on turn (between hands, the match over). */
-    fun timeLeft(): Duration? = deadline?.let { (-it.elapsedNow()).coerceAtLeast(Duration.ZERO) }
+    /** The countdown to show at [now] (by default now): the seat on turn's time left,
+     * never below zero; null when no human seat is on turn (between hands, the match over). */
+    fun timeLeft(now: Mark = TimeSource.Monotonic.markNow()): Duration? =
+        deadline?.let { (it - now).coerceAtLeast(Duration.ZERO) }
 
     /** From when the server takes the seat on turn's timeout (its deadline plus the
      * server's lag grace); null when no human seat is on turn. */

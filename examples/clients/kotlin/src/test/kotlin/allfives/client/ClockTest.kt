@@ -7,8 +7,20 @@ import allfives.v1.Allfives.ErrorReason
 import allfives.v1.Allfives.Event
 import allfives.v1.Allfives.Phase
 import allfives.v1.Allfives.SeatKind
+import allfives.v1.AllFivesServiceGrpcKt.AllFivesServiceCoroutineImplBase
+import com.google.protobuf.ByteString
 import io.grpc.Status
+import io.grpc.inprocess.InProcessChannelBuilder
+import io.grpc.inprocess.InProcessServerBuilder
+import kotlin.coroutines.cancellation.CancellationException
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.hours
+import kotlin.time.Duration.Companion.milliseconds
+import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.TimeoutCancellationException
+import kotlinx.coroutines.awaitCancellation
+import kotlinx.coroutines.cancelAndJoin
+import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -60,8 +72,11 @@ class ClockTest {
         val c = table.view.clock
         assertEquals(c.moveBeganMs + 90_000, c.turnDeadlineMs) // 30 s a move and a 60 s bank
         assertTrue(c.claimableAtMs >= c.turnDeadlineMs)
-        val left = table.countdown!!.timeLeft()!!
-        assertTrue(left.inWholeMilliseconds <= c.turnDeadlineMs - c.nowMs) { "$left left of ${c.turnDeadlineMs - c.nowMs} ms" }
+        // On the view's arrival, exactly the view's deadline - now_ms; later, less.
+        val countdown = table.countdown!!
+        assertEquals((c.turnDeadlineMs - c.nowMs).milliseconds, countdown.timeLeft(table.receivedAt))
+        assertEquals((c.turnDeadlineMs - c.nowMs - 1_500).milliseconds, countdown.timeLeft(table.receivedAt + 1_500.milliseconds))
+        assertEquals(Duration.ZERO, countdown.timeLeft(table.receivedAt + 1.hours))
         val waiting = seats.getValue(1 - table.view.turn)
         refused(ErrorReason.SEAT_NOT_HELD, assertThrows { repo.returnToSeat(table, waiting) })
     }
@@ -73,6 +88,42 @@ class ClockTest {
         // Due in 90 s and more: the claim still waits when the timeout cancels it.
         assertThrows<TimeoutCancellationException> { withTimeout(300) { repo.claimWhenDue(table, waiting) } }
         Unit
+    }
+
+    @Test
+    fun `cancelling a claim whose call is in flight ends it with the scope's cancellation, not an error`() = runBlocking {
+        // A server in this process whose ClaimTimeout never answers: the claim is
+        // cancelled while its call waits for the answer, whatever the machine's speed.
+        val arrived = CompletableDeferred<Unit>()
+        val silent = object : AllFivesServiceCoroutineImplBase() {
+            override suspend fun claimTimeout(request: Allfives.ClaimTimeoutRequest): Allfives.ClaimTimeoutResponse {
+                arrived.complete(Unit)
+                awaitCancellation()
+            }
+        }
+        val name = InProcessServerBuilder.generateName()
+        val server = InProcessServerBuilder.forName(name).directExecutor().addService(silent).build().start()
+        val channel = InProcessChannelBuilder.forName(name).directExecutor().build()
+        try {
+            val repo = AllFivesRepository(channel, deadlineMs = 600_000)
+            // No clock: claimWhenDue calls at once (the server would say why).
+            val table = Table(ByteString.copyFromUtf8("token"), Allfives.GameView.getDefaultInstance())
+            var thrown: Throwable? = null
+            val claim = launch {
+                try {
+                    repo.claimWhenDue(table, Seat(1, ByteString.copyFromUtf8("credential")))
+                } catch (t: Throwable) {
+                    thrown = t
+                    throw t
+                }
+            }
+            arrived.await()
+            claim.cancelAndJoin()
+            assertTrue(thrown is CancellationException && thrown !is AllFivesException) { "the claim ended with $thrown" }
+        } finally {
+            channel.shutdownNow()
+            server.shutdownNow()
+        }
     }
 
     @Test
