@@ -185,12 +185,13 @@ class AllFivesRepository(
      * flow completes when the server ends the stream (its connection aged, or it
      * drains): watch again with the last state id seen, and nothing is missed.
      * Heartbeats are dropped. No deadline: a stream lives as long as its connection.
+     * A CancellationException (a scope cancelled) passes through, never an error.
      */
     fun watch(state: ByteString, me: Seat?, lastStateId: ByteString): Flow<Table> {
         val request = Allfives.WatchRequest.newBuilder().setState(state).setLastStateId(lastStateId)
         if (me != null) request.setViewer(me.seat).setCredential(me.credential)
         return stub.watch(request.build())
-            .catch { throw AllFivesException.from(it) }
+            .catch { throw if (it is CancellationException) it else AllFivesException.from(it) }
             .mapNotNull { if (it.hasChange()) it.change else null }
             .map { Table(it.state, it.view, it.eventsList) }
     }
