@@ -121,7 +121,8 @@ const ClaimNotDueAttempts = 6
 // refusal arrived, and at least a backoff, then claims again, up to
 // ClaimNotDueAttempts times. Every other refusal comes back at once: STATE_STALE (a match store took a
 // late move or another claim first), WRONG_PHASE or GAME_OVER (no seat on turn).
-// notDue counts the TIMEOUT_NOT_DUE refusals waited out. Never past ctx.
+// notDue counts the TIMEOUT_NOT_DUE refusals waited out. Never past ctx: when ctx
+// ends, during a wait or a call, its error (ctx.Err()) comes back.
 func (c *Client) ClaimWhenDue(ctx context.Context, req *allfivesv1.ClaimTimeoutRequest, countdown Countdown) (
 	resp *allfivesv1.ClaimTimeoutResponse, notDue int, err error,
 ) {
@@ -135,6 +136,9 @@ func (c *Client) ClaimWhenDue(ctx context.Context, req *allfivesv1.ClaimTimeoutR
 			return nil, notDue, err
 		}
 		resp, err = c.ClaimTimeout(ctx, req)
+		if err != nil && ctx.Err() != nil {
+			return nil, notDue, ctx.Err() // ended by the caller, not refused
+		}
 		var e *Error
 		if err == nil || !errors.As(err, &e) || e.Reason != allfivesv1.ErrorReason_TIMEOUT_NOT_DUE ||
 			notDue+1 >= ClaimNotDueAttempts {

@@ -187,3 +187,29 @@ func TestClaimWhenDueNeverWaitsPastTheContext(t *testing.T) {
 		t.Fatalf("%v after %d claims; want the context's error and no claim", err, len(f.arrived))
 	}
 }
+
+// silentFake's ClaimTimeout never answers: it says the call arrived, and waits for the
+// call to end.
+type silentFake struct {
+	allfivesv1.UnimplementedAllFivesServiceServer
+	arrived chan struct{}
+}
+
+func (f *silentFake) ClaimTimeout(ctx context.Context, _ *allfivesv1.ClaimTimeoutRequest) (*allfivesv1.ClaimTimeoutResponse, error) {
+	f.arrived <- struct{}{}
+	<-ctx.Done()
+	return nil, status.FromContextError(ctx.Err()).Err()
+}
+
+// The caller's context ending while the claim is in flight comes back as its own
+// error, not as a failure of the call.
+func TestClaimWhenDueEndedDuringTheCallAnswersTheContextsError(t *testing.T) {
+	f := &silentFake{arrived: make(chan struct{}, 1)}
+	c := serve(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-f.arrived; cancel() }()
+	_, _, err := c.ClaimWhenDue(ctx, &allfivesv1.ClaimTimeoutRequest{}, Countdown{})
+	if err != context.Canceled {
+		t.Fatalf("ClaimWhenDue cancelled during its call: %v; want context.Canceled", err)
+	}
+}
