@@ -48,6 +48,7 @@ import os
 import pathlib
 import random
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -391,19 +392,32 @@ class Client:
         return self.call("ClaimTimeout", request)
 
     # [START python_claim_when_due]
-    def claim_when_due(self, token: bytes, seat: int, credential: bytes, countdown: Countdown):
+    def claim_when_due(
+        self,
+        token: bytes,
+        seat: int,
+        credential: bytes,
+        countdown: Countdown,
+        cancel: threading.Event | None = None,
+    ):
         """Claims the seat on turn's timeout for `seat` once `countdown` (of the view
         that came with `token`) says it is due: sleeps until its claimable_at, then
         calls ClaimTimeout (CLOCK_SKEW and UNAVAILABLE retried with backoff, as every
         call). Refused TIMEOUT_NOT_DUE, it sleeps the refusal's claimable_at_ms -
         now_ms (the refusing server's clock) from when the refusal arrived, a backoff
         at least, and claims again, up to CLAIM_NOT_DUE_ATTEMPTS times; any other refusal is
-        raised at once. Answers the response and the TIMEOUT_NOT_DUE waited out."""
+        raised at once. Answers the response and the TIMEOUT_NOT_DUE waited out. When
+        `cancel` is set (from another thread) during a wait, ClaimCancelled is raised
+        at once, no claim sent."""
         at = countdown.claimable_at()
         at = time.monotonic() if at is None else at  # nobody on turn: the server says why
         backoff = 0.2
         for not_due in range(CLAIM_NOT_DUE_ATTEMPTS):
-            time.sleep(max(0.0, at - time.monotonic()))
+            wait = max(0.0, at - time.monotonic())
+            if cancel is None:
+                time.sleep(wait)
+            elif cancel.wait(wait):
+                raise ClaimCancelled("claim_when_due was cancelled")
             try:
                 return self.claim_timeout(token, seat, credential), not_due
             except ApiError as e:
@@ -448,6 +462,10 @@ class Client:
 # that one (within the skew the deployment allows); the backoff, at least 2.5 s before
 # the last claim, covers that, past the default --max-clock-skew-ms of 1 s.
 CLAIM_NOT_DUE_ATTEMPTS = 6
+
+
+class ClaimCancelled(Exception):
+    """claim_when_due's `cancel` event was set while it waited."""
 
 
 # [START python_countdown]
