@@ -23,6 +23,8 @@ import kotlinx.coroutines.flow.mapNotNull
 /**
  * A match as a device holds it: the latest token, the view it came with, and when it
  * arrived on this device's monotonic clock (what a turn clock's [Countdown] counts from).
+ * [receivedAt] is part of equals and hashCode: the same answer received twice makes two
+ * unequal tables, so compare [state] to tell whether the match moved.
  */
 data class Table(
     val state: ByteString,
