@@ -123,13 +123,31 @@ interface Game extends Held {
   view: GameView;
   sheet?: ScoreSheet;
   /** What happened, each line said in the page's language when it is shown. */
-  log: (() => string)[];
+  log: LogLine[];
+  /** Counts the times the log was rebuilt (a catch-up): the page's list is then redrawn. */
+  logVersion: number;
   /** Every state id the page has taken (base64): an answer or a pushed change that
    * brings one again (the page's own move comes both ways) is not taken twice. */
   seen: Set<string>;
   /** When the view arrived, by monotonicMs(): its clock is counted down from then. */
   receivedAt: number;
 }
+/**
+ * A line of the log: its words, the hand it belongs to, and whether it is one of the
+ * hand's history (a catch-up or Score's include_hand_events reports those again; a
+ * seat's absence, a bot taking it and its return are not among them).
+ */
+interface LogLine {
+  say: () => string;
+  hand: number;
+  history: boolean;
+}
+const CLOCK_EVENTS = new Set(["seatAbsent", "botTookSeat", "seatReturned"]);
+const logLine = (e: Event, view: GameView): LogLine => ({
+  say: () => describe(e, view),
+  hand: view.handNumber,
+  history: !CLOCK_EVENTS.has(e.kind.case ?? ""),
+});
 let game: Game | undefined;
 /** The page's seat: 0 for the match's maker, the claimed seat for a friend; -1 for a
  * spectator (#watch=<match id>), who holds no seat, no token and no credential. */
@@ -200,9 +218,9 @@ const me = () => ({ viewer: you, credential: game!.credential });
 const opts = () => ({ timeoutMs: CALL_TIMEOUT_MS });
 
 function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event[] = []) {
-  game = { ...held, match: view.matchId, view, sheet, log: [], seen: new Set([b64(view.stateId)]), receivedAt: monotonicMs() };
+  game = { ...held, match: view.matchId, view, sheet, log: [], logVersion: 0, seen: new Set([b64(view.stateId)]), receivedAt: monotonicMs() };
   you = held.seat;
-  for (const e of events) game.log.push(() => describe(e, view));
+  for (const e of events) game.log.push(logLine(e, view));
   if (!spectating()) save();
   watch();
 }
@@ -214,6 +232,7 @@ function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event
  */
 async function take(answer: { state?: Uint8Array; view?: GameView; events?: Event[] }, catchUp = false) {
   const g = game!;
+  let before: GameView | undefined;
   if (answer.view) {
     const id = b64(answer.view.stateId);
     if (g.seen.has(id)) return;
@@ -225,13 +244,22 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
       (answer.view.handNumber < g.view.handNumber ||
         (answer.view.handNumber === g.view.handNumber && answer.view.moves < g.view.moves));
     if (older) return;
+    before = g.view;
     g.view = answer.view;
     g.receivedAt = monotonicMs();
   }
   if (answer.state && answer.state.length > 0) g.state = answer.state;
-  if (catchUp) g.log = [];
   const at = g.view;
-  for (const e of answer.events ?? []) g.log.push(() => describe(e, at));
+  if (catchUp) {
+    g.log = caughtUp(g.log, answer.events ?? [], before, at);
+    g.logVersion++;
+  } else {
+    // A pushed change (Watch) carries the hand's events only: what happened to the
+    // seats comes first, told by how they changed.
+    const events = answer.events ?? [];
+    if (!events.some((e) => CLOCK_EVENTS.has(e.kind.case ?? ""))) g.log.push(...seatChanges(before, at));
+    for (const e of events) g.log.push(logLine(e, at));
+  }
   selected = undefined;
   suggested = undefined;
   hint = "";
@@ -240,6 +268,49 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
   if (g.view.phase !== Phase.PLAYING && !spectating()) {
     g.sheet = (await client.score({ state: g.state, ...me() }, opts())).sheet;
   }
+}
+
+/**
+ * The log after a catch-up (the hand's events from its deal, which leave out seats'
+ * absences, bots taking seats and returns): the hand's lines again, the page's lines of
+ * absences where they were, and what the catch-up skipped of those, told by how the
+ * seats changed from the view shown before (`before`) to the new one.
+ */
+function caughtUp(old: LogLine[], events: Event[], before: GameView | undefined, at: GameView): LogLine[] {
+  const lines: LogLine[] = [];
+  let next = 0;
+  for (const line of old.filter((l) => l.hand === at.handNumber)) {
+    if (!line.history) lines.push(line);
+    else if (next < events.length) lines.push(logLine(events[next++], at));
+  }
+  for (; next < events.length; next++) lines.push(logLine(events[next], at));
+  return [...lines, ...seatChanges(before, at)];
+}
+
+/**
+ * What happened to the seats from `before` to `at`, as the log says it: a seat's
+ * timeouts in a row grown (it ran out of time), a bot taking a seat (after its player
+ * left, or timed out), a player back. For the changes that come without those events:
+ * Watch pushes, and catch-ups, carry the hand's events only.
+ */
+function seatChanges(before: GameView | undefined, at: GameView): LogLine[] {
+  const lines: LogLine[] = [];
+  if (!before || before.matchId !== at.matchId) return lines;
+  const me = game?.local ? SPECTATOR : you;
+  const say = (words: () => string) => lines.push({ say: words, hand: at.handNumber, history: false });
+  for (const now of at.seats) {
+    const was = before.seats.find((s) => s.seat === now.seat);
+    if (!was) continue;
+    const who = () => seatName(now.seat, me);
+    const mine = now.seat === me;
+    if (now.timeoutsInRow > was.timeoutsInRow) say(() => T.logTimedOut(who(), mine));
+    if (was.kind === SeatKind.CLAIMED && now.kind === SeatKind.HELD_BY_BOT) {
+      if (now.absent === AbsenceReason.LEFT) say(() => T.logLeft(who(), mine));
+      say(() => T.logBotTookSeat(seatName(now.seat, me), mine, T.bot(levelName(now.bot))));
+    }
+    if (was.kind === SeatKind.HELD_BY_BOT && now.kind === SeatKind.CLAIMED) say(() => T.logReturned(who(), mine));
+  }
+  return lines;
 }
 
 // --- Following the play: each tile placed in turn, the points called. ---------------
@@ -332,16 +403,17 @@ function describe(e: Event, view: GameView): string {
     // Turn clocks and absence (issue 41).
     case "seatAbsent": {
       const { seat, reason } = e.kind.value;
-      return reason === AbsenceReason.LEFT ? T.logLeft(who(seat), seat === me) : T.logTimedOut(who(seat), seat === me);
+      const name = seatName(seat, me); // without "(bot)": the player is meant
+      return reason === AbsenceReason.LEFT ? T.logLeft(name, seat === me) : T.logTimedOut(name, seat === me);
     }
     case "botTookSeat": {
       const { seat, bot } = e.kind.value;
       return T.logBotTookSeat(seatName(seat, me), seat === me, T.bot(levelName(bot)));
     }
     case "seatReturned":
-      return T.logReturned(who(e.kind.value.seat), e.kind.value.seat === me);
+      return T.logReturned(seatName(e.kind.value.seat, me), e.kind.value.seat === me);
     case "forfeited":
-      return T.logForfeited(who(e.kind.value.seat), e.kind.value.seat === me);
+      return T.logForfeited(seatName(e.kind.value.seat, me), e.kind.value.seat === me);
     default:
       return "";
   }
@@ -921,15 +993,21 @@ function render() {
 
   // The log only grows (a live region: a screen reader reads each new line once).
   const log = $("log");
-  if (log.dataset.match !== v.matchId || log.dataset.lang !== lang || Number(log.dataset.lines) > g.log.length) {
+  if (
+    log.dataset.match !== v.matchId ||
+    log.dataset.lang !== lang ||
+    log.dataset.version !== String(g.logVersion) ||
+    Number(log.dataset.lines) > g.log.length
+  ) {
     log.replaceChildren();
     log.dataset.match = v.matchId;
     log.dataset.lang = lang;
     log.dataset.lines = "0";
+    log.dataset.version = String(g.logVersion);
   }
   for (const line of g.log.slice(Number(log.dataset.lines))) {
     const li = document.createElement("li");
-    li.textContent = line();
+    li.textContent = line.say();
     log.append(li);
   }
   log.dataset.lines = String(g.log.length);
