@@ -623,7 +623,7 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
   await waiter.locator("#clocks li.on-turn", { hasText: `${lateName}, on turn: 0:01 left` }).waitFor(WAIT);
   assert.ok((await clocks(waiter)).includes("You: 0:00 in the bank"), `the waiter's own clock: ${await clocks(waiter)}`);
   assert.ok((await clocks(late)).some((c) => /^You, on turn: 0:0\d left$/.test(c)), `the late page's clock: ${await clocks(late)}`);
-  await waiter.screenshot({ path: join(OUTPUT, "12-clock-counting-down.png") });
+  await waiter.screenshot({ path: join(OUTPUT, "14-clock-counting-down.png"), fullPage: true });
 
   // The waiting page claims by itself once the time (and the grace) is out; both logs
   // say so, followed by the bot's move for the late seat.
@@ -637,7 +637,7 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
   const after = lines.slice(lines.indexOf(`${lateName} ran out of time.`) + 1);
   assert.match(after[0] ?? "", new RegExp(`^${lateName} (played|drew|passed)`), `the bot moved for ${lateName}: ${after.join(" | ")}`);
   assert.equal(await errorText(waiter), "");
-  await waiter.screenshot({ path: join(OUTPUT, "12-clock-claimed.png") });
+  await waiter.screenshot({ path: join(OUTPUT, "14-clock-claimed.png"), fullPage: true });
 
   // The late player leaves (the page asks first: yes): a bot holds the seat.
   // (A click while the page is busy, say claiming the other seat's timeout in turn, does
@@ -656,8 +656,21 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
   await waiter.locator("#held-seats li", { hasText: `A bot is playing for ${lateName}.` }).waitFor(WAIT);
   await waiter.locator("#log li", { hasText: `${lateName} left the table.` }).waitFor(WAIT);
   assert.equal(await errorText(late), "");
-  await waiter.screenshot({ path: join(OUTPUT, "12-clock-bot-plays.png") });
-  await late.screenshot({ path: join(OUTPUT, "12-clock-left.png") });
+  await waiter.screenshot({ path: join(OUTPUT, "14-clock-bot-plays.png"), fullPage: true });
+  await late.screenshot({ path: join(OUTPUT, "14-clock-left.png"), fullPage: true });
+  // The clocks, the bot's line and Take my seat back pass axe-core (contrast, names).
+  for (const page of [waiter, late]) assert.deepEqual(await axeViolations(page), [], "axe-core on the clocks and absences");
+  // In Serbian: the clocks and the bot's line in Cyrillic, none of it in English.
+  await waiter.selectOption("#lang", "sr");
+  await waiter.locator("#held-seats li", { hasText: `Бот игра уместо играча ${lateName}.` }).waitFor(WAIT);
+  const serbian = [...(await clocks(waiter)), ...(await logLines(waiter)).slice(-2)];
+  assert.ok(serbian.every((t) => !/\b(bank|left|on turn|ran out|bot plays|table)\b/.test(t)), `English in Serbian: ${serbian.join(" | ")}`);
+  assert.ok(
+    (await clocks(waiter)).some((c) => /^Ти(, на потезу: још \d:\d\d|: 0:00 у резерви)$/.test(c)),
+    `the waiter's clock in Serbian: ${await clocks(waiter)}`,
+  );
+  await waiter.screenshot({ path: join(OUTPUT, "14-clock-bot-plays-sr.png"), fullPage: true });
+  await waiter.selectOption("#lang", "en");
 
   // Back at the table: the seat is the player's again on both pages.
   await clickUntil(late, late.getByRole("button", { name: "Take my seat back" }), late.locator("#log li", { hasText: "You are back at the table." }));
@@ -666,7 +679,7 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
   assert.ok(await late.locator("#return-seat").isHidden(), "the seat is back: no Take my seat back");
   assert.ok(await late.locator("#absence").isHidden() && (await waiter.locator("#absence").isHidden()), "no bot plays for anyone");
   assert.equal(await errorText(late), "");
-  await late.screenshot({ path: join(OUTPUT, "12-clock-back.png") });
+  await late.screenshot({ path: join(OUTPUT, "14-clock-back.png"), fullPage: true });
   console.log(`  ${lateName} timed out and came back; ${waiterName}'s page claimed`);
 });
 
