@@ -11,6 +11,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import {
+  AbsenceReason,
   AllFivesService,
   BotLevel,
   GameViewSchema,
@@ -44,6 +45,7 @@ import {
 } from "./words.js";
 import { ErrorReason } from "./gen/allfives/v1/allfives_pb.js";
 import { normaliseCode } from "./code.js";
+import { Countdown, clockText, monotonicMs, notDueWaitMs } from "./clock.js";
 
 const params = new URLSearchParams(window.location.search);
 // By default the service on the page's own host (127.0.0.1 when the page is opened
@@ -121,11 +123,31 @@ interface Game extends Held {
   view: GameView;
   sheet?: ScoreSheet;
   /** What happened, each line said in the page's language when it is shown. */
-  log: (() => string)[];
+  log: LogLine[];
+  /** Counts the times the log was rebuilt (a catch-up): the page's list is then redrawn. */
+  logVersion: number;
   /** Every state id the page has taken (base64): an answer or a pushed change that
    * brings one again (the page's own move comes both ways) is not taken twice. */
   seen: Set<string>;
+  /** When the view arrived, by monotonicMs(): its clock is counted down from then. */
+  receivedAt: number;
 }
+/**
+ * A line of the log: its words, the hand it belongs to, and whether it is one of the
+ * hand's history (a catch-up or Score's include_hand_events reports those again; a
+ * seat's absence, a bot taking it and its return are not among them).
+ */
+interface LogLine {
+  say: () => string;
+  hand: number;
+  history: boolean;
+}
+const CLOCK_EVENTS = new Set(["seatAbsent", "botTookSeat", "seatReturned"]);
+const logLine = (e: Event, view: GameView): LogLine => ({
+  say: () => describe(e, view),
+  hand: view.handNumber,
+  history: !CLOCK_EVENTS.has(e.kind.case ?? ""),
+});
 let game: Game | undefined;
 /** The page's seat: 0 for the match's maker, the claimed seat for a friend; -1 for a
  * spectator (#watch=<match id>), who holds no seat, no token and no credential. */
@@ -196,9 +218,9 @@ const me = () => ({ viewer: you, credential: game!.credential });
 const opts = () => ({ timeoutMs: CALL_TIMEOUT_MS });
 
 function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event[] = []) {
-  game = { ...held, match: view.matchId, view, sheet, log: [], seen: new Set([b64(view.stateId)]) };
+  game = { ...held, match: view.matchId, view, sheet, log: [], logVersion: 0, seen: new Set([b64(view.stateId)]), receivedAt: monotonicMs() };
   you = held.seat;
-  for (const e of events) game.log.push(() => describe(e, view));
+  for (const e of events) game.log.push(logLine(e, view));
   if (!spectating()) save();
   watch();
 }
@@ -210,6 +232,7 @@ function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event
  */
 async function take(answer: { state?: Uint8Array; view?: GameView; events?: Event[] }, catchUp = false) {
   const g = game!;
+  let before: GameView | undefined;
   if (answer.view) {
     const id = b64(answer.view.stateId);
     if (g.seen.has(id)) return;
@@ -221,12 +244,22 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
       (answer.view.handNumber < g.view.handNumber ||
         (answer.view.handNumber === g.view.handNumber && answer.view.moves < g.view.moves));
     if (older) return;
+    before = g.view;
     g.view = answer.view;
+    g.receivedAt = monotonicMs();
   }
   if (answer.state && answer.state.length > 0) g.state = answer.state;
-  if (catchUp) g.log = [];
   const at = g.view;
-  for (const e of answer.events ?? []) g.log.push(() => describe(e, at));
+  if (catchUp) {
+    g.log = caughtUp(g.log, answer.events ?? [], before, at);
+    g.logVersion++;
+  } else {
+    // A pushed change (Watch) carries the hand's events only: what happened to the
+    // seats comes first, told by how they changed.
+    const events = answer.events ?? [];
+    if (!events.some((e) => CLOCK_EVENTS.has(e.kind.case ?? ""))) g.log.push(...seatChanges(before, at));
+    for (const e of events) g.log.push(logLine(e, at));
+  }
   selected = undefined;
   suggested = undefined;
   hint = "";
@@ -235,6 +268,49 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
   if (g.view.phase !== Phase.PLAYING && !spectating()) {
     g.sheet = (await client.score({ state: g.state, ...me() }, opts())).sheet;
   }
+}
+
+/**
+ * The log after a catch-up (the hand's events from its deal, which leave out seats'
+ * absences, bots taking seats and returns): the hand's lines again, the page's lines of
+ * absences where they were, and what the catch-up skipped of those, told by how the
+ * seats changed from the view shown before (`before`) to the new one.
+ */
+function caughtUp(old: LogLine[], events: Event[], before: GameView | undefined, at: GameView): LogLine[] {
+  const lines: LogLine[] = [];
+  let next = 0;
+  for (const line of old.filter((l) => l.hand === at.handNumber)) {
+    if (!line.history) lines.push(line);
+    else if (next < events.length) lines.push(logLine(events[next++], at));
+  }
+  for (; next < events.length; next++) lines.push(logLine(events[next], at));
+  return [...lines, ...seatChanges(before, at)];
+}
+
+/**
+ * What happened to the seats from `before` to `at`, as the log says it: a seat's
+ * timeouts in a row grown (it ran out of time), a bot taking a seat (after its player
+ * left, or timed out), a player back. For the changes that come without those events:
+ * Watch pushes, and catch-ups, carry the hand's events only.
+ */
+function seatChanges(before: GameView | undefined, at: GameView): LogLine[] {
+  const lines: LogLine[] = [];
+  if (!before || before.matchId !== at.matchId) return lines;
+  const me = game?.local ? SPECTATOR : you;
+  const say = (words: () => string) => lines.push({ say: words, hand: at.handNumber, history: false });
+  for (const now of at.seats) {
+    const was = before.seats.find((s) => s.seat === now.seat);
+    if (!was) continue;
+    const who = () => seatName(now.seat, me);
+    const mine = now.seat === me;
+    if (now.timeoutsInRow > was.timeoutsInRow) say(() => T.logTimedOut(who(), mine));
+    if (was.kind === SeatKind.CLAIMED && now.kind === SeatKind.HELD_BY_BOT) {
+      if (now.absent === AbsenceReason.LEFT) say(() => T.logLeft(who(), mine));
+      say(() => T.logBotTookSeat(seatName(now.seat, me), mine, T.bot(levelName(now.bot))));
+    }
+    if (was.kind === SeatKind.HELD_BY_BOT && now.kind === SeatKind.CLAIMED) say(() => T.logReturned(who(), mine));
+  }
+  return lines;
 }
 
 // --- Following the play: each tile placed in turn, the points called. ---------------
@@ -316,17 +392,34 @@ function describe(e: Event, view: GameView): string {
     case "passed":
       return T.logPassed(who(e.kind.value.seat), e.kind.value.seat === me);
     case "handEnded":
-      return T.logHandEnded(e.kind.value.hand, handEnd(e.kind.value.reason, e.kind.value.wentOut, e.kind.value.reachedTarget));
+      return T.logHandEnded(
+        e.kind.value.hand,
+        handEnd(e.kind.value.reason, e.kind.value.wentOut, e.kind.value.reachedTarget, e.kind.value.forfeited),
+      );
     case "gameEnded": {
       const winners = e.kind.value.winnerSeats;
       return T.logMatchOver(list(lang, winners.map((s) => seatName(s, me))), winners.length);
     }
+    // Turn clocks and absence (issue 41).
+    case "seatAbsent": {
+      const { seat, reason } = e.kind.value;
+      const name = seatName(seat, me); // without "(bot)": the player is meant
+      return reason === AbsenceReason.LEFT ? T.logLeft(name, seat === me) : T.logTimedOut(name, seat === me);
+    }
+    case "botTookSeat": {
+      const { seat, bot } = e.kind.value;
+      return T.logBotTookSeat(seatName(seat, me), seat === me, T.bot(levelName(bot)));
+    }
+    case "seatReturned":
+      return T.logReturned(seatName(e.kind.value.seat, me), e.kind.value.seat === me);
+    case "forfeited":
+      return T.logForfeited(seatName(e.kind.value.seat, me), e.kind.value.seat === me);
     default:
       return "";
   }
 }
 
-function handEnd(reason: HandEndReason, wentOut?: number, reached?: number): string {
+function handEnd(reason: HandEndReason, wentOut?: number, reached?: number, forfeited?: number): string {
   switch (reason) {
     case HandEndReason.DOMINO:
       return T.wentOut(seatName(wentOut ?? 0, you), (wentOut ?? 0) === you);
@@ -334,6 +427,8 @@ function handEnd(reason: HandEndReason, wentOut?: number, reached?: number): str
       return T.blocked;
     case HandEndReason.TARGET_REACHED:
       return T.reachedTarget(seatName(reached ?? 0, you), (reached ?? 0) === you);
+    case HandEndReason.FORFEIT:
+      return T.forfeitEnd(seatName(forfeited ?? 0, you), (forfeited ?? 0) === you);
     default:
       return "";
   }
@@ -387,14 +482,178 @@ function newMatch(data: FormData) {
     handSize: Number(data.get("handSize")),
     target: Number(data.get("target")),
     settlement: Number(data.get("settlement")),
+    // The turn clock: the server's defaults (30 s a move, 60 s of bank), absent without.
+    ...(data.get("clock") === "on" ? { clock: clockRules() } : {}),
   };
   return startMatch(rules, seats);
+}
+
+/**
+ * The clock a new match asks for: the defaults ({}), or with ?debug=1&clock=<move>,<bank>
+ * (seconds) the browser tests' short clock.
+ */
+function clockRules(): { moveSeconds?: number; bankSeconds?: number } {
+  const debug = params.get("debug") === "1" ? /^(\d+),(\d+)$/.exec(params.get("clock") ?? "") : null;
+  return debug ? { moveSeconds: Number(debug[1]), bankSeconds: Number(debug[2]) } : {};
 }
 
 const deal = () => call(async () => take(await client.deal({ state: game!.state, ...me() }, opts())));
 const draw = () => call(async () => take(await client.draw({ state: game!.state, seat: you, ...me() }, opts())));
 const play = (tile: Tile | { a: number; b: number }, end: End) =>
   call(async () => take(await client.play({ state: game!.state, seat: you, tile, end, ...me() }, opts())));
+
+// --- Turn clocks: leaving, coming back, claiming a seat's timeout (issue 41). --------
+/** Leave (asked first): a bot plays this page's seat until its player takes it back. */
+function leave() {
+  if (!window.confirm(T.confirmLeaveSeat)) return;
+  return call(async () => take(await client.leave({ state: game!.state, seat: you, credential: game!.credential }, opts())));
+}
+/** ReturnToSeat: this page plays its seat again from its next turn. */
+const returnToSeat = () =>
+  call(async () => take(await client.returnToSeat({ state: game!.state, seat: you, credential: game!.credential }, opts())));
+
+/** The claim planned: for which state, and when (monotonicMs()); its retries so far. */
+let claimPlan: { state: string; at: number; tries: number } | undefined;
+let claimTimer: number | undefined;
+
+/** Whether this page waits on another seat's clock: it plays a seat of the match (its
+ * player at it, not a bot), and a human seat not at this screen is on turn. */
+function waitsOnClock(g: Game): boolean {
+  const v = g.view;
+  if (spectating() || v.phase !== Phase.PLAYING || v.turn === undefined || v.turn === you || g.local?.has(v.turn)) return false;
+  return v.seats.find((s) => s.seat === you)?.kind === SeatKind.CLAIMED;
+}
+
+/**
+ * Plans this page's claim of the seat on turn's timeout: at the view's claimable_at_ms
+ * (counted from when the view arrived, as the countdown is), for that state only. A
+ * new state (a move, pushed or answered) plans again; none while this page's own seat
+ * or one at this screen is on turn, or a bot holds this page's seat.
+ */
+function planClaim() {
+  const g = game;
+  const at = g && waitsOnClock(g) ? Countdown.of(g.view, g.receivedAt)?.claimableAt() : undefined;
+  if (!g || at === undefined) {
+    window.clearTimeout(claimTimer);
+    claimPlan = undefined;
+    return;
+  }
+  const state = b64(g.view.stateId);
+  if (claimPlan?.state !== state) claimAt(state, at, 0);
+}
+function claimAt(state: string, at: number, tries: number) {
+  window.clearTimeout(claimTimer);
+  claimPlan = { state, at, tries };
+  claimTimer = window.setTimeout(() => void claim(state), Math.max(0, at - monotonicMs()));
+}
+
+/**
+ * ClaimTimeout for this page's seat, once the seat on turn's time is out: the answer's
+ * events (SeatAbsent, the bot's moves, BotTookSeat) are taken as a move's. Refused
+ * TIMEOUT_NOT_DUE (this device's count ran ahead of the server's), it claims again
+ * when the refusal says (claimable_at_ms - now_ms, by the server's clock), after a
+ * short backoff at least; CLOCK_SKEW or no answer: again after a backoff; STATE_STALE
+ * (another device claimed, or the late move came, first): the Watch stream brings the
+ * match as it is. Not through call() for its refusals: the player did nothing.
+ */
+async function claim(state: string) {
+  const g = game;
+  const plan = claimPlan;
+  if (!g || !plan || plan.state !== state || b64(g.view.stateId) !== state || !waitsOnClock(g)) return;
+  // A call of the player's (or an answer playing back) first: then the same claim.
+  if (isBusy()) return claimAt(state, monotonicMs() + 300, plan.tries);
+  calling = true;
+  settle();
+  try {
+    await take(await client.claimTimeout({ state: g.state, seat: you, credential: g.credential }, opts()));
+  } catch (err) {
+    const reason = reasonOf(err);
+    const backoff = Math.min(200 * 2 ** plan.tries, reason === ErrorReason.TIMEOUT_NOT_DUE ? 2000 : 10_000);
+    const jittered = backoff / 2 + (Math.random() * backoff) / 2;
+    if (reason === ErrorReason.TIMEOUT_NOT_DUE) {
+      claimAt(state, monotonicMs() + Math.max(jittered, notDueWaitMs(err) ?? 0), plan.tries + 1);
+    } else if (reason === ErrorReason.CLOCK_SKEW || isNetworkFailure(err) || ConnectError.from(err).code === Code.Unavailable) {
+      claimAt(state, monotonicMs() + jittered, plan.tries + 1);
+      console.warn("allfives: claim again later:", err);
+    } else if (reason === ErrorReason.STATE_STALE) {
+      watch();
+    } else {
+      showError(sentenceFor(err));
+      console.warn("allfives claim refused:", err);
+    }
+  } finally {
+    calling = false;
+    render();
+    settle();
+  }
+}
+
+// --- Each seat's clock, and who a bot plays for. --------------------------------------
+/**
+ * The clocks under the table, for every human seat of a clocked match: the seat on
+ * turn's time left, counted down (turn_deadline_ms - now_ms of the view, from when it
+ * arrived), the others' bank. Text, so the time is read, not told by colour; under 10 s
+ * the seat on turn's clock is marked low too. Called on every render and every 250 ms.
+ */
+function renderClocks() {
+  const box = $("clocks");
+  const g = game;
+  const countdown = g ? Countdown.of(g.view, g.receivedAt) : undefined;
+  if (!g || !countdown || g.view.phase === Phase.OVER) {
+    box.hidden = true;
+    return;
+  }
+  const v = g.view;
+  const left = v.phase === Phase.PLAYING ? countdown.timeLeftMs() : undefined;
+  const rows = v.seats
+    .filter((s) => s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT)
+    .map((s) => {
+      const name = seatName(s.seat, you);
+      const mine = s.seat === you;
+      const onTurn = left !== undefined && v.turn === s.seat;
+      const text = onTurn
+        ? T.clockOnTurn(name, mine, clockText(left))
+        : T.clockBank(name, mine, clockText((countdown.clock.bankSeconds[s.seat] ?? 0) * 1000));
+      return { seat: s.seat, text, cls: onTurn ? (left < 10_000 ? "on-turn low" : "on-turn") : "" };
+    });
+  box.hidden = rows.length === 0;
+  if (box.children.length !== rows.length) box.replaceChildren(...rows.map(() => document.createElement("li")));
+  for (const [i, row] of rows.entries()) {
+    const li = box.children[i] as HTMLElement;
+    if (li.textContent !== row.text) li.textContent = row.text;
+    if (li.className !== row.cls) li.className = row.cls;
+    li.dataset.seat = String(row.seat);
+  }
+}
+window.setInterval(renderClocks, 250);
+
+/** "A bot is playing for X" for every seat a bot holds; Take my seat back for this
+ * page's; Leave for this page's seat once a hand is dealt, with another person at the
+ * match (not on a hot seat). */
+function renderAbsence(g: Game) {
+  const v = g.view;
+  const over = v.phase === Phase.OVER;
+  const held = over ? [] : v.seats.filter((s) => s.kind === SeatKind.HELD_BY_BOT);
+  const list = $("held-seats");
+  list.replaceChildren(
+    ...held.map((s) => {
+      const li = document.createElement("li");
+      li.textContent = T.botPlaysFor(seatName(s.seat, you), s.seat === you);
+      li.dataset.seat = String(s.seat);
+      return li;
+    }),
+  );
+  $("absence").hidden = held.length === 0;
+  const mine = v.seats.find((s) => s.seat === you);
+  const busy = isBusy();
+  const back = $<HTMLButtonElement>("return-seat");
+  back.hidden = spectating() || mine?.kind !== SeatKind.HELD_BY_BOT || over;
+  back.disabled = busy;
+  const leaveButton = $<HTMLButtonElement>("leave");
+  leaveButton.hidden =
+    spectating() || g.local !== undefined || over || v.handNumber === 0 || mine?.kind !== SeatKind.CLAIMED || !hasOtherPlayer(v);
+  leaveButton.disabled = busy;
+}
 
 function suggest() {
   const level = Number($<HTMLSelectElement>("hint-level").value) as BotLevel;
@@ -682,6 +941,7 @@ function takeOver(seat: number) {
     g.seat = seat;
     g.credential = credential;
     g.view = answer.view!;
+    g.receivedAt = monotonicMs();
     g.seen.add(b64(g.view.stateId));
     save();
     watch();
@@ -733,15 +993,21 @@ function render() {
 
   // The log only grows (a live region: a screen reader reads each new line once).
   const log = $("log");
-  if (log.dataset.match !== v.matchId || log.dataset.lang !== lang || Number(log.dataset.lines) > g.log.length) {
+  if (
+    log.dataset.match !== v.matchId ||
+    log.dataset.lang !== lang ||
+    log.dataset.version !== String(g.logVersion) ||
+    Number(log.dataset.lines) > g.log.length
+  ) {
     log.replaceChildren();
     log.dataset.match = v.matchId;
     log.dataset.lang = lang;
     log.dataset.lines = "0";
+    log.dataset.version = String(g.logVersion);
   }
   for (const line of g.log.slice(Number(log.dataset.lines))) {
     const li = document.createElement("li");
-    li.textContent = line();
+    li.textContent = line.say();
     log.append(li);
   }
   log.dataset.lines = String(g.log.length);
@@ -749,6 +1015,9 @@ function render() {
   log.scrollTop = log.scrollHeight;
 
   $("sheet").innerHTML = g.sheet ? sheetTable(g.sheet, v) : "";
+  renderAbsence(g);
+  renderClocks();
+  planClaim();
 }
 
 /** The table, drawn to the width it has on the page (one unit a CSS pixel). */
@@ -879,7 +1148,7 @@ function renderHandEnd(g: Game) {
     $("hand-end-body").innerHTML = "";
     return;
   }
-  $("hand-end-title").textContent = T.handTitle(result.hand, handEnd(result.reason, result.wentOut, result.reachedTarget));
+  $("hand-end-title").textContent = T.handTitle(result.hand, handEnd(result.reason, result.wentOut, result.reachedTarget, result.forfeited));
   const hands = result.hands
     .map(
       (h) =>
@@ -1058,6 +1327,8 @@ $("hand-end").addEventListener("click", (e) => {
   );
 });
 $("suggest").addEventListener("click", () => void suggest());
+$("leave").addEventListener("click", () => void leave());
+$("return-seat").addEventListener("click", () => void returnToSeat());
 $("deal").addEventListener("click", () => void deal());
 $("rematch").addEventListener("click", () => void rematch());
 $("handover-button").addEventListener("click", (e) => void takeOver(Number((e.currentTarget as HTMLElement).dataset.seat)));
@@ -1112,6 +1383,7 @@ if (params.get("debug") === "1") {
     view: () => toJson(GameViewSchema, game!.view),
     show: (json: JsonValue) => {
       game!.view = fromJson(GameViewSchema, json);
+      game!.receivedAt = monotonicMs();
       render();
     },
   };

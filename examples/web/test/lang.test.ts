@@ -25,7 +25,7 @@ function params(fn: Function): string[] {
 const FLAGS = new Set(["you", "spinner", "last", "fromSpinner", "mustDraw"]);
 const TEXT = new Set([
   "url", "hi", "lo", "pip", "level", "name", "arm", "tile", "place", "who", "end", "names", "how", "winners", "partner",
-  "seats", "spelled", "where", "server", "origin",
+  "seats", "spelled", "where", "server", "origin", "time", "bot",
 ]);
 
 /**

@@ -592,6 +592,97 @@ webTest("two windows of one browser play each other, and a reload keeps each win
   assert.equal(await errorText(second), "");
 });
 
+// Turn clocks (issue 41): a match on a 3 s clock with no bank (the server's default lag
+// grace, 2 s, on top), between two pages. The player on turn stops playing; the other
+// page counts that seat's time down, claims the timeout by itself (ClaimTimeout), and
+// both logs say the player ran out of time and show the bot's move for it. Then the
+// late player leaves: the other page says a bot is playing for them; "Take my seat
+// back" gives the seat back. What the pages show is asserted, never how long it took.
+webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for the late player; Leave, and Take my seat back", 240_000, async () => {
+  const host = await open(at(PAGE_URL, SERVER_URL, "&debug=1&clock=3,0"));
+  await host.check("#new-match input[name=clock]");
+  await newMatch(host, { name: "Ana", players: 2, bots: ["friend"], handSize: "2", target: 100 });
+  assert.equal(await errorText(host), "");
+  const guest = await open(await host.locator("#invite-link").inputValue());
+  await guest.fill("#join input[name=name]", "Bob");
+  await guest.click("#join button[type=submit]");
+  for (const page of [host, guest]) await page.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+  const view = (await serverScore(host)).view!;
+  assert.ok(view.rules?.clock, "the match has a turn clock");
+  assert.equal(view.rules!.clock!.moveSeconds, 3);
+  assert.equal(view.rules!.clock!.bankSeconds, 0);
+
+  // The player on turn stops playing; the other waits.
+  const hostLate = (await body(host)).yourTurn === "true";
+  const [late, waiter] = hostLate ? [host, guest] : [guest, host];
+  const lateName = hostLate ? "Ana" : "Bob";
+  const waiterName = hostLate ? "Bob" : "Ana";
+  assert.equal((await body(waiter)).yourTurn, "false");
+  // Both pages show both clocks as text: the late seat's counting down, the other's bank.
+  const clocks = (page: Page) => page.locator("#clocks li").allInnerTexts();
+  await waiter.locator("#clocks li.on-turn", { hasText: `${lateName}, on turn: 0:01 left` }).waitFor(WAIT);
+  assert.ok((await clocks(waiter)).includes("You: 0:00 in the bank"), `the waiter's own clock: ${await clocks(waiter)}`);
+  assert.ok((await clocks(late)).some((c) => /^You, on turn: 0:0\d left$/.test(c)), `the late page's clock: ${await clocks(late)}`);
+  await waiter.screenshot({ path: join(OUTPUT, "14-clock-counting-down.png"), fullPage: true });
+
+  // The waiting page claims by itself once the time (and the grace) is out; both logs
+  // say so, followed by the bot's move for the late seat.
+  const logLines = (page: Page) => page.locator("#log li").allInnerTexts();
+  await waiter.locator("#log li", { hasText: `${lateName} ran out of time.` }).waitFor({ timeout: 60_000 });
+  await late.locator("#log li", { hasText: "You ran out of time." }).waitFor(WAIT);
+  assert.ok(called.get(waiter)!.includes("ClaimTimeout"), "the waiting page claimed the timeout");
+  assert.ok(!called.get(late)!.includes("ClaimTimeout"), "the late page claimed nothing");
+  await idle(waiter);
+  const lines = await logLines(waiter);
+  const after = lines.slice(lines.indexOf(`${lateName} ran out of time.`) + 1);
+  assert.match(after[0] ?? "", new RegExp(`^${lateName} (played|drew|passed)`), `the bot moved for ${lateName}: ${after.join(" | ")}`);
+  assert.equal(await errorText(waiter), "");
+  await waiter.screenshot({ path: join(OUTPUT, "14-clock-claimed.png"), fullPage: true });
+
+  // The late player leaves (the page asks first: yes): a bot holds the seat.
+  // (A click while the page is busy, say claiming the other seat's timeout in turn, does
+  // nothing: then again.)
+  const clickUntil = async (page: Page, button: Locator, shown: Locator) => {
+    for (let i = 0; i < 10 && !(await shown.count()); i++) {
+      await idle(page);
+      await button.click();
+      await idle(page);
+    }
+    await shown.waitFor(WAIT);
+  };
+  await clickUntil(late, late.locator("#leave"), late.locator("#held-seats li", { hasText: "A bot is playing for you." }));
+  assert.ok(await late.locator("#return-seat").isVisible(), "Take my seat back is offered");
+  assert.ok(await late.locator("#leave").isHidden(), "no Leave while a bot holds the seat");
+  await waiter.locator("#held-seats li", { hasText: `A bot is playing for ${lateName}.` }).waitFor(WAIT);
+  await waiter.locator("#log li", { hasText: `${lateName} left the table.` }).waitFor(WAIT);
+  assert.equal(await errorText(late), "");
+  await waiter.screenshot({ path: join(OUTPUT, "14-clock-bot-plays.png"), fullPage: true });
+  await late.screenshot({ path: join(OUTPUT, "14-clock-left.png"), fullPage: true });
+  // The clocks, the bot's line and Take my seat back pass axe-core (contrast, names).
+  for (const page of [waiter, late]) assert.deepEqual(await axeViolations(page), [], "axe-core on the clocks and absences");
+  // In Serbian: the clocks and the bot's line in Cyrillic, none of it in English.
+  await waiter.selectOption("#lang", "sr");
+  await waiter.locator("#held-seats li", { hasText: `Бот игра уместо играча ${lateName}.` }).waitFor(WAIT);
+  const serbian = [...(await clocks(waiter)), ...(await logLines(waiter)).slice(-2)];
+  assert.ok(serbian.every((t) => !/\b(bank|left|on turn|ran out|bot plays|table)\b/.test(t)), `English in Serbian: ${serbian.join(" | ")}`);
+  assert.ok(
+    (await clocks(waiter)).some((c) => /^Ти(, на потезу: још \d:\d\d|: 0:00 у резерви)$/.test(c)),
+    `the waiter's clock in Serbian: ${await clocks(waiter)}`,
+  );
+  await waiter.screenshot({ path: join(OUTPUT, "14-clock-bot-plays-sr.png"), fullPage: true });
+  await waiter.selectOption("#lang", "en");
+
+  // Back at the table: the seat is the player's again on both pages.
+  await clickUntil(late, late.getByRole("button", { name: "Take my seat back" }), late.locator("#log li", { hasText: "You are back at the table." }));
+  await waiter.locator("#log li", { hasText: `${lateName} is back at the table.` }).waitFor(WAIT);
+  await idle(late);
+  assert.ok(await late.locator("#return-seat").isHidden(), "the seat is back: no Take my seat back");
+  assert.ok(await late.locator("#absence").isHidden() && (await waiter.locator("#absence").isHidden()), "no bot plays for anyone");
+  assert.equal(await errorText(late), "");
+  await late.screenshot({ path: join(OUTPUT, "14-clock-back.png"), fullPage: true });
+  console.log(`  ${lateName} timed out and came back; ${waiterName}'s page claimed`);
+});
+
 // The sentences of the refusals a code can meet, written here again (not imported from
 // the page) so that a changed or missing sentence fails.
 const NO_SUCH_CODE =

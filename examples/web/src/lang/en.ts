@@ -183,6 +183,22 @@ export const en = {
   handoverText: (who: string) => `${who}'s turn: pass the device, then show the tiles.`,
   handoverButton: (who: string) => `I am ${who}: show my tiles`,
 
+  // --- Turn clocks (issue 41): the option, each seat's clock, absence. ---
+  clockOption: "Clock: 30 s a move, 60 s in the bank; a bot moves for a player whose time runs out",
+  clocksLabel: "Clocks",
+  clockOnTurn: (who: string, you: boolean, time: string) => `${who}, on turn: ${time} left`,
+  clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} in the bank`,
+  botPlaysFor: (who: string, you: boolean) => (you ? "A bot is playing for you." : `A bot is playing for ${who}.`),
+  leave: "Leave",
+  confirmLeaveSeat: "Leave the match? A bot plays your seat until you take it back.",
+  returnToSeat: "Take my seat back",
+  logTimedOut: (who: string, you: boolean) => `${who} ran out of time.`,
+  logLeft: (who: string, you: boolean) => `${who} left the table.`,
+  logBotTookSeat: (who: string, you: boolean, bot: string) => `From now on the ${bot} plays for ${you ? "you" : who}.`,
+  logReturned: (who: string, you: boolean) => `${who} ${you ? "are" : "is"} back at the table.`,
+  logForfeited: (who: string, you: boolean) => `${who} forfeited the match.`,
+  forfeitEnd: (who: string, you: boolean) => `${who} forfeited.`,
+
   // --- Refusals: one sentence for every ErrorReason of the proto. ---
   refusals: {
     [ErrorReason.ERROR_REASON_UNSPECIFIED]: "The server refused the request.",

@@ -167,6 +167,21 @@ export const nl = {
   handoverText: (who: string) => `${who} is aan de beurt: geef het apparaat door en toon dan de stenen.`,
   handoverButton: (who: string) => `Ik ben ${who}: toon mijn stenen`,
 
+  clockOption: "Klok: 30 s per zet, 60 s reserve; is de tijd op, dan zet een bot voor de speler",
+  clocksLabel: "Klokken",
+  clockOnTurn: (who: string, you: boolean, time: string) => `${who}, aan de beurt: nog ${time}`,
+  clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} reserve`,
+  botPlaysFor: (who: string, you: boolean) => `Een bot speelt voor ${you ? "jou" : who}.`,
+  leave: "Tafel verlaten",
+  confirmLeaveSeat: "De partij verlaten? Een bot speelt je plaats tot je hem terugneemt.",
+  returnToSeat: "Mijn plaats terugnemen",
+  logTimedOut: (who: string, you: boolean) => `${who} had geen tijd meer.`,
+  logLeft: (who: string, you: boolean) => `${who} ${you ? "hebt" : "heeft"} de tafel verlaten.`,
+  logBotTookSeat: (who: string, you: boolean, bot: string) => `Vanaf nu speelt de ${bot} voor ${you ? "jou" : who}.`,
+  logReturned: (who: string, you: boolean) => `${who} ${you ? "bent" : "is"} terug aan tafel.`,
+  logForfeited: (who: string, you: boolean) => `${who} verliest de partij door opgave.`,
+  forfeitEnd: (who: string, you: boolean) => `${who} ${you ? "hebt" : "heeft"} opgegeven.`,
+
   refusals: {
     [ErrorReason.ERROR_REASON_UNSPECIFIED]: "De server weigerde het verzoek.",
     [ErrorReason.INVALID_FIELD]: "De server kon een waarde van deze pagina niet aannemen.",

@@ -169,6 +169,21 @@ export const ro = {
   handoverText: (who: string) => `E rândul: ${who}. Dă-i dispozitivul, apoi arată piesele.`,
   handoverButton: (who: string) => `Eu sunt ${who}: arată-mi piesele`,
 
+  clockOption: "Ceas: 30 s pe mutare, 60 s în rezervă; când timpul expiră, un robot mută în locul jucătorului",
+  clocksLabel: "Ceasuri",
+  clockOnTurn: (who: string, you: boolean, time: string) => `${who}, la rând: mai ${you ? "ai" : "are"} ${time}`,
+  clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} în rezervă`,
+  botPlaysFor: (who: string, you: boolean) => `Un robot joacă pentru ${you ? "tine" : who}.`,
+  leave: "Părăsește masa",
+  confirmLeaveSeat: "Părăsești meciul? Un robot îți joacă locul până îl iei înapoi.",
+  returnToSeat: "Îmi iau locul înapoi",
+  logTimedOut: (who: string, you: boolean) => `${who} ${you ? "ai" : "a"} rămas fără timp.`,
+  logLeft: (who: string, you: boolean) => `${who} ${you ? "ai" : "a"} părăsit masa.`,
+  logBotTookSeat: (who: string, you: boolean, bot: string) => `De acum joacă pentru ${you ? "tine" : who} un ${bot}.`,
+  logReturned: (who: string, you: boolean) => `${who} ${you ? "te-ai întors" : "s-a întors"} la masă.`,
+  logForfeited: (who: string, you: boolean) => `${who} ${you ? "ai" : "a"} pierdut meciul prin abandon.`,
+  forfeitEnd: (who: string, you: boolean) => (you ? "ai abandonat." : `${who} a abandonat.`),
+
   refusals: {
     [ErrorReason.ERROR_REASON_UNSPECIFIED]: "Serverul a refuzat cererea.",
     [ErrorReason.INVALID_FIELD]: "Serverul nu a putut accepta o valoare trimisă de această pagină.",

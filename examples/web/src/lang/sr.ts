@@ -169,6 +169,22 @@ export const sr = {
   handoverText: (who: string) => `На потезу: ${who}. Дај уређај даље, па покажи плочице.`,
   handoverButton: (who: string) => `Ја сам ${who}: покажи моје плочице`,
 
+  clockOption: "Сат: 30 с по потезу, 60 с резерве; кад време истекне, бот игра уместо играча",
+  clocksLabel: "Сатови",
+  clockOnTurn: (who: string, you: boolean, time: string) => `${who}, на потезу: још ${time}`,
+  clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} у резерви`,
+  botPlaysFor: (who: string, you: boolean) => (you ? "Бот игра уместо тебе." : `Бот игра уместо играча ${who}.`),
+  leave: "Напусти сто",
+  confirmLeaveSeat: "Напустити меч? Бот игра уместо тебе док не вратиш своје место.",
+  returnToSeat: "Врати ми место",
+  logTimedOut: (who: string, you: boolean) => `${who} ${you ? "остајеш" : "остаје"} без времена.`,
+  logLeft: (who: string, you: boolean) => `${who} ${you ? "напушташ" : "напушта"} сто.`,
+  logBotTookSeat: (who: string, you: boolean, bot: string) =>
+    you ? `Од сада уместо тебе игра ${bot}.` : `Од сада ${bot} игра уместо играча ${who}.`,
+  logReturned: (who: string, you: boolean) => `${who} ${you ? "се враћаш" : "се враћа"} за сто.`,
+  logForfeited: (who: string, you: boolean) => `${who} ${you ? "губиш" : "губи"} меч предајом.`,
+  forfeitEnd: (who: string, you: boolean) => `${who} ${you ? "предајеш" : "предаје"}.`,
+
   refusals: {
     [ErrorReason.ERROR_REASON_UNSPECIFIED]: "Сервер је одбио захтев.",
     [ErrorReason.INVALID_FIELD]: "Сервер није могао да прихвати вредност коју је ова страница послала.",

@@ -164,6 +164,21 @@ export const th = {
   handoverText: (who: string) => `ตาของ ${who}: ส่งเครื่องให้ แล้วค่อยเปิดดูตัว`,
   handoverButton: (who: string) => `ฉันคือ ${who}: เปิดดูตัวของฉัน`,
 
+  clockOption: "นาฬิกา: 30 วินาทีต่อตา สำรอง 60 วินาที หมดเวลาแล้วบอทจะเดินแทน",
+  clocksLabel: "นาฬิกา",
+  clockOnTurn: (who: string, you: boolean, time: string) => `${who} ถึงตา: เหลือ ${time}`,
+  clockBank: (who: string, you: boolean, time: string) => `${who}: เวลาสำรอง ${time}`,
+  botPlaysFor: (who: string, you: boolean) => `บอทกำลังเล่นแทน ${who}`,
+  leave: "ออกจากโต๊ะ",
+  confirmLeaveSeat: "ออกจากเกมไหม? บอทจะเล่นแทนคุณจนกว่าคุณจะกลับมานั่งที่เดิม",
+  returnToSeat: "กลับมานั่งที่ของฉัน",
+  logTimedOut: (who: string, you: boolean) => `${who} หมดเวลา`,
+  logLeft: (who: string, you: boolean) => `${who} ออกจากโต๊ะ`,
+  logBotTookSeat: (who: string, you: boolean, bot: string) => `ตอนนี้${bot}เล่นแทน ${who}`,
+  logReturned: (who: string, you: boolean) => `${who} กลับมาที่โต๊ะแล้ว`,
+  logForfeited: (who: string, you: boolean) => `${who} สละสิทธิ์ในเกมนี้`,
+  forfeitEnd: (who: string, you: boolean) => `${who} สละสิทธิ์`,
+
   refusals: {
     [ErrorReason.ERROR_REASON_UNSPECIFIED]: "เซิร์ฟเวอร์ปฏิเสธคำขอ",
     [ErrorReason.INVALID_FIELD]: "เซิร์ฟเวอร์รับค่าที่หน้านี้ส่งไปไม่ได้",
