@@ -439,10 +439,13 @@ impl Config {
         };
         Ok(match self.match_store {
             StoreKind::None => None,
-            StoreKind::Memory => Some(MatchStore::memory(capacity, ttl, invites)),
+            StoreKind::Memory => {
+                Some(MatchStore::memory(capacity, ttl, invites).with_clock(self.clock.clone()))
+            }
             StoreKind::Redis | StoreKind::RedisCluster => {
                 let cluster = self.match_store == StoreKind::RedisCluster;
-                Some(MatchStore::redis(&self.match_store_url, cluster, ttl, invites).await?)
+                let store = MatchStore::redis(&self.match_store_url, cluster, ttl, invites).await?;
+                Some(store.with_clock(self.clock.clone()))
             }
         })
     }

@@ -109,6 +109,9 @@ where
     let tokens = Arc::new(Tokens::new(ring, config.token_cache as usize));
     metrics.watch_token_cache(tokens.shared_counts());
     let store = config.match_store().await?.map(Arc::new);
+    if let Some(store) = &store {
+        store.renew_leases();
+    }
     let api = Api::new(tokens, Arc::clone(&metrics), config.policy())
         .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
         .with_search_wait_budget(Duration::from_millis(config.search_wait_budget_ms))

@@ -112,6 +112,12 @@ struct Followed {
     /// The state id of the last state sent.
     last: [u8; 16],
     permit: Permit,
+    /// The seats of the table, whose presence is sent.
+    players: usize,
+    /// The presence last sent (none yet).
+    presence: Option<Vec<pb::SeatPresence>>,
+    /// A seat's stream: its place in the match's presence, given back when it ends.
+    _present: Option<crate::store::presence::Present>,
 }
 
 /// A stream's task.
@@ -182,6 +188,7 @@ impl Api {
             }
             None => Watcher::Spectator,
         };
+        let seat = watch.viewer;
         let (permit, on_connection) = self
             .watches
             .admit(&call.connection, call.client, watch.match_id, watcher)
@@ -206,12 +213,27 @@ impl Api {
                 )?)
             }
         };
+        let players = match self.tokens.open(&head.token) {
+            Ok(opened) => {
+                let players = opened.game.rules().players;
+                self.tokens.keep(opened);
+                players
+            }
+            Err(_) => 0,
+        };
+        // Counted among the seat's devices once its first message is made.
+        let present = seat
+            .and_then(|s| u8::try_from(s).ok())
+            .map(|s| store.arrive(watch.match_id, s));
         let followed = Followed {
             store,
             last: head.state,
             watch,
             watching,
             permit,
+            players,
+            presence: None,
+            _present: present,
         };
         Ok((first, followed, on_connection))
     }
@@ -255,12 +277,22 @@ impl Follower {
         let retry = tokio::time::sleep(Duration::ZERO);
         tokio::pin!(retry);
         let mut retrying = false;
+        // Who is watching, after the first message.
+        if let Some(Next::Message(message)) = self.presence().await
+            && !self.send(message).await
+        {
+            return;
+        }
         loop {
             let message = tokio::select! {
                 () = self.closing.closed() => return,
                 () = self.sender.closed() => return,
                 () = self.followed.permit.told_to_end() => return self.end_crowded(),
-                _ = beat.tick() => Some(Next::Message(Box::new(Ok(heartbeat())))),
+                // A heartbeat, unless who is watching changed (a replica's lapsed word).
+                _ = beat.tick() => match self.presence().await {
+                    Some(presence) => Some(presence),
+                    None => Some(Next::Message(Box::new(Ok(heartbeat())))),
+                },
                 () = &mut retry, if retrying => {
                     retrying = false;
                     self.resync().await
@@ -273,6 +305,7 @@ impl Follower {
                     Ok(Notice::Moved(_) | Notice::Resync) | Err(RecvError::Lagged(_)) => {
                         self.resync().await
                     }
+                    Ok(Notice::Presence) => self.presence().await,
                     Err(RecvError::Closed) => return,
                 },
             };
@@ -337,6 +370,40 @@ impl Follower {
             Some(ApiError::TooManyWatches.into());
     }
 
+    /// Which seats have a device watching, if it changed since it was last sent (and
+    /// the store answered: it is advice, read again at the next heartbeat).
+    async fn presence(&mut self) -> Option<Next> {
+        if !self.followed.watch.presence {
+            return None;
+        }
+        let followed = &mut self.followed;
+        let seats = followed
+            .store
+            .presence(&followed.watch.match_id)
+            .await
+            .ok()?;
+        let shown: Vec<pb::SeatPresence> = seats[..followed.players.min(4)]
+            .iter()
+            .enumerate()
+            .map(|(seat, p)| pb::SeatPresence {
+                seat: seat as u32,
+                watching: p.watching,
+                gone_since_ms: p.gone_since_ms,
+            })
+            .collect();
+        if followed.presence.as_ref() == Some(&shown) {
+            return None;
+        }
+        followed.presence = Some(shown.clone());
+        let presence = pb::Presence {
+            now_ms: self.api.judge().now_ms,
+            seats: shown,
+        };
+        Some(Next::Message(Box::new(Ok(pb::WatchResponse {
+            kind: Some(pb::watch_response::Kind::Presence(presence)),
+        }))))
+    }
+
     /// The change to `head`, which becomes the last sent.
     fn next(&mut self, head: &Head, catch_up: bool) -> Option<Next> {
         let watched = watched(
@@ -381,6 +448,8 @@ pub struct Watch {
     credential: Vec<u8>,
     pub last_seen: Option<StateId>,
     with_tokens: bool,
+    /// The stream sends who is watching (`WatchRequest.presence`).
+    presence: bool,
 }
 
 /// Reads a Watch request: a token of the match (opened: it must be one of ours) or its
@@ -427,6 +496,7 @@ pub fn watch_in(tokens: &Tokens, req: &pb::WatchRequest) -> Result<Watch, ApiErr
         },
         last_seen,
         with_tokens: !req.state.is_empty() || req.viewer.is_some(),
+        presence: req.presence,
     })
 }
 

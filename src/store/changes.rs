@@ -34,6 +34,8 @@ pub enum Notice {
     Moved(Arc<Head>),
     /// Moves may have been missed: read the head again.
     Resync,
+    /// Which seats have a device watching changed: read the presence again.
+    Presence,
 }
 
 /// What the store's subscriber is asked to do (in this order).

@@ -29,6 +29,7 @@
 pub mod changes;
 pub mod invites;
 pub mod memory;
+pub mod presence;
 #[cfg(feature = "server")]
 pub mod redis;
 
@@ -133,6 +134,12 @@ impl Head {
 pub struct MatchStore {
     kind: Kind,
     changes: Arc<Changes>,
+    /// This replica's seat streams, per match and seat (`presence`).
+    local: Arc<presence::Local>,
+    /// The memory store's seats' departures (unused by Redis, which keeps them).
+    departures: presence::MemoryDepartures,
+    /// The time presence is told in: the server's clock.
+    clock: crate::server_clock::ServerClock,
 }
 
 #[derive(Debug)]
@@ -154,7 +161,15 @@ impl MatchStore {
                 invites::MemoryInvites::new(capacity, rules),
             ),
             changes: Changes::new(None),
+            local: Arc::new(presence::Local::new(0)),
+            departures: presence::MemoryDepartures::default(),
+            clock: crate::server_clock::ServerClock::system(),
         }
+    }
+
+    /// The same store, telling presence's times by `clock` (the server's).
+    pub fn with_clock(self, clock: crate::server_clock::ServerClock) -> MatchStore {
+        MatchStore { clock, ..self }
     }
 
     /// The Redis-protocol server at `urls` (one), or the cluster whose nodes include
@@ -168,10 +183,110 @@ impl MatchStore {
         rules: InviteRules,
     ) -> Result<MatchStore, ::redis::RedisError> {
         let (store, changes) = redis::RedisStore::connect(urls, cluster, ttl, rules).await?;
+        let mut replica = [0u8; 8];
+        crate::state::random::fill(&mut replica);
+        let local = Arc::new(presence::Local::new(u64::from_le_bytes(replica)));
         Ok(MatchStore {
             kind: Kind::Redis(store),
             changes,
+            local,
+            departures: presence::MemoryDepartures::default(),
+            clock: crate::server_clock::ServerClock::system(),
         })
+    }
+
+    /// Renews this replica's presence leases in Redis every third of a lease, for as
+    /// long as the store lives: one task for all its seats (none for the memory store).
+    pub fn renew_leases(self: &Arc<Self>) {
+        #[cfg(feature = "server")]
+        if let Kind::Redis(_) = self.kind {
+            let store = Arc::downgrade(self);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(presence::LEASE / 3).await;
+                    let Some(store) = store.upgrade() else { return };
+                    let Kind::Redis(redis) = &store.kind else {
+                        return;
+                    };
+                    let until = store.clock.now_ms() + presence::LEASE.as_millis() as u64;
+                    let seats = store.local.watched();
+                    // A store that does not answer: the next round tries again, and the
+                    // leases hold meanwhile.
+                    let _ = tokio::time::timeout(
+                        RESPONSE_TIMEOUT,
+                        redis.renew(&seats, store.local.replica, until),
+                    )
+                    .await;
+                }
+            });
+        }
+    }
+
+    /// A stream of `seat` watches the match here from now until the answer is dropped.
+    pub fn arrive(self: &Arc<Self>, match_id: MatchId, seat: u8) -> presence::Present {
+        if self.local.arrive(match_id, seat) == presence::Change::Arrived {
+            self.told(match_id, seat, true);
+        }
+        presence::Present {
+            store: Arc::downgrade(self),
+            match_id,
+            seat,
+        }
+    }
+
+    /// A stream of `seat` ended here (its [`presence::Present`] dropped).
+    pub(crate) fn depart(self: &Arc<Self>, match_id: MatchId, seat: u8) {
+        if self.local.depart(match_id, seat) == presence::Change::Departed {
+            self.told(match_id, seat, false);
+        }
+    }
+
+    /// The seat's first stream here began (`arrived`), or its last ended: kept and told
+    /// to the match's watchers, here (memory) or on every replica (Redis, off this
+    /// task: a drop cannot wait).
+    fn told(self: &Arc<Self>, match_id: MatchId, seat: u8, arrived: bool) {
+        let now = self.clock.now_ms();
+        match &self.kind {
+            Kind::Memory(..) => {
+                match arrived {
+                    true => self.departures.arrived(match_id, seat),
+                    false => self.departures.departed(match_id, seat, now),
+                }
+                self.changes.publish(&match_id, Notice::Presence);
+            }
+            #[cfg(feature = "server")]
+            Kind::Redis(_) => {
+                let store = Arc::clone(self);
+                let lease = arrived.then(|| now + presence::LEASE.as_millis() as u64);
+                let replica = self.local.replica;
+                tokio::spawn(async move {
+                    let Kind::Redis(redis) = &store.kind else {
+                        return;
+                    };
+                    let told = redis.seat_presence(&match_id, seat, replica, lease, now);
+                    // Advice: a store that does not answer now is read again by the
+                    // watchers at their next heartbeat; the lease renewal follows.
+                    let _ = tokio::time::timeout(RESPONSE_TIMEOUT, told).await;
+                });
+            }
+        }
+    }
+
+    /// Which seats of the match have a device watching, on every replica sharing the
+    /// store.
+    pub async fn presence(&self, match_id: &MatchId) -> Result<presence::Seats, StoreRefusal> {
+        match &self.kind {
+            Kind::Memory(..) => Ok(self.departures.seats(&self.local, match_id)),
+            #[cfg(feature = "server")]
+            Kind::Redis(store) => {
+                let fields = tokio::time::timeout(RESPONSE_TIMEOUT, store.presence(match_id))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(StoreRefusal::Unavailable("no answer in time".into()))
+                    })?;
+                Ok(presence::from_fields(&fields, self.clock.now_ms()))
+            }
+        }
     }
 
     /// Moves the match's head from `m.from` to `m.to`, made by a call that caused

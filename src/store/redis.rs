@@ -112,6 +112,9 @@ end
 return {'unknown'}
 "#;
 
+/// The message on a match's channel that its presence changed (a head is longer).
+const PRESENCE_NOTICE: &[u8] = b"P";
+
 /// A connection to a Redis-protocol server, or to a cluster: both multiplexed, shared
 /// by every call, and reconnecting by themselves.
 #[derive(Clone)]
@@ -227,6 +230,89 @@ impl RedisStore {
     /// The channel of a match's changes.
     pub fn channel(match_id: &MatchId) -> String {
         format!("allfives:{{{}}}:changes", match_id)
+    }
+
+    /// The hash of a match's presence (`super::presence`): beside its head, in its
+    /// slot.
+    pub fn presence_key(match_id: &MatchId) -> String {
+        format!("allfives:{{{}}}:presence", match_id)
+    }
+
+    /// A pipeline run on the store; any error of the store's is its unavailability.
+    async fn pipe<T: redis::FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> Result<T, StoreRefusal> {
+        let answer = match self.connection.clone() {
+            Connection::Single(mut c) => pipe.query_async(&mut c).await,
+            Connection::Cluster(mut c) => pipe.query_async(&mut c).await,
+        };
+        answer.map_err(|e| StoreRefusal::Unavailable(e.to_string()))
+    }
+
+    /// What a seat's presence changed to, in the match's hash, and told to every
+    /// replica's watchers of the match (a message `P` on its channel): `lease` a
+    /// stream of the seat here until that time (ms since the epoch), else none here
+    /// any more since `now_ms`.
+    pub async fn seat_presence(
+        &self,
+        match_id: &MatchId,
+        seat: u8,
+        replica: u64,
+        lease: Option<u64>,
+        now_ms: u64,
+    ) -> Result<(), StoreRefusal> {
+        let key = RedisStore::presence_key(match_id);
+        let field = format!("w:{seat}:{replica:x}");
+        let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        let mut pipe = redis::pipe();
+        match lease {
+            Some(until) => pipe.hset(&key, &field, until).ignore(),
+            None => pipe
+                .hdel(&key, &field)
+                .ignore()
+                .hset(&key, format!("g:{seat}"), now_ms)
+                .ignore(),
+        };
+        pipe.pexpire(&key, i64::try_from(ttl_ms).unwrap_or(i64::MAX))
+            .ignore();
+        let publish = if self.cluster() {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        };
+        pipe.cmd(publish)
+            .arg(RedisStore::channel(match_id))
+            .arg(PRESENCE_NOTICE)
+            .ignore();
+        self.pipe::<()>(&pipe).await
+    }
+
+    /// Renews this replica's leases for the seats it watches (one pipeline).
+    pub async fn renew(
+        &self,
+        seats: &[(MatchId, u8)],
+        replica: u64,
+        until: u64,
+    ) -> Result<(), StoreRefusal> {
+        if seats.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        for (match_id, seat) in seats {
+            let field = format!("w:{seat}:{replica:x}");
+            pipe.hset(RedisStore::presence_key(match_id), field, until)
+                .ignore();
+        }
+        self.pipe::<()>(&pipe).await
+    }
+
+    /// A match's presence hash's fields.
+    pub async fn presence(&self, match_id: &MatchId) -> Result<Vec<(String, u64)>, StoreRefusal> {
+        let mut pipe = redis::pipe();
+        pipe.hgetall(RedisStore::presence_key(match_id));
+        let (fields,): (Vec<(String, u64)>,) = self.pipe(&pipe).await?;
+        Ok(fields)
     }
 
     pub async fn ping(&self) -> Result<(), StoreRefusal> {
@@ -460,7 +546,12 @@ async fn heard(connection: &mut Connection, changes: &Arc<Changes>, push: PushIn
             let (Some(channel), Some(payload)) = (bytes(), bytes()) else {
                 return;
             };
-            if let (Some(match_id), Some(head)) = (match_of(&channel), Head::from_bytes(&payload)) {
+            let Some(match_id) = match_of(&channel) else {
+                return;
+            };
+            if payload == PRESENCE_NOTICE {
+                changes.publish(&match_id, Notice::Presence);
+            } else if let Some(head) = Head::from_bytes(&payload) {
                 changes.publish(&match_id, Notice::Moved(Arc::new(head)));
             }
         }

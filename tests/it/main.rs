@@ -27,6 +27,7 @@ mod memory;
 mod metrics;
 mod overload;
 mod playthroughs;
+mod presence;
 mod search_queue;
 mod seats;
 mod server;

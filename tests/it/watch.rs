@@ -35,7 +35,7 @@ async fn next_change(stream: &mut Streaming<pb::WatchResponse>) -> pb::WatchChan
     loop {
         match next(stream).await {
             Kind::Change(change) => return change,
-            Kind::Heartbeat(_) => continue,
+            Kind::Heartbeat(_) | Kind::Presence(_) => continue,
         }
     }
 }
@@ -47,6 +47,7 @@ fn watch_as(state: &[u8], seat: Option<u32>, credential: &[u8], last: &[u8]) -> 
         viewer: seat,
         credential: credential.to_vec(),
         last_state_id: last.to_vec(),
+        presence: false,
     }
 }
 
@@ -79,7 +80,7 @@ impl Device {
                 .expect("a message in time");
             match message.map(|m| m.and_then(|m| m.kind)) {
                 Ok(Some(Kind::Change(change))) => break change,
-                Ok(Some(Kind::Heartbeat(_))) => continue,
+                Ok(Some(Kind::Heartbeat(_) | Kind::Presence(_))) => continue,
                 // Ended (OK) at the connection's age, or cut as it closed: again.
                 Ok(None) | Err(_) => {
                     let req = watch_as(
