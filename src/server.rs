@@ -110,7 +110,7 @@ where
     metrics.watch_token_cache(tokens.shared_counts());
     let store = config.match_store().await?.map(Arc::new);
     if let Some(store) = &store {
-        store.renew_leases();
+        store.start_presence();
     }
     let api = Api::new(tokens, Arc::clone(&metrics), config.policy())
         .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))

@@ -277,6 +277,8 @@ impl Follower {
         let retry = tokio::time::sleep(Duration::ZERO);
         tokio::pin!(retry);
         let mut retrying = false;
+        let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // Who is watching, after the first message.
         if let Some(Next::Message(message)) = self.presence().await
             && !self.send(message).await
@@ -288,11 +290,10 @@ impl Follower {
                 () = self.closing.closed() => return,
                 () = self.sender.closed() => return,
                 () = self.followed.permit.told_to_end() => return self.end_crowded(),
-                // A heartbeat, unless who is watching changed (a replica's lapsed word).
-                _ = beat.tick() => match self.presence().await {
-                    Some(presence) => Some(presence),
-                    None => Some(Next::Message(Box::new(Ok(heartbeat())))),
-                },
+                _ = beat.tick() => Some(Next::Message(Box::new(Ok(heartbeat())))),
+                // Who is watching, read again on a period that moves do not put off:
+                // a replica that died sends no notice, its leases only lapse.
+                _ = recheck.tick(), if self.followed.watch.presence => self.presence().await,
                 () = &mut retry, if retrying => {
                     retrying = false;
                     self.resync().await

@@ -140,6 +140,9 @@ pub struct MatchStore {
     departures: presence::MemoryDepartures,
     /// The time presence is told in: the server's clock.
     clock: crate::server_clock::ServerClock,
+    /// Redis: the queue of this replica's presence writes, carried out in order by one
+    /// task (`MatchStore::start_presence`); none before it starts (memory: never).
+    writes: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<presence::Write>>,
 }
 
 #[derive(Debug)]
@@ -164,6 +167,7 @@ impl MatchStore {
             local: Arc::new(presence::Local::new(0)),
             departures: presence::MemoryDepartures::default(),
             clock: crate::server_clock::ServerClock::system(),
+            writes: std::sync::OnceLock::new(),
         }
     }
 
@@ -192,30 +196,54 @@ impl MatchStore {
             local,
             departures: presence::MemoryDepartures::default(),
             clock: crate::server_clock::ServerClock::system(),
+            writes: std::sync::OnceLock::new(),
         })
     }
 
-    /// Renews this replica's presence leases in Redis every third of a lease, for as
-    /// long as the store lives: one task for all its seats (none for the memory store).
-    pub fn renew_leases(self: &Arc<Self>) {
+    /// Starts this replica's presence writer (Redis; nothing for the memory store):
+    /// one task carries out its seats' arrivals and departures in the order they
+    /// happened, and renews all its leases every third of a lease, between them, so
+    /// that a renewal never brings back a seat that departed, nor an arrival land after
+    /// its own departure. It ends with the store.
+    pub fn start_presence(&self) {
         #[cfg(feature = "server")]
-        if let Kind::Redis(_) = self.kind {
-            let store = Arc::downgrade(self);
+        if let Kind::Redis(redis) = &self.kind {
+            let (writes, mut queue) = tokio::sync::mpsc::unbounded_channel();
+            if self.writes.set(writes).is_err() {
+                return;
+            }
+            let (redis, local, clock) =
+                (redis.clone(), Arc::clone(&self.local), self.clock.clone());
             tokio::spawn(async move {
+                let mut renewal = tokio::time::interval(presence::LEASE / 3);
+                renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
-                    tokio::time::sleep(presence::LEASE / 3).await;
-                    let Some(store) = store.upgrade() else { return };
-                    let Kind::Redis(redis) = &store.kind else {
-                        return;
+                    let write = tokio::select! {
+                        write = queue.recv() => match write {
+                            Some(write) => write,
+                            None => return,
+                        },
+                        _ = renewal.tick() => presence::Write::Renew,
                     };
-                    let until = store.clock.now_ms() + presence::LEASE.as_millis() as u64;
-                    let seats = store.local.watched();
-                    // A store that does not answer: the next round tries again, and the
-                    // leases hold meanwhile.
-                    let _ = tokio::time::timeout(
-                        RESPONSE_TIMEOUT,
-                        redis.renew(&seats, store.local.replica, until),
-                    )
+                    // Advice: a store that does not answer now is read again by the
+                    // watchers at their next heartbeat, and the next renewal follows.
+                    let _ = tokio::time::timeout(RESPONSE_TIMEOUT, async {
+                        match write {
+                            presence::Write::Told { match_id, seat } => {
+                                let now = clock.now_ms();
+                                let lease = local
+                                    .is_watched(&match_id, seat)
+                                    .then(|| now + presence::LEASE.as_millis() as u64);
+                                redis
+                                    .seat_presence(&match_id, seat, local.replica, lease, now)
+                                    .await
+                            }
+                            presence::Write::Renew => {
+                                let until = clock.now_ms() + presence::LEASE.as_millis() as u64;
+                                redis.renew(&local.watched(), local.replica, until).await
+                            }
+                        }
+                    })
                     .await;
                 }
             });
@@ -256,18 +284,9 @@ impl MatchStore {
             }
             #[cfg(feature = "server")]
             Kind::Redis(_) => {
-                let store = Arc::clone(self);
-                let lease = arrived.then(|| now + presence::LEASE.as_millis() as u64);
-                let replica = self.local.replica;
-                tokio::spawn(async move {
-                    let Kind::Redis(redis) = &store.kind else {
-                        return;
-                    };
-                    let told = redis.seat_presence(&match_id, seat, replica, lease, now);
-                    // Advice: a store that does not answer now is read again by the
-                    // watchers at their next heartbeat; the lease renewal follows.
-                    let _ = tokio::time::timeout(RESPONSE_TIMEOUT, told).await;
-                });
+                if let Some(writes) = self.writes.get() {
+                    let _ = writes.send(presence::Write::Told { match_id, seat });
+                }
             }
         }
     }

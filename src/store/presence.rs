@@ -155,8 +155,8 @@ impl MemoryDepartures {
 
 /// The seats from a Redis presence hash's fields: `w:<seat>:<replica>` a lease's
 /// expiry, `g:<seat>` when the seat's last stream on some replica ended. A seat is
-/// watched while one of its leases holds; else gone since its latest departure or
-/// lapsed lease.
+/// watched while one of its leases holds; else gone since its latest departure, or
+/// the last renewal of a lapsed lease.
 pub fn from_fields(fields: &[(String, u64)], now_ms: u64) -> Seats {
     let mut seats = Seats::default();
     let mut left = [None::<u64>; 4];
@@ -168,16 +168,35 @@ pub fn from_fields(fields: &[(String, u64)], now_ms: u64) -> Seats {
         let Some(seat) = seat.parse::<usize>().ok().filter(|&s| s < 4) else {
             continue;
         };
-        match kind {
-            "w" if *value > now_ms => seats[seat].watching = true,
-            "w" | "g" => left[seat] = Some(left[seat].map_or(*value, |l: u64| l.max(*value))),
-            _ => {}
-        }
+        // A lapsed lease: its replica last said the seat was watched when it wrote the
+        // lease (a lease before its end), and died or lost the store since.
+        let gone = match kind {
+            "w" if *value > now_ms => {
+                seats[seat].watching = true;
+                continue;
+            }
+            "w" => value.saturating_sub(LEASE.as_millis() as u64),
+            "g" => *value,
+            _ => continue,
+        };
+        left[seat] = Some(left[seat].map_or(gone, |l: u64| l.max(gone)));
     }
     for (presence, left) in seats.iter_mut().zip(left) {
         presence.gone_since_ms = if presence.watching { None } else { left };
     }
     seats
+}
+
+/// A write of this replica's presence to Redis, carried out in order by its writer
+/// (`MatchStore::start_presence`).
+#[derive(Debug)]
+pub enum Write {
+    /// The seat's streams here changed: written as they are when the write is carried
+    /// out (watched: a lease; not: departed now), so the last write is right whatever
+    /// order changes on several threads reached the queue in.
+    Told { match_id: MatchId, seat: u8 },
+    /// Every seat watched here: its lease renewed.
+    Renew,
 }
 
 /// A seat's stream's place in the presence: told to the store when it ends.
@@ -224,15 +243,15 @@ mod tests {
     #[test]
     fn redis_fields_give_leases_held_and_the_latest_departure() {
         let fields = [
-            ("w:0:1".to_string(), 2_000),
+            ("w:0:1".to_string(), 52_000),
             ("w:0:2".to_string(), 500),
-            ("w:1:1".to_string(), 900),
+            ("w:1:1".to_string(), 45_900),
             ("g:1".to_string(), 700),
             ("g:2".to_string(), 300),
             ("junk".to_string(), 5),
             ("w:9:1".to_string(), 5_000),
         ];
-        let seats = from_fields(&fields, 1_000);
+        let seats = from_fields(&fields, 46_000);
         assert_eq!(
             seats[0],
             SeatPresence {
@@ -246,7 +265,7 @@ mod tests {
                 watching: false,
                 gone_since_ms: Some(900)
             },
-            "a lapsed lease counts as a departure when it lapsed"
+            "a lapsed lease counts as a departure when it was last renewed"
         );
         assert_eq!(seats[2].gone_since_ms, Some(300));
         assert_eq!(seats[3], SeatPresence::default(), "never watched");

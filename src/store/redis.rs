@@ -124,6 +124,7 @@ enum Connection {
 }
 
 /// The heads in a Redis-protocol server or cluster ([`ADVANCE`]).
+#[derive(Clone)]
 pub struct RedisStore {
     connection: Connection,
     script: redis::Script,
@@ -288,23 +289,34 @@ impl RedisStore {
         self.pipe::<()>(&pipe).await
     }
 
-    /// Renews this replica's leases for the seats it watches (one pipeline).
+    /// Renews this replica's leases for the seats it watches, a pipeline a match (a
+    /// cluster takes no pipeline over several slots), each with the key's time to
+    /// live; the first refusal is answered, after every match was tried.
     pub async fn renew(
         &self,
         seats: &[(MatchId, u8)],
         replica: u64,
         until: u64,
     ) -> Result<(), StoreRefusal> {
-        if seats.is_empty() {
-            return Ok(());
-        }
-        let mut pipe = redis::pipe();
+        let ttl_ms = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
+        let mut by_match: std::collections::BTreeMap<MatchId, Vec<u8>> = Default::default();
         for (match_id, seat) in seats {
-            let field = format!("w:{seat}:{replica:x}");
-            pipe.hset(RedisStore::presence_key(match_id), field, until)
-                .ignore();
+            by_match.entry(*match_id).or_default().push(*seat);
         }
-        self.pipe::<()>(&pipe).await
+        let mut refused = Ok(());
+        for (match_id, seats) in by_match {
+            let key = RedisStore::presence_key(&match_id);
+            let mut pipe = redis::pipe();
+            for seat in seats {
+                pipe.hset(&key, format!("w:{seat}:{replica:x}"), until)
+                    .ignore();
+            }
+            pipe.pexpire(&key, ttl_ms).ignore();
+            if let Err(refusal) = self.pipe::<()>(&pipe).await {
+                refused = Err(refusal);
+            }
+        }
+        refused
     }
 
     /// A match's presence hash's fields.

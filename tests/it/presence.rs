@@ -177,3 +177,64 @@ async fn a_stream_that_does_not_ask_is_not_told() {
         );
     }
 }
+
+/// A seat watched on two replicas stays watched while one of them still serves a
+/// stream of it, and is gone once both have ended, since the second's end.
+#[tokio::test]
+async fn a_seat_watched_on_two_replicas_is_gone_only_when_both_end() {
+    let redis = common::redis::Redis::standalone();
+    let urls = redis.urls();
+    let args = [
+        "--allow-client-seeds",
+        "--match-store",
+        "redis",
+        "--match-store-url",
+        &urls,
+    ];
+    let (clock_a, clock_b) = (ServerClock::manual(T0), ServerClock::manual(T0));
+    let one = TestServer::start_clocked(ring(1, 1), clock_a.clone(), &args).await;
+    let two = TestServer::start_clocked(ring(1, 1), clock_b.clone(), &args).await;
+    let (mut a, mut b) = (one.client().await, two.client().await);
+    let new = a
+        .new_game(common::hot_seat(pb::Rules::default(), Some(8)))
+        .await
+        .expect("NewGame")
+        .into_inner();
+    let creds = Creds::from_new_game(&new);
+    let (state, _) = common::deal(&mut a, new.state).await;
+    let mut spectator = b
+        .watch(watch_req(&state, None, &creds, true))
+        .await
+        .expect("Watch")
+        .into_inner();
+    assert_eq!(
+        seats(&next_presence(&mut spectator).await)[1],
+        (false, None)
+    );
+    let on_a = a
+        .watch(watch_req(&state, Some(1), &creds, false))
+        .await
+        .expect("Watch")
+        .into_inner();
+    assert_eq!(seats(&next_presence(&mut spectator).await)[1], (true, None));
+    let on_b = b
+        .watch(watch_req(&state, Some(1), &creds, false))
+        .await
+        .expect("Watch")
+        .into_inner();
+    clock_a.set(T0 + 3_000);
+    clock_b.set(T0 + 3_000);
+    drop(on_a);
+    // The stream on B holds the seat: whatever is told meanwhile says it watches.
+    clock_a.set(T0 + 7_000);
+    clock_b.set(T0 + 7_000);
+    drop(on_b);
+    loop {
+        let told = seats(&next_presence(&mut spectator).await)[1];
+        if told == (true, None) {
+            continue;
+        }
+        assert_eq!(told, (false, Some(T0 + 7_000)), "gone since the last end");
+        break;
+    }
+}
