@@ -142,6 +142,7 @@ pub struct MatchStore {
     clock: crate::server_clock::ServerClock,
     /// Redis: the queue of this replica's presence writes, carried out in order by one
     /// task (`MatchStore::start_presence`); none before it starts (memory: never).
+    #[cfg(feature = "server")]
     writes: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<presence::Write>>,
 }
 
@@ -167,6 +168,7 @@ impl MatchStore {
             local: Arc::new(presence::Local::new(0)),
             departures: presence::MemoryDepartures::default(),
             clock: crate::server_clock::ServerClock::system(),
+            #[cfg(feature = "server")]
             writes: std::sync::OnceLock::new(),
         }
     }
@@ -196,6 +198,7 @@ impl MatchStore {
             local,
             departures: presence::MemoryDepartures::default(),
             clock: crate::server_clock::ServerClock::system(),
+            #[cfg(feature = "server")]
             writes: std::sync::OnceLock::new(),
         })
     }
