@@ -413,7 +413,7 @@ async fn connections_that_send_no_preface_are_closed_at_the_handshake_timeout() 
     let mut idle = greeted(server.addr).await;
     // A real client that waits past the deadline before its first call.
     let mut client = connect(server.addr).await;
-    let limit = Duration::from_secs(10);
+    let limit = HANG;
     let (silent, partial) = tokio::join!(
         closed_within(&mut silent, started, limit),
         closed_within(&mut partial, started, limit),
