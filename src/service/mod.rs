@@ -25,6 +25,7 @@ pub mod convert;
 pub mod invites;
 pub mod moves;
 pub mod searches;
+pub mod seat_events;
 pub mod seats;
 pub mod status;
 pub mod steps;
@@ -173,7 +174,12 @@ impl Api {
         };
         match within(
             call,
-            store.advance(&answer.moved, answer.hand_events, &answer.state),
+            store.advance(
+                &answer.moved,
+                answer.hand_events,
+                &answer.seat_events,
+                &answer.state,
+            ),
         )
         .await
         {

@@ -76,6 +76,9 @@ pub struct Answer {
     /// How many of `events` replaying the hand reports again (`Event::in_hand_history`):
     /// the count a Watch stream takes from the end of the hand's events.
     pub hand_events: u32,
+    /// The seat events among `events`, as the match store keeps them for watchers
+    /// (`super::seat_events`).
+    pub seat_events: Vec<u8>,
 }
 
 /// Random bytes for match ids and deal seeds, from the thread's `ThreadRng`
@@ -147,6 +150,7 @@ pub(super) fn answer(
         bot_worlds: 0,
         hand_events: u32::try_from(events.iter().filter(|e| e.in_hand_history()).count())
             .unwrap_or(u32::MAX),
+        seat_events: super::seat_events::written(events),
         clocked: opened.clocks.is_some(),
     };
     tokens.keep(opened);

@@ -32,6 +32,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Response, Status};
 
 use super::convert::{event_out, match_id_in};
+use super::seat_events;
 use super::status::ApiError;
 use super::steps::{open, render};
 use super::watch_limits::{self, OnConnection, Permit, Watcher};
@@ -198,7 +199,7 @@ impl Api {
         let first = match watch.last_seen {
             Some(seen) if seen == head.state => {
                 // Seen already: the credential is checked all the same.
-                watched(&self.tokens, &self.judge(), &watch, &head.token, 0, false)?;
+                watched(&self.tokens, &self.judge(), &watch, &head, false)?;
                 heartbeat()
             }
             seen => {
@@ -207,8 +208,7 @@ impl Api {
                     &self.tokens,
                     &self.judge(),
                     &watch,
-                    &head.token,
-                    head.events,
+                    &head,
                     catch_up,
                 )?)
             }
@@ -411,8 +411,7 @@ impl Follower {
             &self.api.tokens,
             &self.api.judge(),
             &self.followed.watch,
-            &head.token,
-            head.events,
+            head,
             catch_up,
         );
         self.followed.last = head.state;
@@ -501,38 +500,41 @@ pub fn watch_in(tokens: &Tokens, req: &pb::WatchRequest) -> Result<Watch, ApiErr
     })
 }
 
-/// The change a watcher is told of: the head's token (`token`) as `watch`'s viewer
-/// sees it, with the last `events` events of the current hand (the move that made
-/// it), or with `catch_up` every event of the hand so far. Refused as the other calls
-/// refuse a viewer whose credential does not hold.
+/// The change a watcher is told of: `head`'s token as `watch`'s viewer sees it, with
+/// the last `head.events` events of the current hand and the seat events among them
+/// (the change that made it), or with `catch_up` every event of the hand so far
+/// (replayed: its moves, not its seats' absences and returns, which the view shows).
+/// Refused as the other calls refuse a viewer whose credential does not hold.
 pub fn watched(
     tokens: &Tokens,
     judge: &super::clocks::Judge,
     watch: &Watch,
-    token: &[u8],
-    events: u32,
+    head: &Head,
     catch_up: bool,
 ) -> Result<pb::WatchChange, ApiError> {
-    let (opened, viewer) = open(tokens, token, watch.viewer, &watch.credential)?;
+    let (opened, viewer) = open(tokens, &head.token, watch.viewer, &watch.credential)?;
     if opened.match_id != watch.match_id {
         return Err(ApiError::Token(state::TokenError::Corrupt));
     }
     let game = &opened.game;
     let rules = game.rules();
     let hand = game.hand_events();
-    let since = match catch_up {
-        true => 0,
-        false => hand.len().saturating_sub(events as usize),
+    let events = match catch_up {
+        true => hand,
+        false => {
+            let since = hand.len().saturating_sub(head.events as usize);
+            seat_events::told(&hand[since..], &head.seats)
+        }
     };
     let change = pb::WatchChange {
         state: match watch.with_tokens {
-            true => token.to_vec(),
+            true => head.token.clone(),
             false => Vec::new(),
         },
         view: Some(render(&opened, viewer, judge)?),
-        events: hand[since..]
-            .iter()
-            .map(|&e| event_out(rules, e, viewer))
+        events: events
+            .into_iter()
+            .map(|e| event_out(rules, e, viewer))
             .collect(),
         catch_up,
     };

@@ -195,6 +195,7 @@ mod tests {
             state: [n; 16],
             previous: None,
             events: 0,
+            seats: Vec::new(),
             token: vec![n],
         })
     }

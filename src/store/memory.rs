@@ -123,6 +123,7 @@ mod tests {
             state: m.to,
             previous: m.from,
             events: 1,
+            seats: Vec::new(),
             token: token.to_vec(),
         }
     }

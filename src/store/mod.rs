@@ -90,27 +90,39 @@ pub enum StoreRefusal {
 }
 
 /// A match's latest state as the store holds it: its id, the id of the state it was
-/// made from (none for NewGame's), how many events the call that made it caused, and
-/// its token.
+/// made from (none for NewGame's), how many of the current hand's events the call that
+/// made it caused, that call's seat events (a seat's absence, a bot taking it, its
+/// player's return: what replaying the hand does not tell) as the service writes them
+/// (`service::watch::seat_events`, opaque here), and its token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Head {
     pub state: StateId,
     pub previous: Option<StateId>,
     pub events: u32,
+    pub seats: Vec<u8>,
     pub token: Vec<u8>,
 }
 
 impl Head {
-    /// Bytes before the token: the state id, the previous id (zeros for none), the
-    /// event count (little-endian).
+    /// Bytes before the seat events: the state id, the previous id (zeros for none),
+    /// the event count in the low 24 bits of a little-endian `u32` and the seat
+    /// events' length in its high 8 (zero in the heads written before there were any).
     const PREFIX: usize = 2 * ID_LEN + 4;
+
+    /// The most events a head counts, and the most bytes of seat events it keeps (a
+    /// call causes a few: [`Head::seats`]).
+    const MAX_EVENTS: u32 = (1 << 24) - 1;
+    const MAX_SEATS: usize = u8::MAX as usize;
 
     /// The head as the Redis store keeps and publishes it.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(Head::PREFIX + self.token.len());
+        let seats = &self.seats[..self.seats.len().min(Head::MAX_SEATS)];
+        let mut bytes = Vec::with_capacity(Head::PREFIX + seats.len() + self.token.len());
         bytes.extend_from_slice(&self.state);
         bytes.extend_from_slice(&self.previous.unwrap_or([0; ID_LEN]));
-        bytes.extend_from_slice(&self.events.to_le_bytes());
+        let counts = self.events.min(Head::MAX_EVENTS) | (seats.len() as u32) << 24;
+        bytes.extend_from_slice(&counts.to_le_bytes());
+        bytes.extend_from_slice(seats);
         bytes.extend_from_slice(&self.token);
         bytes
     }
@@ -118,11 +130,14 @@ impl Head {
     pub fn from_bytes(bytes: &[u8]) -> Option<Head> {
         let (state, rest) = bytes.split_first_chunk::<ID_LEN>()?;
         let (previous, rest) = rest.split_first_chunk::<ID_LEN>()?;
-        let (events, token) = rest.split_first_chunk::<4>()?;
+        let (counts, rest) = rest.split_first_chunk::<4>()?;
+        let counts = u32::from_le_bytes(*counts);
+        let (seats, token) = rest.split_at_checked((counts >> 24) as usize)?;
         Some(Head {
             state: *state,
             previous: (*previous != [0; ID_LEN]).then_some(*previous),
-            events: u32::from_le_bytes(*events),
+            events: counts & Head::MAX_EVENTS,
+            seats: seats.to_vec(),
             token: token.to_vec(),
         })
     }
@@ -312,16 +327,23 @@ impl MatchStore {
     }
 
     /// Moves the match's head from `m.from` to `m.to`, made by a call that caused
-    /// `events` events, with its `token`: if it is at `m.from` (or already at `m.to`: a
+    /// `events` of the hand's events and the seat events `seats`, with its `token`: if it is at `m.from` (or already at `m.to`: a
     /// retry, answered again; or not known: a new match, or one made without a store,
     /// taken as it comes); else refuses with the head, or as forgotten (a match made
     /// with a store that the store does not hold). A move taken is told to every
     /// process's watchers of the match.
-    pub async fn advance(&self, m: &Move, events: u32, token: &[u8]) -> Result<(), StoreRefusal> {
+    pub async fn advance(
+        &self,
+        m: &Move,
+        events: u32,
+        seats: &[u8],
+        token: &[u8],
+    ) -> Result<(), StoreRefusal> {
         let head = || Head {
             state: m.to,
             previous: m.from,
             events,
+            seats: seats.to_vec(),
             token: token.to_vec(),
         };
         match &self.kind {
@@ -395,5 +417,38 @@ impl MatchStore {
             #[cfg(feature = "server")]
             Kind::Redis(store) => store.open_invite(code, client, minute).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_head_comes_back_from_its_bytes_with_its_seat_events() {
+        let head = Head {
+            state: [1; ID_LEN],
+            previous: Some([2; ID_LEN]),
+            events: 5,
+            seats: vec![0, 1, 2, 3, 3, 0x12],
+            token: vec![9; 40],
+        };
+        assert_eq!(Head::from_bytes(&head.to_bytes()), Some(head.clone()));
+        // A head written before there were seat events (the count's high byte zero)
+        // reads as one without them.
+        let mut old = Vec::new();
+        old.extend_from_slice(&head.state);
+        old.extend_from_slice(&[2; ID_LEN]);
+        old.extend_from_slice(&5u32.to_le_bytes());
+        old.extend_from_slice(&head.token);
+        let read = Head::from_bytes(&old).expect("an older head");
+        assert_eq!(
+            (read.events, read.seats.len(), read.token),
+            (5, 0, head.token.clone())
+        );
+        // Seat events longer than the bytes that follow are no head.
+        let mut torn = head.to_bytes();
+        torn.truncate(Head::PREFIX + 3);
+        assert_eq!(Head::from_bytes(&torn), None);
     }
 }

@@ -11,10 +11,10 @@ use tonic::Code;
 use crate::common::{Client, Creds, TestServer, deal, new_match, reason, ring, view_for};
 
 /// A whole second, so that the deal's time is written as it is.
-const T0: u64 = 1_900_000_000_000;
+pub(crate) const T0: u64 = 1_900_000_000_000;
 
 /// A server judging by `clock`, taking the tests' seeds; with `args` after.
-async fn server(clock: &ServerClock, args: &[&str]) -> (TestServer, Client) {
+pub(crate) async fn server(clock: &ServerClock, args: &[&str]) -> (TestServer, Client) {
     let mut all = vec!["--allow-client-seeds"];
     all.extend_from_slice(args);
     let server = TestServer::start_clocked(ring(1, 1), clock.clone(), &all).await;
@@ -22,7 +22,11 @@ async fn server(clock: &ServerClock, args: &[&str]) -> (TestServer, Client) {
     (server, client)
 }
 
-fn clocked(players: u32, clock: pb::TurnClock, absence: Option<pb::Absence>) -> pb::Rules {
+pub(crate) fn clocked(
+    players: u32,
+    clock: pb::TurnClock,
+    absence: Option<pb::Absence>,
+) -> pb::Rules {
     pb::Rules {
         players,
         clock: Some(clock),
@@ -32,7 +36,7 @@ fn clocked(players: u32, clock: pb::TurnClock, absence: Option<pb::Absence>) -> 
 }
 
 /// 20 seconds a move, a 30-second bank, no increment.
-fn twenty_thirty() -> pb::TurnClock {
+pub(crate) fn twenty_thirty() -> pb::TurnClock {
     pb::TurnClock {
         move_seconds: 20,
         bank_seconds: Some(30),
@@ -49,7 +53,7 @@ fn absence(rule: pb::AbsenceRule, takes_seat_after: Option<u32>) -> Option<pb::A
 }
 
 /// A hot-seat match of `rules`, dealt at `T0`: its token, view and credentials.
-async fn dealt(
+pub(crate) async fn dealt(
     client: &mut Client,
     clock: &ServerClock,
     rules: pb::Rules,
@@ -75,7 +79,7 @@ fn metadata(status: &tonic::Status, key: &str) -> Option<String> {
         .and_then(|i| i.metadata.get(key).cloned())
 }
 
-fn kinds(events: &[pb::Event]) -> Vec<&'static str> {
+pub(crate) fn kinds(events: &[pb::Event]) -> Vec<&'static str> {
     use pb::event::Kind;
     events
         .iter()
@@ -96,7 +100,7 @@ fn kinds(events: &[pb::Event]) -> Vec<&'static str> {
 }
 
 /// The seat on turn's move, in its own name: its first legal move, or a draw.
-async fn my_move(
+pub(crate) async fn my_move(
     client: &mut Client,
     state: &[u8],
     seat: u32,
@@ -130,7 +134,7 @@ async fn my_move(
     Ok((r.state, r.view.expect("view"), r.events))
 }
 
-async fn claim(
+pub(crate) async fn claim(
     client: &mut Client,
     state: &[u8],
     seat: u32,
@@ -148,7 +152,7 @@ async fn claim(
 
 /// The match moved on until `seat` is on turn (moves in time, deals between hands):
 /// its token and view; `None` if the match ended first.
-async fn until_turn_of(
+pub(crate) async fn until_turn_of(
     client: &mut Client,
     mut state: Vec<u8>,
     mut view: pb::GameView,

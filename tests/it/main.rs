@@ -29,6 +29,7 @@ mod overload;
 mod playthroughs;
 mod presence;
 mod search_queue;
+mod seat_events;
 mod seats;
 mod server;
 mod suggest;

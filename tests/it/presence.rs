@@ -98,13 +98,8 @@ async fn seat_comes_and_goes(
 #[tokio::test]
 async fn a_spectator_is_told_a_seat_watches_and_since_when_it_is_gone() {
     let clock = ServerClock::manual(T0);
-    let server = TestServer::start_clocked(
-        ring(1, 1),
-        clock.clone(),
-        &["--allow-client-seeds", "--match-store", "memory"],
-    )
-    .await;
-    let (mut a, mut b) = (server.client().await, server.client().await);
+    let (server, mut a) = crate::clocks::server(&clock, &["--match-store", "memory"]).await;
+    let mut b = server.client().await;
     seat_comes_and_goes(&mut a, &mut b, &[&clock]).await;
 }
 
@@ -112,17 +107,8 @@ async fn a_spectator_is_told_a_seat_watches_and_since_when_it_is_gone() {
 #[tokio::test]
 async fn presence_crosses_replicas_sharing_a_redis_store() {
     let redis = common::redis::Redis::standalone();
-    let urls = redis.urls();
-    let args = [
-        "--allow-client-seeds",
-        "--match-store",
-        "redis",
-        "--match-store-url",
-        &urls,
-    ];
     let (clock_a, clock_b) = (ServerClock::manual(T0), ServerClock::manual(T0));
-    let one = TestServer::start_clocked(ring(1, 1), clock_a.clone(), &args).await;
-    let two = TestServer::start_clocked(ring(1, 1), clock_b.clone(), &args).await;
+    let (one, two) = redis.clocked_replicas([&clock_a, &clock_b]).await;
     let (mut a, mut b) = (one.client().await, two.client().await);
     seat_comes_and_goes(&mut a, &mut b, &[&clock_a, &clock_b]).await;
 }
@@ -183,17 +169,8 @@ async fn a_stream_that_does_not_ask_is_not_told() {
 #[tokio::test]
 async fn a_seat_watched_on_two_replicas_is_gone_only_when_both_end() {
     let redis = common::redis::Redis::standalone();
-    let urls = redis.urls();
-    let args = [
-        "--allow-client-seeds",
-        "--match-store",
-        "redis",
-        "--match-store-url",
-        &urls,
-    ];
     let (clock_a, clock_b) = (ServerClock::manual(T0), ServerClock::manual(T0));
-    let one = TestServer::start_clocked(ring(1, 1), clock_a.clone(), &args).await;
-    let two = TestServer::start_clocked(ring(1, 1), clock_b.clone(), &args).await;
+    let (one, two) = redis.clocked_replicas([&clock_a, &clock_b]).await;
     let (mut a, mut b) = (one.client().await, two.client().await);
     let new = a
         .new_game(common::hot_seat(pb::Rules::default(), Some(8)))

@@ -95,6 +95,28 @@ impl Redis {
         redis
     }
 
+    /// Two replicas sharing this standalone server as their match store, judging turn
+    /// clocks by `clocks` (a test's: `ServerClock::manual`), taking the tests' seeds.
+    pub async fn clocked_replicas(
+        &self,
+        clocks: [&allfives::server_clock::ServerClock; 2],
+    ) -> (super::TestServer, super::TestServer) {
+        let urls = self.urls();
+        let args = [
+            "--allow-client-seeds",
+            "--match-store",
+            "redis",
+            "--match-store-url",
+            &urls,
+        ];
+        let start = |clock: &allfives::server_clock::ServerClock| {
+            super::TestServer::start_clocked(super::ring(1, 1), clock.clone(), &args)
+        };
+        let one = start(clocks[0]).await;
+        let two = start(clocks[1]).await;
+        (one, two)
+    }
+
     /// The URLs the server's `--match-store-url` takes, comma-separated.
     pub fn urls(&self) -> String {
         self.ports
