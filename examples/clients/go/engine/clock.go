@@ -38,7 +38,8 @@ func NewCountdown(view *allfivesv1.GameView, received time.Time) (Countdown, boo
 // Local is when the server's time serverMs comes on this device: as long after the
 // view's arrival as it is after the view's now_ms. (now_ms was read when the call
 // arrived, before the answer travelled back, so Local errs late by the call's time:
-// a countdown shows a little less time than there is, and a claim is never early.)
+// a countdown shows a little more time than there is (the answer's way back, which
+// the lag grace covers), and a claim is never early.)
 func (c Countdown) Local(serverMs uint64) time.Time {
 	return c.received.Add(time.Duration(int64(serverMs)-int64(c.clock.GetNowMs())) * time.Millisecond)
 }

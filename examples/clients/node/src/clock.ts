@@ -47,8 +47,9 @@ export class Countdown {
 
   /** When the server's time `serverMs` comes by monotonicMs(): as long after the view
    * arrived as it is after the view's now_ms. (now_ms was read when the call arrived,
-   * so this errs late by the call's time: a countdown shows a little less time than
-   * there is, and a claim is never early.) */
+   * so this errs late by the call's time: a countdown shows a little more time than
+   * there is (the answer's way back, which the lag grace covers), and a claim
+   * is never early.) */
   local(serverMs: bigint): number {
     return this.receivedAt + Number(serverMs - this.clock.nowMs);
   }
