@@ -87,6 +87,12 @@ export function errorInfo(err: ConnectError): { reason: ErrorReason; metadata: R
   return { reason, metadata: { ...info.metadata } };
 }
 
+/** A time in an error's metadata (ms since the Unix epoch, in decimal); undefined
+ * if it is not one. */
+function millis(value: string | undefined): bigint | undefined {
+  return value !== undefined && /^[0-9]{1,20}$/.test(value) ? BigInt(value) : undefined;
+}
+
 /** Whether the same call may simply be made again: it did nothing. UNAVAILABLE (with
  * CLOCK_SKEW, STORE_UNAVAILABLE, RANDOM_UNAVAILABLE, or no reason: no connection), the
  * server's load limits, and the deadlines. */
@@ -225,11 +231,12 @@ export async function claimWhenDue(
       if (info?.reason !== ErrorReason.TIMEOUT_NOT_DUE || notDue + 1 >= CLAIM_NOT_DUE_ATTEMPTS) throw err;
       const refusedAt = monotonicMs();
       at = refusedAt + backoff / 2 + Math.random() * (backoff / 2);
-      const { claimable_at_ms: claimable, now_ms: now } = info.metadata;
+      const claimable = millis(info.metadata.claimable_at_ms);
+      const now = millis(info.metadata.now_ms);
       if (claimable !== undefined && now !== undefined) {
-        at = Math.max(at, refusedAt + Number(BigInt(claimable) - BigInt(now)));
+        at = Math.max(at, refusedAt + Number(claimable - now));
       } else if (claimable !== undefined) {
-        at = Math.max(at, countdown.local(BigInt(claimable))); // an older server: no now_ms
+        at = Math.max(at, countdown.local(claimable)); // an older server: no now_ms
       }
       backoff = Math.min(2 * backoff, 2000);
     }
