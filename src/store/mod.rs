@@ -155,10 +155,12 @@ pub struct MatchStore {
     departures: presence::MemoryDepartures,
     /// The time presence is told in: the server's clock.
     clock: crate::server_clock::ServerClock,
-    /// Redis: the queue of this replica's presence writes, carried out in order by one
-    /// task (`MatchStore::start_presence`); none before it starts (memory: never).
+    /// Redis: the seats whose presence is to be written, and the writer's wake-up
+    /// (`MatchStore::start_presence`); no wake-up before it starts (memory: never).
     #[cfg(feature = "server")]
-    writes: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<presence::Write>>,
+    pending: Arc<presence::Pending>,
+    #[cfg(feature = "server")]
+    writer: std::sync::OnceLock<tokio::sync::mpsc::Sender<()>>,
 }
 
 #[derive(Debug)]
@@ -184,7 +186,9 @@ impl MatchStore {
             departures: presence::MemoryDepartures::default(),
             clock: crate::server_clock::ServerClock::system(),
             #[cfg(feature = "server")]
-            writes: std::sync::OnceLock::new(),
+            pending: Arc::default(),
+            #[cfg(feature = "server")]
+            writer: std::sync::OnceLock::new(),
         }
     }
 
@@ -214,55 +218,59 @@ impl MatchStore {
             departures: presence::MemoryDepartures::default(),
             clock: crate::server_clock::ServerClock::system(),
             #[cfg(feature = "server")]
-            writes: std::sync::OnceLock::new(),
+            pending: Arc::default(),
+            #[cfg(feature = "server")]
+            writer: std::sync::OnceLock::new(),
         })
     }
 
     /// Starts this replica's presence writer (Redis; nothing for the memory store):
-    /// one task carries out its seats' arrivals and departures in the order they
-    /// happened, and renews all its leases every third of a lease, between them, so
-    /// that a renewal never brings back a seat that departed, nor an arrival land after
-    /// its own departure. It ends with the store.
+    /// one task writes the seats whose streams here changed ([`presence::Pending`]),
+    /// each as it is when written, and renews all its leases every third of a lease,
+    /// between those writes, so that a renewal never brings back a seat that departed,
+    /// nor an arrival land after its own departure. It ends with the store.
     pub fn start_presence(&self) {
         #[cfg(feature = "server")]
         if let Kind::Redis(redis) = &self.kind {
-            let (writes, mut queue) = tokio::sync::mpsc::unbounded_channel();
-            if self.writes.set(writes).is_err() {
+            let (wake, mut woken) = tokio::sync::mpsc::channel(1);
+            if self.writer.set(wake).is_err() {
                 return;
             }
-            let (redis, local, clock) =
-                (redis.clone(), Arc::clone(&self.local), self.clock.clone());
+            let (redis, local, clock, pending) = (
+                redis.clone(),
+                Arc::clone(&self.local),
+                self.clock.clone(),
+                Arc::clone(&self.pending),
+            );
             tokio::spawn(async move {
+                let lease_ms = presence::LEASE.as_millis() as u64;
                 let mut renewal = tokio::time::interval(presence::LEASE / 3);
                 renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
-                    let write = tokio::select! {
-                        write = queue.recv() => match write {
-                            Some(write) => write,
-                            None => return,
-                        },
-                        _ = renewal.tick() => presence::Write::Renew,
-                    };
                     // Advice: a store that does not answer now is read again by the
                     // watchers at their next heartbeat, and the next renewal follows.
-                    let _ = tokio::time::timeout(RESPONSE_TIMEOUT, async {
-                        match write {
-                            presence::Write::Told { match_id, seat } => {
+                    tokio::select! {
+                        woke = woken.recv() => {
+                            if woke.is_none() {
+                                return;
+                            }
+                            for (match_id, seat) in pending.take() {
                                 let now = clock.now_ms();
                                 let lease = local
                                     .is_watched(&match_id, seat)
-                                    .then(|| now + presence::LEASE.as_millis() as u64);
-                                redis
-                                    .seat_presence(&match_id, seat, local.replica, lease, now)
-                                    .await
-                            }
-                            presence::Write::Renew => {
-                                let until = clock.now_ms() + presence::LEASE.as_millis() as u64;
-                                redis.renew(&local.watched(), local.replica, until).await
+                                    .then_some(now + lease_ms);
+                                let write =
+                                    redis.seat_presence(&match_id, seat, local.replica, lease, now);
+                                let _ = tokio::time::timeout(RESPONSE_TIMEOUT, write).await;
                             }
                         }
-                    })
-                    .await;
+                        _ = renewal.tick() => {
+                            let watched = local.watched();
+                            let until = clock.now_ms() + lease_ms;
+                            let renew = redis.renew(&watched, local.replica, until);
+                            let _ = tokio::time::timeout(RESPONSE_TIMEOUT, renew).await;
+                        }
+                    }
                 }
             });
         }
@@ -302,8 +310,10 @@ impl MatchStore {
             }
             #[cfg(feature = "server")]
             Kind::Redis(_) => {
-                if let Some(writes) = self.writes.get() {
-                    let _ = writes.send(presence::Write::Told { match_id, seat });
+                if let Some(wake) = self.writer.get() {
+                    self.pending.add(match_id, seat);
+                    // Full: the writer is woken already, and takes this seat with it.
+                    let _ = wake.try_send(());
                 }
             }
         }

@@ -12,7 +12,7 @@
 //! watcher reads the presence again at each heartbeat, and sees it then). The memory
 //! store is one replica: its counts are the truth.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -187,16 +187,30 @@ pub fn from_fields(fields: &[(String, u64)], now_ms: u64) -> Seats {
     seats
 }
 
-/// A write of this replica's presence to Redis, carried out in order by its writer
-/// (`MatchStore::start_presence`).
-#[derive(Debug)]
-pub enum Write {
-    /// The seat's streams here changed: written as they are when the write is carried
-    /// out (watched: a lease; not: departed now), so the last write is right whatever
-    /// order changes on several threads reached the queue in.
-    Told { match_id: MatchId, seat: u8 },
-    /// Every seat watched here: its lease renewed.
-    Renew,
+/// The seats whose streams here changed since this replica's presence writer
+/// (`MatchStore::start_presence`) last wrote them to Redis. Each is written once, as it
+/// is when written (watched: a lease; not: departed now), however often it changed
+/// meanwhile: a device that comes and goes a hundred times while the store is slow
+/// costs one write, and what waits is bounded by the seats, not by the changes.
+#[derive(Debug, Default)]
+pub struct Pending {
+    seats: Mutex<HashSet<(MatchId, u8)>>,
+}
+
+impl Pending {
+    fn seats(&self) -> MutexGuard<'_, HashSet<(MatchId, u8)>> {
+        self.seats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The seat's streams here changed.
+    pub fn add(&self, match_id: MatchId, seat: u8) {
+        self.seats().insert((match_id, seat));
+    }
+
+    /// The seats to write now, forgotten here.
+    pub fn take(&self) -> Vec<(MatchId, u8)> {
+        std::mem::take(&mut *self.seats()).into_iter().collect()
+    }
 }
 
 /// A seat's stream's place in the presence: told to the store when it ends.
@@ -238,6 +252,20 @@ mod tests {
         assert_eq!(local.depart(m, 0), Change::Departed);
         assert!(!local.is_watched(&m, 0));
         assert_eq!(local.depart(m, 0), Change::None, "nothing to end");
+    }
+
+    #[test]
+    fn a_seat_that_changed_many_times_is_written_once() {
+        let pending = Pending::default();
+        let m = MatchId([1; 16]);
+        for _ in 0..100 {
+            pending.add(m, 0);
+            pending.add(m, 2);
+        }
+        let mut seats = pending.take();
+        seats.sort();
+        assert_eq!(seats, [(m, 0), (m, 2)]);
+        assert!(pending.take().is_empty());
     }
 
     #[test]
