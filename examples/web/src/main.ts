@@ -30,6 +30,7 @@ import { renderTable, seatLabel, tileKey } from "./table.js";
 import { LANGUAGES, T, dir, isLang, lang, pickLanguage, setLanguage, type TextKey } from "./lang/index.js";
 import { list, num } from "./lang/util.js";
 import {
+  howLong,
   isNetworkFailure,
   onEnd,
   pipName,
@@ -45,7 +46,7 @@ import {
 } from "./words.js";
 import { ErrorReason } from "./gen/allfives/v1/allfives_pb.js";
 import { normaliseCode } from "./code.js";
-import { Countdown, clockText, monotonicMs, notDueWaitMs } from "./clock.js";
+import { Countdown, PresenceClock, clockText, monotonicMs, notDueWaitMs } from "./clock.js";
 
 const params = new URLSearchParams(window.location.search);
 // By default the service on the page's own host (127.0.0.1 when the page is opened
@@ -625,7 +626,43 @@ function renderClocks() {
     li.dataset.seat = String(row.seat);
   }
 }
-window.setInterval(renderClocks, 250);
+
+/** A seat gone for less than this is not said: a device that watches again at once
+ * (its connection aged) or after a moment (its stream failed) is gone for less. */
+const GONE_AFTER_MS = 3000;
+
+/**
+ * Who has gone, from the stream's presence: every person's seat not played at this
+ * screen (a bot's seat never watches) with no device watching for GONE_AFTER_MS or
+ * more, and for how long ("Ana has been gone for 40 seconds."),
+ * counted up as the clocks count down. Advice: the seat's clock decides. Not a live
+ * region (it changes every second); called on every render and every 250 ms.
+ */
+function renderPresence() {
+  const box = $("gone");
+  const g = game;
+  const p = presence;
+  const rows =
+    !g || !p || p.match !== g.view.matchId || g.view.phase === Phase.OVER
+      ? []
+      : g.view.seats
+          .filter((s) => (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT) && s.seat !== you && !g.local?.has(s.seat))
+          .flatMap((s) => {
+            const ms = p.clock.goneForMs(s.seat);
+            return ms !== undefined && ms >= GONE_AFTER_MS ? [{ seat: s.seat, text: T.goneFor(seatName(s.seat, you), howLong(ms)) }] : [];
+          });
+  box.hidden = rows.length === 0;
+  if (box.children.length !== rows.length) box.replaceChildren(...rows.map(() => document.createElement("li")));
+  for (const [i, row] of rows.entries()) {
+    const li = box.children[i] as HTMLElement;
+    if (li.textContent !== row.text) li.textContent = row.text;
+    li.dataset.seat = String(row.seat);
+  }
+}
+window.setInterval(() => {
+  renderClocks();
+  renderPresence();
+}, 250);
 
 /** "A bot is playing for X" for every seat a bot holds; Take my seat back for this
  * page's; Leave for this page's seat once a hand is dealt, with another person at the
@@ -686,17 +723,21 @@ const hasOpenSeat = (v: GameView) => v.seats.some((s) => s.kind === SeatKind.OPE
 const hasOtherPlayer = (v: GameView) => v.seats.some((s) => s.seat !== you && s.kind !== SeatKind.BOT);
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 let watching: AbortController | undefined;
+/** The last Presence the page's stream brought, for its match (none while the stream is down). */
+let presence: { match: string; clock: PresenceClock } | undefined;
 
 /**
  * Follows the page's match through a Watch stream (again from the last state seen each
  * time the stream ends, as it does when the server's connection ages or drains, or
  * breaks), taking every change the server pushes: a friend's move, a move made in
- * another tab. A server without a match store refuses Watch (STORE_REQUIRED): then
- * the page's own answers are all it learns, and a match with another person at it
- * cannot be followed, which the page says.
+ * another tab; and asking which seats have a device watching (presence). A server
+ * without a match store refuses Watch (STORE_REQUIRED): then the page's own answers
+ * are all it learns, and a match with another person at it cannot be followed, which
+ * the page says.
  */
 function watch() {
   watching?.abort();
+  presence = undefined;
   const g = game;
   if (!g) return;
   const stop = new AbortController();
@@ -707,16 +748,23 @@ function watch() {
       try {
         // A spectator names the match by its id (it holds no token) and no seat.
         const request = spectating()
-          ? { matchId: g.view.matchId, lastStateId: g.view.stateId }
-          : { state: g.state, viewer: you, credential: g.credential, lastStateId: g.view.stateId };
+          ? { matchId: g.view.matchId, lastStateId: g.view.stateId, presence: true }
+          : { state: g.state, viewer: you, credential: g.credential, lastStateId: g.view.stateId, presence: true };
         for await (const message of client.watch(request, { signal: stop.signal })) {
           pause = 500;
           document.body.dataset.watching = "yes";
           if (message.kind.case === "change") await arrive(message.kind.value);
+          else if (message.kind.case === "presence") {
+            presence = { match: g.view.matchId, clock: new PresenceClock(message.kind.value, monotonicMs()) };
+            renderPresence();
+          }
         }
       } catch (err) {
         if (stop.signal.aborted || game !== g) return;
         document.body.dataset.watching = "no";
+        // What the page knew of who is watching may be out of date from here.
+        presence = undefined;
+        renderPresence();
         const reason = reasonOf(err);
         if (reason === ErrorReason.STORE_REQUIRED || (err instanceof ConnectError && err.code === Code.Unimplemented)) {
           if (hasOtherPlayer(g.view)) showError(T.noStore);
@@ -1017,6 +1065,7 @@ function render() {
   $("sheet").innerHTML = g.sheet ? sheetTable(g.sheet, v) : "";
   renderAbsence(g);
   renderClocks();
+  renderPresence();
   planClaim();
 }
 
