@@ -180,10 +180,13 @@ function hideForms() {
 }
 const tableContent = document.getElementById("table-content") as unknown as SVGGElement;
 
-function showError(text: string) {
+/** The error shown says a call got no answer at all (it goes once the stream is back). */
+let errorIsNetwork = false;
+function showError(text: string, network = false) {
   const el = $("error");
   el.textContent = text;
   el.hidden = text === "";
+  errorIsNetwork = network && text !== "";
 }
 
 /** A refusal of the page's own, not the server's: its message is the sentence. */
@@ -201,8 +204,9 @@ async function call(what: () => Promise<void>): Promise<unknown> {
   try {
     await what();
   } catch (err) {
-    const reach = isNetworkFailure(err) ? await whyUnreachable(SERVER) : undefined;
-    showError(err instanceof PageRefusal ? err.message : sentenceFor(err, reach));
+    const network = isNetworkFailure(err);
+    const reach = network ? await whyUnreachable(SERVER) : undefined;
+    showError(err instanceof PageRefusal ? err.message : sentenceFor(err, reach), network);
     // Another device or tab moved first: watch again, which brings the page up to date.
     if (reasonOf(err) === ErrorReason.STATE_STALE) watch();
     console.warn("allfives call failed:", err);
@@ -725,19 +729,28 @@ const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 let watching: AbortController | undefined;
 /** The last Presence the page's stream brought, for its match (none while the stream is down). */
 let presence: { match: string; clock: PresenceClock } | undefined;
+/**
+ * How long a Watch stream may say nothing (the server sends a heartbeat every 15 s by
+ * default) before the page takes its connection for dead, as one a phone left behind
+ * on another network is, without a word, and watches again.
+ */
+const SILENT_STREAM_MS = 45_000;
 
 /**
  * Follows the page's match through a Watch stream (again from the last state seen each
  * time the stream ends, as it does when the server's connection ages or drains, or
  * breaks), taking every change the server pushes: a friend's move, a move made in
- * another tab; and asking which seats have a device watching (presence). A server
- * without a match store refuses Watch (STORE_REQUIRED): then the page's own answers
- * are all it learns, and a match with another person at it cannot be followed, which
- * the page says.
+ * another tab; and asking which seats have a device watching (presence). After a
+ * failure it waits 0.5 s, doubling up to 10 s (each wait between half and all of
+ * that) until a message comes, and a stream silent for SILENT_STREAM_MS is ended and
+ * opened again; while no stream opens, the page says it is trying again. A server without a match store refuses Watch (STORE_REQUIRED): then the page's own
+ * answers are all it learns, and a match with another person at it cannot be
+ * followed, which the page says.
  */
 function watch() {
   watching?.abort();
   presence = undefined;
+  setConnected(true);
   const g = game;
   if (!g) return;
   const stop = new AbortController();
@@ -745,14 +758,26 @@ function watch() {
   void (async () => {
     let pause = 500;
     while (!stop.signal.aborted && game === g) {
+      // This stream's own end: the page's (stop), or a silence too long.
+      const attempt = new AbortController();
+      const end = () => attempt.abort();
+      stop.signal.addEventListener("abort", end);
+      let silence = window.setTimeout(end, SILENT_STREAM_MS);
+      let heard = false;
       try {
         // A spectator names the match by its id (it holds no token) and no seat.
         const request = spectating()
           ? { matchId: g.view.matchId, lastStateId: g.view.stateId, presence: true }
           : { state: g.state, viewer: you, credential: g.credential, lastStateId: g.view.stateId, presence: true };
-        for await (const message of client.watch(request, { signal: stop.signal })) {
-          pause = 500;
-          document.body.dataset.watching = "yes";
+        for await (const message of client.watch(request, { signal: attempt.signal })) {
+          window.clearTimeout(silence);
+          silence = window.setTimeout(end, SILENT_STREAM_MS);
+          if (!heard) {
+            heard = true;
+            pause = 500;
+            document.body.dataset.watching = "yes";
+            setConnected(true);
+          }
           if (message.kind.case === "change") await arrive(message.kind.value);
           else if (message.kind.case === "presence") {
             presence = { match: g.view.matchId, clock: new PresenceClock(message.kind.value, monotonicMs()) };
@@ -767,19 +792,37 @@ function watch() {
         renderPresence();
         const reason = reasonOf(err);
         if (reason === ErrorReason.STORE_REQUIRED || (err instanceof ConnectError && err.code === Code.Unimplemented)) {
+          setConnected(true);
           if (hasOtherPlayer(g.view)) showError(T.noStore);
           return;
         }
         if (refusesSaved(err) || reason === ErrorReason.MATCH_FORGOTTEN) {
+          setConnected(true);
           showError(sentenceFor(err));
           return;
         }
+        // A stream that failed before its first message: the server cannot be reached.
+        if (!heard) setConnected(false);
         console.warn("allfives watch ended:", err);
-        await sleep(pause);
+        await sleep(pause / 2 + (Math.random() * pause) / 2);
         pause = Math.min(pause * 2, 10_000);
+      } finally {
+        window.clearTimeout(silence);
+        stop.signal.removeEventListener("abort", end);
       }
     }
   })();
+}
+
+/**
+ * Says whether the page reaches the server: while its stream cannot be opened, that it
+ * is trying again; once one is open again, a call's failure to get any answer said
+ * meanwhile goes too.
+ */
+function setConnected(connected: boolean) {
+  const offline = $("offline");
+  if (connected && !offline.hidden && errorIsNetwork) showError("");
+  offline.hidden = connected;
 }
 
 /** A change the Watch stream pushed. */

@@ -198,6 +198,8 @@ export const en = {
     hours: (count: number) => plural(L, count, { one: "# hour", other: "# hours" }),
     days: (count: number) => plural(L, count, { one: "# day", other: "# days" }),
   },
+  // The page's Watch stream cannot reach the server (it keeps trying, with backoff).
+  reconnecting: "The connection to the server was lost. Trying again…",
   leave: "Leave",
   confirmLeaveSeat: "Leave the match? A bot plays your seat until you take it back.",
   returnToSeat: "Take my seat back",

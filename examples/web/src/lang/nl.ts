@@ -180,6 +180,7 @@ export const nl = {
     hours: (count: number) => plural(L, count, { other: "# uur" }),
     days: (count: number) => plural(L, count, { one: "# dag", other: "# dagen" }),
   },
+  reconnecting: "De verbinding met de server is weggevallen. Opnieuw proberen…",
   leave: "Tafel verlaten",
   confirmLeaveSeat: "De partij verlaten? Een bot speelt je plaats tot je hem terugneemt.",
   returnToSeat: "Mijn plaats terugnemen",

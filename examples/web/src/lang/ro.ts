@@ -182,6 +182,7 @@ export const ro = {
     hours: (count: number) => plural(L, count, { one: "o oră", few: "# ore", other: "# de ore" }),
     days: (count: number) => plural(L, count, { one: "o zi", few: "# zile", other: "# de zile" }),
   },
+  reconnecting: "Legătura cu serverul s-a pierdut. Se reîncearcă…",
   leave: "Părăsește masa",
   confirmLeaveSeat: "Părăsești meciul? Un robot îți joacă locul până îl iei înapoi.",
   returnToSeat: "Îmi iau locul înapoi",

@@ -182,6 +182,7 @@ export const sr = {
     hours: (count: number) => plural(L, count, { one: "# сат", few: "# сата", other: "# сати" }),
     days: (count: number) => plural(L, count, { one: "# дан", few: "# дана", other: "# дана" }),
   },
+  reconnecting: "Веза са сервером је прекинута. Покушава се поново…",
   leave: "Напусти сто",
   confirmLeaveSeat: "Напустити меч? Бот игра уместо тебе док не вратиш своје место.",
   returnToSeat: "Врати ми место",

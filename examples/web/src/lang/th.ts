@@ -177,6 +177,7 @@ export const th = {
     hours: (count: number) => plural(L, count, { other: "# ชั่วโมง" }),
     days: (count: number) => plural(L, count, { other: "# วัน" }),
   },
+  reconnecting: "การเชื่อมต่อกับเซิร์ฟเวอร์หลุด กำลังลองใหม่…",
   leave: "ออกจากโต๊ะ",
   confirmLeaveSeat: "ออกจากเกมไหม? บอทจะเล่นแทนคุณจนกว่าคุณจะกลับมานั่งที่เดิม",
   returnToSeat: "กลับมานั่งที่ของฉัน",
