@@ -1,13 +1,14 @@
 // Turn clocks (issue 41, docs/rules.md section 11) as the page reads them: the same
-// Countdown as the TypeScript client's (examples/clients/node/src/clock.ts), and how a
-// TIMEOUT_NOT_DUE refusal says when to claim again. The server judges every clock by
+// Countdown as the TypeScript client's (examples/clients/node/src/clock.ts), how a
+// TIMEOUT_NOT_DUE refusal says when to claim again, and how long a seat has been gone
+// (a Watch stream's Presence, read the same way). The server judges every clock by
 // its own clock when a call arrives (no timer runs anywhere): a ClockView's times are
 // the server's, in milliseconds since the Unix epoch, with now_ms its time when it
 // made the view. The page never compares them with its own wall clock, only with
 // now_ms, and counts the difference down on performance.now() from when the view
 // arrived.
 import { ConnectError } from "@connectrpc/connect";
-import type { ClockView, GameView } from "./gen/allfives/v1/allfives_pb.js";
+import type { ClockView, GameView, Presence } from "./gen/allfives/v1/allfives_pb.js";
 import { ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 
 /** This device's monotonic clock in milliseconds: it never steps with the wall clock. */
@@ -48,6 +49,28 @@ export class Countdown {
   claimableAt(): number | undefined {
     const ms = this.clock.claimableAtMs;
     return ms === undefined ? undefined : this.local(ms);
+  }
+}
+
+/**
+ * A Watch stream's Presence read against this device's monotonic clock, as Countdown
+ * reads a view's clock: a seat with no device watching has been gone for
+ * now_ms - gone_since_ms (both the server's) when the message arrived, and counts up
+ * on monotonicMs() from then. Advice only: the turn clock decides.
+ */
+export class PresenceClock {
+  constructor(
+    readonly presence: Presence,
+    /** monotonicMs() when the message arrived. */
+    readonly receivedAt: number,
+  ) {}
+
+  /** Milliseconds `seat` has had no device watching at `now`; undefined while one
+   * watches, and for a seat none has watched yet. */
+  goneForMs(seat: number, now: number = monotonicMs()): number | undefined {
+    const p = this.presence.seats.find((s) => s.seat === seat);
+    if (!p || p.watching || p.goneSinceMs === undefined) return undefined;
+    return Math.max(0, Number(this.presence.nowMs - p.goneSinceMs) + (now - this.receivedAt));
   }
 }
 

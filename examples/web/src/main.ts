@@ -30,6 +30,7 @@ import { renderTable, seatLabel, tileKey } from "./table.js";
 import { LANGUAGES, T, dir, isLang, lang, pickLanguage, setLanguage, type TextKey } from "./lang/index.js";
 import { list, num } from "./lang/util.js";
 import {
+  howLong,
   isNetworkFailure,
   onEnd,
   pipName,
@@ -45,7 +46,7 @@ import {
 } from "./words.js";
 import { ErrorReason } from "./gen/allfives/v1/allfives_pb.js";
 import { normaliseCode } from "./code.js";
-import { Countdown, clockText, monotonicMs, notDueWaitMs } from "./clock.js";
+import { Countdown, PresenceClock, clockText, monotonicMs, notDueWaitMs } from "./clock.js";
 
 const params = new URLSearchParams(window.location.search);
 // By default the service on the page's own host (127.0.0.1 when the page is opened
@@ -179,10 +180,13 @@ function hideForms() {
 }
 const tableContent = document.getElementById("table-content") as unknown as SVGGElement;
 
-function showError(text: string) {
+/** The error shown says a call got no answer at all (it goes once the stream is back). */
+let errorIsNetwork = false;
+function showError(text: string, network = false) {
   const el = $("error");
   el.textContent = text;
   el.hidden = text === "";
+  errorIsNetwork = network && text !== "";
 }
 
 /** A refusal of the page's own, not the server's: its message is the sentence. */
@@ -200,8 +204,9 @@ async function call(what: () => Promise<void>): Promise<unknown> {
   try {
     await what();
   } catch (err) {
-    const reach = isNetworkFailure(err) ? await whyUnreachable(SERVER) : undefined;
-    showError(err instanceof PageRefusal ? err.message : sentenceFor(err, reach));
+    const network = isNetworkFailure(err);
+    const reach = network ? await whyUnreachable(SERVER) : undefined;
+    showError(err instanceof PageRefusal ? err.message : sentenceFor(err, reach), network);
     // Another device or tab moved first: watch again, which brings the page up to date.
     if (reasonOf(err) === ErrorReason.STATE_STALE) watch();
     console.warn("allfives call failed:", err);
@@ -625,7 +630,43 @@ function renderClocks() {
     li.dataset.seat = String(row.seat);
   }
 }
-window.setInterval(renderClocks, 250);
+
+/** A seat gone for less than this is not said: a device that watches again at once
+ * (its connection aged) or after a moment (its stream failed) is gone for less. */
+const GONE_AFTER_MS = 3000;
+
+/**
+ * Who has gone, from the stream's presence: every person's seat not played at this
+ * screen (a bot's seat never watches) with no device watching for GONE_AFTER_MS or
+ * more, and for how long ("Ana has been gone for 40 seconds."),
+ * counted up as the clocks count down. Advice: the seat's clock decides. Not a live
+ * region (it changes every second); called on every render and every 250 ms.
+ */
+function renderPresence() {
+  const box = $("gone");
+  const g = game;
+  const p = presence;
+  const rows =
+    !g || !p || p.match !== g.view.matchId || g.view.phase === Phase.OVER
+      ? []
+      : g.view.seats
+          .filter((s) => (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT) && s.seat !== you && !g.local?.has(s.seat))
+          .flatMap((s) => {
+            const ms = p.clock.goneForMs(s.seat);
+            return ms !== undefined && ms >= GONE_AFTER_MS ? [{ seat: s.seat, text: T.goneFor(seatName(s.seat, you), howLong(ms)) }] : [];
+          });
+  box.hidden = rows.length === 0;
+  if (box.children.length !== rows.length) box.replaceChildren(...rows.map(() => document.createElement("li")));
+  for (const [i, row] of rows.entries()) {
+    const li = box.children[i] as HTMLElement;
+    if (li.textContent !== row.text) li.textContent = row.text;
+    li.dataset.seat = String(row.seat);
+  }
+}
+window.setInterval(() => {
+  renderClocks();
+  renderPresence();
+}, 250);
 
 /** "A bot is playing for X" for every seat a bot holds; Take my seat back for this
  * page's; Leave for this page's seat once a hand is dealt, with another person at the
@@ -686,17 +727,30 @@ const hasOpenSeat = (v: GameView) => v.seats.some((s) => s.kind === SeatKind.OPE
 const hasOtherPlayer = (v: GameView) => v.seats.some((s) => s.seat !== you && s.kind !== SeatKind.BOT);
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 let watching: AbortController | undefined;
+/** The last Presence the page's stream brought, for its match (none while the stream is down). */
+let presence: { match: string; clock: PresenceClock } | undefined;
+/**
+ * How long a Watch stream may say nothing (the server sends a heartbeat every 15 s by
+ * default) before the page takes its connection for dead, as one a phone left behind
+ * on another network is, without a word, and watches again.
+ */
+const SILENT_STREAM_MS = 45_000;
 
 /**
  * Follows the page's match through a Watch stream (again from the last state seen each
  * time the stream ends, as it does when the server's connection ages or drains, or
  * breaks), taking every change the server pushes: a friend's move, a move made in
- * another tab. A server without a match store refuses Watch (STORE_REQUIRED): then
- * the page's own answers are all it learns, and a match with another person at it
- * cannot be followed, which the page says.
+ * another tab; and asking which seats have a device watching (presence). After a
+ * failure it waits 0.5 s, doubling up to 10 s (each wait between half and all of
+ * that) until a message comes, and a stream silent for SILENT_STREAM_MS is ended and
+ * opened again; while no stream opens, the page says it is trying again. A server without a match store refuses Watch (STORE_REQUIRED): then the page's own
+ * answers are all it learns, and a match with another person at it cannot be
+ * followed, which the page says.
  */
 function watch() {
   watching?.abort();
+  presence = undefined;
+  setConnected(true);
   const g = game;
   if (!g) return;
   const stop = new AbortController();
@@ -704,34 +758,71 @@ function watch() {
   void (async () => {
     let pause = 500;
     while (!stop.signal.aborted && game === g) {
+      // This stream's own end: the page's (stop), or a silence too long.
+      const attempt = new AbortController();
+      const end = () => attempt.abort();
+      stop.signal.addEventListener("abort", end);
+      let silence = window.setTimeout(end, SILENT_STREAM_MS);
+      let heard = false;
       try {
         // A spectator names the match by its id (it holds no token) and no seat.
         const request = spectating()
-          ? { matchId: g.view.matchId, lastStateId: g.view.stateId }
-          : { state: g.state, viewer: you, credential: g.credential, lastStateId: g.view.stateId };
-        for await (const message of client.watch(request, { signal: stop.signal })) {
-          pause = 500;
-          document.body.dataset.watching = "yes";
+          ? { matchId: g.view.matchId, lastStateId: g.view.stateId, presence: true }
+          : { state: g.state, viewer: you, credential: g.credential, lastStateId: g.view.stateId, presence: true };
+        for await (const message of client.watch(request, { signal: attempt.signal })) {
+          window.clearTimeout(silence);
+          silence = window.setTimeout(end, SILENT_STREAM_MS);
+          if (!heard) {
+            heard = true;
+            pause = 500;
+            document.body.dataset.watching = "yes";
+            setConnected(true);
+          }
           if (message.kind.case === "change") await arrive(message.kind.value);
+          else if (message.kind.case === "presence") {
+            presence = { match: g.view.matchId, clock: new PresenceClock(message.kind.value, monotonicMs()) };
+            renderPresence();
+          }
         }
       } catch (err) {
         if (stop.signal.aborted || game !== g) return;
         document.body.dataset.watching = "no";
+        // What the page knew of who is watching may be out of date from here.
+        presence = undefined;
+        renderPresence();
         const reason = reasonOf(err);
         if (reason === ErrorReason.STORE_REQUIRED || (err instanceof ConnectError && err.code === Code.Unimplemented)) {
+          setConnected(true);
           if (hasOtherPlayer(g.view)) showError(T.noStore);
           return;
         }
         if (refusesSaved(err) || reason === ErrorReason.MATCH_FORGOTTEN) {
+          setConnected(true);
           showError(sentenceFor(err));
           return;
         }
+        // A stream that failed before its first message: the server cannot be reached.
+        if (!heard) setConnected(false);
         console.warn("allfives watch ended:", err);
-        await sleep(pause);
+        await sleep(pause / 2 + (Math.random() * pause) / 2);
         pause = Math.min(pause * 2, 10_000);
+      } finally {
+        window.clearTimeout(silence);
+        stop.signal.removeEventListener("abort", end);
       }
     }
   })();
+}
+
+/**
+ * Says whether the page reaches the server: while its stream cannot be opened, that it
+ * is trying again; once one is open again, a call's failure to get any answer said
+ * meanwhile goes too.
+ */
+function setConnected(connected: boolean) {
+  const offline = $("offline");
+  if (connected && !offline.hidden && errorIsNetwork) showError("");
+  offline.hidden = connected;
 }
 
 /** A change the Watch stream pushed. */
@@ -1017,6 +1108,7 @@ function render() {
   $("sheet").innerHTML = g.sheet ? sheetTable(g.sheet, v) : "";
   renderAbsence(g);
   renderClocks();
+  renderPresence();
   planClaim();
 }
 

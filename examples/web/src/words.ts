@@ -67,6 +67,16 @@ export function onEnd(end: End): string {
   return T.onEnds[end] ?? T.onEnds[End.UNSPECIFIED];
 }
 
+/** How long, in its largest whole unit ("40 seconds", "3 minutes", "5 hours", "2 days"):
+ * hours up to two days, for a match played by correspondence. */
+export function howLong(ms: number): string {
+  const s = Math.floor(Math.max(0, ms) / 1000);
+  if (s < 60) return T.duration.seconds(s);
+  if (s < 3600) return T.duration.minutes(Math.floor(s / 60));
+  if (s < 48 * 3600) return T.duration.hours(Math.floor(s / 3600));
+  return T.duration.days(Math.floor(s / 86_400));
+}
+
 // Apart from each other and from the page's own marks: amber (#f5b400) for what can be
 // played, blue (#50c8ff) for advice, white for the chosen tile, magenta for the focus.
 /**

@@ -1,13 +1,15 @@
 // The page's languages (src/lang/), without a browser: every key of English in every
 // other language, nothing empty, each string with parameters taking the same ones as
 // English and showing every one English shows; the language picked from the browser's
-// list; and invite codes read as the server reads them (src/code.ts).
+// list; how long, in words (src/words.ts); and invite codes read as the server reads
+// them (src/code.ts).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { en } from "../src/lang/en.js";
 import { LANGUAGES, pickLanguage } from "../src/lang/index.js";
 import { num } from "../src/lang/util.js";
 import { normaliseCode } from "../src/code.js";
+import { howLong } from "../src/words.js";
 
 type Value = unknown;
 const others = Object.entries(LANGUAGES).filter(([code]) => code !== "en");
@@ -114,8 +116,18 @@ test("plurals take the language's forms, numbers its digits' grouping", () => {
   // Serbian: one (1, 21), few (2 to 4, 22 to 24), other (5 to 20, 25 …).
   assert.deepEqual([1, 2, 5, 21, 22, 25].map((n) => tiles("sr", n)), ["1 плочица", "2 плочице", "5 плочица", "21 плочица", "22 плочице", "25 плочица"]);
   assert.deepEqual([1, 7].map((n) => tiles("th", n)), ["1 ตัว", "7 ตัว"]);
+  // How long a player has been gone: Romanian's "de" from 20, Serbian's accusative.
+  const seconds = (code: keyof typeof LANGUAGES, n: number) => LANGUAGES[code].duration.seconds(n);
+  assert.deepEqual([1, 2, 20].map((n) => seconds("ro", n)), ["o secundă", "2 secunde", "20 de secunde"]);
+  assert.deepEqual([1, 3, 5, 21].map((n) => seconds("sr", n)), ["1 секунду", "3 секунде", "5 секунди", "21 секунду"]);
+  assert.equal(LANGUAGES.en.goneFor("Ana", LANGUAGES.en.duration.minutes(1)), "Ana has been gone for 1 minute.");
   assert.equal(LANGUAGES.en.sheetCaption(10000), "Score sheet, target 10,000");
   assert.equal(LANGUAGES.nl.sheetCaption(10000), "Scoreblad, doel 10.000");
+});
+
+test("how long is said in its largest whole unit, hours up to two days", () => {
+  const said = [0, 59_999, 60_000, 3_599_999, 3_600_000, 48 * 3_600_000 - 1, 48 * 3_600_000].map(howLong);
+  assert.deepEqual(said, ["0 seconds", "59 seconds", "1 minute", "59 minutes", "1 hour", "47 hours", "2 days"]);
 });
 
 test("the language is the one chosen, else the browser's first the page has, else English", () => {

@@ -13,6 +13,7 @@ import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
+import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { createClient } from "@connectrpc/connect";
@@ -681,6 +682,170 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
   assert.equal(await errorText(late), "");
   await late.screenshot({ path: join(OUTPUT, "14-clock-back.png"), fullPage: true });
   console.log(`  ${lateName} timed out and came back; ${waiterName}'s page claimed`);
+});
+
+// --- Presence (issue 41): a player whose connection is cut. ---------------------------
+/**
+ * A TCP proxy to the server at `url`, run by the test, for a page whose connection is
+ * to be cut: `cut()` destroys every connection open through it, and every new one until
+ * `restore()`. (A browser context's setOffline leaves a stream already open alone.)
+ */
+async function cuttableProxy(url: string) {
+  const target = new URL(url);
+  const sockets = new Set<Socket>();
+  let cut = false;
+  const server = createServer((inbound) => {
+    if (cut) return void inbound.destroy();
+    const outbound = connect(Number(target.port), target.hostname);
+    for (const [socket, other] of [[inbound, outbound], [outbound, inbound]] as const) {
+      sockets.add(socket);
+      socket.pipe(other);
+      socket.on("error", () => other.destroy());
+      socket.on("close", () => {
+        sockets.delete(socket);
+        other.destroy();
+      });
+    }
+  });
+  await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
+  const cutAll = () => {
+    cut = true;
+    for (const socket of sockets) socket.destroy();
+  };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    cut: cutAll,
+    restore: () => void (cut = false),
+    close: () =>
+      new Promise<void>((closed) => {
+        cutAll();
+        server.close(() => closed());
+      }),
+  };
+}
+
+// Presence (issue 41): two phones on a 4 s clock with no bank (the clocks' test's 3 s
+// would run out about when the page first says a seat is gone, 3 s);
+// Bob's page calls the server, Ana's goes through a proxy the test runs. Mid-hand the
+// proxy is cut: Ana's page says it is reconnecting, Bob's that Ana is gone and for how
+// long, counting up; Ana's time runs out, Bob's page claims it and a bot plays for her,
+// and at her second timeout in a row the bot holds her seat. The proxy is restored:
+// Ana's page watches again by itself (having tried with backoff meanwhile), is told a
+// bot plays for her, takes her seat back and plays on; Bob's page no longer says she is
+// gone. What the pages show is waited for (bounded), never how long it took.
+webTest("presence: a phone cut off mid-hand is shown gone on the other, whose page claims its turns for a bot; back, it takes its seat back and plays on", 180_000, async () => {
+  const proxy = await cuttableProxy(SERVER_URL);
+  try {
+    const phone = SIZES[0].options;
+    const bob = await open(at(PAGE_URL, SERVER_URL, "&debug=1&clock=4,0"), phone);
+    await bob.check("#new-match input[name=clock]");
+    await newMatch(bob, { name: "Bob", players: 2, bots: ["friend"], handSize: "1", target: 100 });
+    assert.equal(await errorText(bob), "");
+    // Ana opens Bob's invite on her phone, her page's server the proxy.
+    const invite = new URL(await bob.locator("#invite-link").inputValue());
+    invite.searchParams.set("server", proxy.url);
+    const ana = await open(invite.toString(), phone);
+    const watches: number[] = []; // when Ana's page opened each Watch stream
+    ana.on("request", (r) => void (r.url().endsWith("AllFivesService/Watch") && watches.push(performance.now())));
+    await ana.fill("#join input[name=name]", "Ana");
+    await ana.click("#join button[type=submit]");
+    const same = async () => {
+      const id = (await body(bob)).stateId;
+      await ana.waitForFunction((want) => document.body.dataset.stateId === want, id, WAIT);
+    };
+    await bob.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+    await same();
+    assert.ok(await bob.locator("#gone").isHidden(), "nobody is gone");
+    // On the log (folded on a phone), a line is there once it is in the list.
+    const logged = (page: Page, text: string | RegExp, timeout = WAIT.timeout) =>
+      page.locator("#log li", { hasText: text }).first().waitFor({ state: "attached", timeout });
+
+    // The player on turn leads; then Ana's connection is cut.
+    const starter = (await body(ana)).yourTurn === "true" ? ana : bob;
+    assert.equal(await act(starter, true), "played");
+    await same();
+    proxy.cut();
+    const cutAt = performance.now();
+    const watchesBefore = watches.length;
+    await ana.locator("#offline").waitFor(WAIT);
+    assert.equal(await ana.locator("#offline").innerText(), "The connection to the server was lost. Trying again…");
+    // Bob plays until Ana is on turn; her page hears none of it.
+    for (let i = 0; (await body(bob)).yourTurn === "true"; i++) {
+      assert.ok(i < 20, "Bob's turn did not end");
+      await act(bob, true);
+      assert.equal(await errorText(bob), "");
+    }
+    // Bob's page says Ana is gone and for how long, counting up.
+    const gone = bob.locator("#gone li", { hasText: /^Ana has been gone for \d+ seconds?\.$/ });
+    await gone.waitFor(WAIT);
+    // The phone's screen as Bob sees it, the clocks and who is gone in view.
+    await bob.evaluate(() => document.getElementById("gone")!.scrollIntoView({ block: "center" }));
+    await bob.screenshot({ path: join(OUTPUT, "15-presence-gone.png"), scale: "css" });
+    const secondsGone = Number(/(\d+) second/.exec(await gone.innerText())![1]);
+    await bob.waitForFunction(
+      (n) => Number(/(\d+) second/.exec(document.querySelector("#gone li")?.textContent ?? "")?.[1] ?? 0) > n,
+      secondsGone,
+      WAIT,
+    );
+    assert.deepEqual(await layoutFaults(bob, true), [], "a player gone, on a phone: nothing overflows");
+    assert.deepEqual(await axeViolations(bob), [], "axe-core with a player gone");
+
+    // Ana's time runs out: Bob's page claims it, a bot plays for her. Bob plays on; at
+    // her second timeout in a row the bot holds her seat.
+    await logged(bob, "Ana ran out of time.", 60_000);
+    assert.ok(called.get(bob)!.includes("ClaimTimeout"), "Bob's page claimed Ana's timeout");
+    const held = bob.locator("#held-seats li", { hasText: "A bot is playing for Ana." });
+    for (let i = 0; !(await held.count()); i++) {
+      assert.ok(i < 300, "no bot took Ana's seat");
+      if ((await body(bob)).yourTurn === "true") {
+        await act(bob, true);
+        assert.equal(await errorText(bob), "");
+      } else await bob.waitForTimeout(200);
+    }
+    await logged(bob, "From now on the medium bot plays for Ana.");
+    assert.equal(await gone.count(), 1, "Ana is still gone");
+    await bob.locator("#log-box summary").tap();
+    await bob.screenshot({ path: join(OUTPUT, "15-presence-bot-plays.png"), fullPage: true, scale: "css" });
+
+    // Back online: Ana's page watches again by itself, without having hammered the
+    // server meanwhile (its waits between tries grow, to 5 to 10 s).
+    proxy.restore();
+    const tries = watches.length - watchesBefore;
+    const cutSeconds = (performance.now() - cutAt) / 1000;
+    assert.ok(tries <= 7 + cutSeconds / 5, `${tries} Watch calls in ${cutSeconds.toFixed(0)} s without a connection`);
+    await ana.locator("#offline").waitFor({ state: "hidden", timeout: 30_000 });
+    await ana.locator("#held-seats li", { hasText: "A bot is playing for you." }).waitFor(WAIT);
+    await bob.locator("#gone").waitFor({ state: "hidden", ...WAIT });
+    // Take my seat back (again if the tap came while the page was busy), and play on.
+    const back = "You are back at the table.";
+    for (let i = 0; i < 10 && !(await ana.locator("#log li", { hasText: back }).count()); i++) {
+      await idle(ana);
+      await ana.locator("#return-seat").tap();
+      await idle(ana);
+    }
+    await logged(ana, back);
+    await logged(bob, "Ana is back at the table.");
+    // Whoever is on turn plays (Bob too, lest his clock run out), until a Play of Ana's
+    // own is taken; one refused as late, or made stale by a claim, is played again.
+    for (let i = 0; ; i++) {
+      assert.ok(i < 300, "Ana did not get to play");
+      const plays = called.get(ana)!.filter((m) => m === "Play").length;
+      if ((await body(ana)).yourTurn === "true") {
+        await act(ana, true);
+        if (called.get(ana)!.filter((m) => m === "Play").length > plays && (await errorText(ana)) === "") break;
+      } else if ((await body(bob)).yourTurn === "true") await act(bob, true);
+      else await ana.waitForTimeout(200);
+    }
+    const played = (await body(ana)).stateId;
+    await bob.waitForFunction((want) => document.body.dataset.stateId === want, played, WAIT);
+    assert.ok(await ana.locator("#return-seat").isHidden(), "the seat is Ana's again");
+    assert.ok(await ana.locator("#offline").isHidden() && (await bob.locator("#gone").isHidden()), "nobody is gone");
+    await ana.locator("#log-box summary").tap();
+    await ana.screenshot({ path: join(OUTPUT, "15-presence-back.png"), fullPage: true, scale: "css" });
+    console.log(`  Ana's page tried ${tries} Watch calls in ${cutSeconds.toFixed(0)} s cut off, then watched again`);
+  } finally {
+    await proxy.close();
+  }
 });
 
 // The sentences of the refusals a code can meet, written here again (not imported from

@@ -189,6 +189,17 @@ export const en = {
   clockOnTurn: (who: string, you: boolean, time: string) => `${who}, on turn: ${time} left`,
   clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} in the bank`,
   botPlaysFor: (who: string, you: boolean) => (you ? "A bot is playing for you." : `A bot is playing for ${who}.`),
+  // Presence: a seat with no device watching the match (advice: its clock decides).
+  goneLabel: "Players gone",
+  goneFor: (who: string, time: string) => `${who} has been gone for ${time}.`,
+  duration: {
+    seconds: (count: number) => plural(L, count, { one: "# second", other: "# seconds" }),
+    minutes: (count: number) => plural(L, count, { one: "# minute", other: "# minutes" }),
+    hours: (count: number) => plural(L, count, { one: "# hour", other: "# hours" }),
+    days: (count: number) => plural(L, count, { one: "# day", other: "# days" }),
+  },
+  // The page's Watch stream cannot reach the server (it keeps trying, with backoff).
+  reconnecting: "The connection to the server was lost. Trying again…",
   leave: "Leave",
   confirmLeaveSeat: "Leave the match? A bot plays your seat until you take it back.",
   returnToSeat: "Take my seat back",
