@@ -108,7 +108,18 @@ async fn a_spectator_is_told_a_seat_watches_and_since_when_it_is_gone() {
 async fn presence_crosses_replicas_sharing_a_redis_store() {
     let redis = common::redis::Redis::standalone();
     let (clock_a, clock_b) = (ServerClock::manual(T0), ServerClock::manual(T0));
-    let (one, two) = redis.clocked_replicas([&clock_a, &clock_b]).await;
+    let (one, two) = redis.clocked_replicas([&clock_a, &clock_b], &[]).await;
+    let (mut a, mut b) = (one.client().await, two.client().await);
+    seat_comes_and_goes(&mut a, &mut b, &[&clock_a, &clock_b]).await;
+}
+
+/// With a Redis Cluster: the presence hash and the match's channel share its hash tag,
+/// so one node holds both, whichever replica writes.
+#[tokio::test]
+async fn presence_crosses_replicas_sharing_a_redis_cluster() {
+    let redis = common::redis::Redis::cluster();
+    let (clock_a, clock_b) = (ServerClock::manual(T0), ServerClock::manual(T0));
+    let (one, two) = redis.clocked_replicas([&clock_a, &clock_b], &[]).await;
     let (mut a, mut b) = (one.client().await, two.client().await);
     seat_comes_and_goes(&mut a, &mut b, &[&clock_a, &clock_b]).await;
 }
@@ -170,7 +181,7 @@ async fn a_stream_that_does_not_ask_is_not_told() {
 async fn a_seat_watched_on_two_replicas_is_gone_only_when_both_end() {
     let redis = common::redis::Redis::standalone();
     let (clock_a, clock_b) = (ServerClock::manual(T0), ServerClock::manual(T0));
-    let (one, two) = redis.clocked_replicas([&clock_a, &clock_b]).await;
+    let (one, two) = redis.clocked_replicas([&clock_a, &clock_b], &[]).await;
     let (mut a, mut b) = (one.client().await, two.client().await);
     let new = a
         .new_game(common::hot_seat(pb::Rules::default(), Some(8)))

@@ -130,7 +130,7 @@ async fn seat_events_reach_the_other_seats_stream_through_the_memory_store() {
 async fn seat_events_cross_replicas_sharing_a_redis_store() {
     let redis = common::redis::Redis::standalone();
     let clock = ServerClock::manual(T0);
-    let (one, two) = redis.clocked_replicas([&clock, &clock]).await;
+    let (one, two) = redis.clocked_replicas([&clock, &clock], &[]).await;
     let (mut a, mut b) = (one.client().await, two.client().await);
     the_other_seat_is_told(&mut a, &mut b, &clock).await;
 }

@@ -95,20 +95,27 @@ impl Redis {
         redis
     }
 
-    /// Two replicas sharing this standalone server as their match store, judging turn
-    /// clocks by `clocks` (a test's: `ServerClock::manual`), taking the tests' seeds.
+    /// Two replicas sharing these servers (standalone, or a cluster) as their match
+    /// store, judging turn clocks by `clocks` (a test's: `ServerClock::manual`), taking
+    /// the tests' seeds, with `extra` arguments after.
     pub async fn clocked_replicas(
         &self,
         clocks: [&allfives::server_clock::ServerClock; 2],
+        extra: &[&str],
     ) -> (super::TestServer, super::TestServer) {
         let urls = self.urls();
-        let args = [
+        let kind = match self.ports.len() {
+            1 => "redis",
+            _ => "redis-cluster",
+        };
+        let mut args = vec![
             "--allow-client-seeds",
             "--match-store",
-            "redis",
+            kind,
             "--match-store-url",
             &urls,
         ];
+        args.extend_from_slice(extra);
         let start = |clock: &allfives::server_clock::ServerClock| {
             super::TestServer::start_clocked(super::ring(1, 1), clock.clone(), &args)
         };
