@@ -1,5 +1,6 @@
 //! Turn clocks, timeouts, leaving and coming back, through the real server, with the
-//! server's clock set by the test (`ServerClock::manual`, given in the server's
+//! server's clock set by the test (`ServerClock::manual`, or `ServerClock::stepping`
+//! where a test must see how often a call reads it; given in the server's
 //! configuration, not a flag): every deadline is judged at a time the test chose, so
 //! nothing here depends on the machine's speed. docs/rules.md section 11 is what these
 //! check.
@@ -65,6 +66,16 @@ fn clock_of(view: &pb::GameView) -> &pb::ClockView {
     view.clock
         .as_ref()
         .expect("a clocked match's view shows its clocks")
+}
+
+/// `seat`'s tiles in a match the test opened with the server's key.
+fn hand_of(record: &allfives::state::Record, seat: u32) -> Vec<pb::Tile> {
+    record
+        .game
+        .hand(seat as usize)
+        .iter()
+        .map(allfives::service::convert::tile_out)
+        .collect()
 }
 
 fn metadata(status: &tonic::Status, key: &str) -> Option<String> {
@@ -499,6 +510,10 @@ async fn a_match_without_a_clock_takes_no_claim_and_shows_no_clocks() {
 
 /// A short clocked match played to its end, both seats letting their time run out
 /// now and then (a bot plays each timed-out turn and never takes the seat).
+///
+/// Attack: a timed-out seat's tiles shown to the seat that claimed its timeout, by the
+/// bot that played its turn: the claimer sees the bot's draws unnamed, and its own hand
+/// only.
 #[tokio::test]
 async fn a_clocked_match_is_played_to_its_end_with_timeouts_on_both_sides() {
     let clock = ServerClock::manual(T0);
@@ -516,7 +531,10 @@ async fn a_clocked_match_is_played_to_its_end_with_timeouts_on_both_sides() {
         )
     };
     let (mut state, mut view, creds) = dealt(&mut client, &clock, rules, 31).await;
+    let key = ring(1, 1);
     let mut timeouts = [0u32; 2];
+    // The timed-out seats' bots' draws, seen unnamed by the claimer.
+    let mut bot_draws = 0;
     let mut now = T0;
     for step in 0..2000u64 {
         match pb::Phase::try_from(view.phase) {
@@ -529,15 +547,32 @@ async fn a_clocked_match_is_played_to_its_end_with_timeouts_on_both_sides() {
         }
         let turn = view.turn.expect("on turn");
         let c = clock_of(&view);
-        if step % 3 == 0 {
-            // Let the time run out; the other seat claims it.
+        let must_draw = view_for(&mut client, &state, turn, &creds).await.must_draw;
+        if step % 3 == 0 || must_draw {
+            // Let the time run out (always when the seat must draw, so that its bot
+            // draws); the other seat claims it.
             now = c.claimable_at_ms.expect("a human on turn");
             clock.set(now);
             let r = claim(&mut client, &state, 1 - turn, &creds)
                 .await
                 .expect("due");
             timeouts[turn as usize] += 1;
-            (state, view) = (r.state, r.view.expect("view"));
+            for e in &r.events {
+                if let Some(pb::event::Kind::TileDrawn(d)) = &e.kind
+                    && d.seat == turn
+                {
+                    assert_eq!(d.tile, None, "the claimer saw the bot's drawn tile");
+                    bot_draws += 1;
+                }
+            }
+            let seen = r.view.expect("view");
+            let (record, _) = allfives::state::open(&key, &r.state).expect("open");
+            assert_eq!(
+                seen.hand,
+                hand_of(&record, 1 - turn),
+                "the claimer sees its own tiles, no other's"
+            );
+            (state, view) = (r.state, seen);
         } else {
             now += 4_000;
             clock.set(now);
@@ -550,6 +585,7 @@ async fn a_clocked_match_is_played_to_its_end_with_timeouts_on_both_sides() {
     assert_eq!(view.phase, pb::Phase::Over as i32, "the match ended");
     assert!(view.winner_side.is_some());
     assert!(timeouts[0] > 0 && timeouts[1] > 0, "{timeouts:?}");
+    assert!(bot_draws > 0, "a bot drew in a timed-out turn");
     assert!(
         view.seats
             .iter()
@@ -587,7 +623,9 @@ async fn under_forfeit_a_timeout_ends_the_match_for_the_other_side() {
 #[tokio::test]
 async fn replicas_whose_clocks_differ_within_the_bound_agree_and_beyond_it_refuse() {
     let ahead = ServerClock::manual(T0);
-    let behind = ServerClock::manual(T0 - 700);
+    // Behind by the skew allowed, no more: a move there is written at T0 - 1 s by its
+    // own clock, so only the rule that times never go back writes it at T0.
+    let behind = ServerClock::manual(T0 - 1_000);
     let (_a, mut a) = server(&ahead, &[]).await;
     let (_b, mut b) = server(&behind, &[]).await;
     let (state, view, creds) = dealt(&mut a, &ahead, clocked(2, twenty_thirty(), None), 51).await;
@@ -638,10 +676,12 @@ async fn an_older_token_cannot_time_out_a_seat_that_has_moved_since_with_a_store
 /// Attack: a seat a bot holds leaks nothing of its tiles: to the other seats and
 /// spectators the bot's draws are unnamed and no view shows its hand; only its own
 /// player's credential shows it. And the times written for the bots' moves are the
-/// call's, whatever they thought: 0 s after the move that brought them on.
+/// call's, whatever they thought: 0 s after the move that brought them on. The server's
+/// clock moves on a second at each read (`ServerClock::stepping`), so a server that read
+/// it again for each bot's move would write those moves later.
 #[tokio::test]
 async fn a_bot_held_seat_shows_its_tiles_to_nobody_and_its_moves_take_no_time() {
-    let clock = ServerClock::manual(T0);
+    let clock = ServerClock::stepping(T0, std::time::Duration::from_secs(1));
     let key = ring(1, 1);
     let (_server, mut client) = server(&clock, &[]).await;
     let rules = clocked(3, twenty_thirty(), None);
@@ -658,6 +698,9 @@ async fn a_bot_held_seat_shows_its_tiles_to_nobody_and_its_moves_take_no_time() 
         .into_inner();
     let (mut state, mut view) = (left.state, left.view.expect("view"));
     let mut now = T0 + 3_000;
+    // The bot's draws seen unnamed, and the calls whose bots' times were checked: the
+    // test sees both happen.
+    let (mut bot_draws, mut timed) = (0, 0);
     for _ in 0..60 {
         match pb::Phase::try_from(view.phase) {
             Ok(pb::Phase::Over) => break,
@@ -679,17 +722,16 @@ async fn a_bot_held_seat_shows_its_tiles_to_nobody_and_its_moves_take_no_time() 
                 && d.seat == 2
             {
                 assert_eq!(d.tile, None, "seat {turn} saw the bot's drawn tile");
+                bot_draws += 1;
             }
         }
         // The token's times: the bots' moves, after the seat's own, all at once.
         let (record, _) = allfives::state::open(&key, &s).expect("open");
-        let own: Vec<pb::Tile> = record
-            .game
-            .hand(turn as usize)
-            .iter()
-            .map(allfives::service::convert::tile_out)
-            .collect();
-        assert_eq!(v.hand, own, "the mover sees its own tiles, no other's");
+        assert_eq!(
+            v.hand,
+            hand_of(&record, turn),
+            "the mover sees its own tiles, no other's"
+        );
         let clocks = record.clocks.expect("clocks");
         let bots_after = events
             .iter()
@@ -702,28 +744,38 @@ async fn a_bot_held_seat_shows_its_tiles_to_nobody_and_its_moves_take_no_time() 
             .count()
             .saturating_sub(1);
         let times = clocks.times();
-        if record.game.hand_number() == view.hand_number && times.len() > bots_after {
+        if record.game.hand_number() == view.hand_number && bots_after > 0 {
+            assert!(times.len() > bots_after, "{times:?}");
             assert!(
                 times[times.len() - bots_after..].iter().all(|&t| t == 0),
                 "bots' moves written at the call's time: {times:?}"
             );
+            timed += 1;
         }
         (state, view) = (s, v);
         let spectator = client
             .score(pb::ScoreRequest {
                 state: state.clone().into(),
+                include_hand_events: true,
                 ..Default::default()
             })
             .await
             .expect("Score")
-            .into_inner()
-            .view
-            .expect("view");
-        assert!(spectator.hand.is_empty());
+            .into_inner();
+        assert!(spectator.view.expect("view").hand.is_empty());
+        for e in &spectator.hand_events {
+            if let Some(pb::event::Kind::TileDrawn(d)) = &e.kind {
+                assert_eq!(d.tile, None, "a spectator saw seat {}'s drawn tile", d.seat);
+            }
+        }
     }
+    assert!(bot_draws > 0, "the bot drew");
+    assert!(timed > 0, "the bots moved after a seat's move");
     // Its own player still sees its hand; another seat's credential does not open it.
     let own = view_for(&mut client, &state, 2, &creds).await;
     assert_eq!(own.viewer, Some(2));
+    let (record, _) = allfives::state::open(&key, &state).expect("open");
+    assert_eq!(own.hand, hand_of(&record, 2));
     let refused = client
         .score(pb::ScoreRequest {
             state: state.clone().into(),
