@@ -181,6 +181,11 @@ async fn until_turn_of(
     panic!("seat {seat} never came on turn")
 }
 
+/// Attack: a seat claims another's timeout before it is due. Seen to fail with the
+/// refusal of a claim with no timeout due removed (`steps::act` letting ClaimTimeout
+/// through when `clocks::due` finds none): "a claim at T0 + 0 ms was taken" (answered,
+/// though it changed nothing); and with the lag grace left out of
+/// `clocks::due`: "a claim at T0 + 50000 ms was taken".
 #[tokio::test]
 async fn a_timeout_is_refused_before_its_deadline_plus_grace_and_taken_from_then() {
     let clock = ServerClock::manual(T0);
@@ -215,7 +220,9 @@ async fn a_timeout_is_refused_before_its_deadline_plus_grace_and_taken_from_then
     // A claim before the deadline plus the grace is refused, and says from when.
     for early in [T0, T0 + 50_000, T0 + 51_999] {
         clock.set(early);
-        let refused = claim(&mut client, &state, other, &creds).await.unwrap_err();
+        let Err(refused) = claim(&mut client, &state, other, &creds).await else {
+            panic!("a claim at T0 + {} ms was taken", early - T0);
+        };
         assert_eq!(refused.code(), Code::FailedPrecondition);
         assert_eq!(reason(&refused), "TIMEOUT_NOT_DUE");
         assert_eq!(
@@ -264,6 +271,11 @@ async fn a_timeout_is_refused_before_its_deadline_plus_grace_and_taken_from_then
     }
 }
 
+/// Attack: a seat whose time ran out moves anyway. Seen to fail with its own move taken
+/// as if in time (`steps::act` dropping the timeout due when the late seat itself
+/// moves): "the seat's own move past its deadline plus the grace was taken"; and with
+/// only the TURN_TIMED_OUT refusal removed (the timeout then applied first, its bot
+/// playing the seat's turn, then the move), the move was refused NOT_YOUR_TURN instead.
 #[tokio::test]
 async fn a_move_within_the_grace_is_taken_and_one_past_it_is_refused_with_nothing_applied() {
     let clock = ServerClock::manual(T0);
@@ -273,9 +285,9 @@ async fn a_move_within_the_grace_is_taken_and_one_past_it_is_refused_with_nothin
     let turn = view.turn.expect("on turn");
     // Past the deadline plus the grace: the seat's own move is refused.
     clock.set(T0 + 52_000);
-    let refused = my_move(&mut client, &state, turn, &creds)
-        .await
-        .unwrap_err();
+    let Err(refused) = my_move(&mut client, &state, turn, &creds).await else {
+        panic!("the seat's own move past its deadline plus the grace was taken");
+    };
     assert_eq!(refused.code(), Code::FailedPrecondition);
     assert_eq!(reason(&refused), "TURN_TIMED_OUT");
     assert_eq!(
@@ -513,7 +525,8 @@ async fn a_match_without_a_clock_takes_no_claim_and_shows_no_clocks() {
 ///
 /// Attack: a timed-out seat's tiles shown to the seat that claimed its timeout, by the
 /// bot that played its turn: the claimer sees the bot's draws unnamed, and its own hand
-/// only.
+/// only. Seen to fail with the redaction of drawn tiles removed (`Event::redacted_for`
+/// returning the event as it is): "the claimer saw the bot's drawn tile".
 #[tokio::test]
 async fn a_clocked_match_is_played_to_its_end_with_timeouts_on_both_sides() {
     let clock = ServerClock::manual(T0);
@@ -620,6 +633,10 @@ async fn under_forfeit_a_timeout_ends_the_match_for_the_other_side() {
 /// Two replicas sharing a key ring whose clocks differ: within the skew allowed a
 /// match moves on either (times never go back); beyond it, a changing call on the
 /// replica that is behind is refused UNAVAILABLE CLOCK_SKEW, and reads still answer.
+/// Seen to fail with the skew check removed from `clocks::due`: "a move on the replica
+/// 5 s behind the last move's time was taken"; and with times let go back
+/// (`Clocks::stamp` writing the replica's own time, a second before the deal's): the
+/// engine's subtraction overflowed, and the move within the bound was cancelled.
 #[tokio::test]
 async fn replicas_whose_clocks_differ_within_the_bound_agree_and_beyond_it_refuse() {
     let ahead = ServerClock::manual(T0);
@@ -640,7 +657,9 @@ async fn replicas_whose_clocks_differ_within_the_bound_agree_and_beyond_it_refus
     );
     behind.set(T0 - 5_000);
     let Some(turn) = view.turn else { return };
-    let refused = my_move(&mut b, &state, turn, &creds).await.unwrap_err();
+    let Err(refused) = my_move(&mut b, &state, turn, &creds).await else {
+        panic!("a move on the replica 5 s behind the last move's time was taken");
+    };
     assert_eq!(refused.code(), Code::Unavailable);
     assert_eq!(reason(&refused), "CLOCK_SKEW");
     assert_eq!(
@@ -654,7 +673,10 @@ async fn replicas_whose_clocks_differ_within_the_bound_agree_and_beyond_it_refus
 
 /// Attack: the timed-out seat forks from the token before its own move to claim its
 /// opponent's older timeout. With a match store the fork is refused (STATE_STALE);
-/// docs/security.md says what a deployment without one cannot refuse.
+/// docs/security.md says what a deployment without one cannot refuse. Seen to fail
+/// with the memory store's compare-and-set taking a move from any state
+/// (`MemoryStore::advance` without its STATE_STALE answer): "the older token's claim
+/// was taken".
 #[tokio::test]
 async fn an_older_token_cannot_time_out_a_seat_that_has_moved_since_with_a_store() {
     let clock = ServerClock::manual(T0);
@@ -667,9 +689,9 @@ async fn an_older_token_cannot_time_out_a_seat_that_has_moved_since_with_a_store
         .await
         .expect("in time");
     clock.set(T0 + 60_000);
-    let refused = claim(&mut client, &old, 1 - turn, &creds)
-        .await
-        .unwrap_err();
+    let Err(refused) = claim(&mut client, &old, 1 - turn, &creds).await else {
+        panic!("the older token's claim was taken");
+    };
     assert_eq!(reason(&refused), "STATE_STALE");
 }
 
@@ -679,6 +701,13 @@ async fn an_older_token_cannot_time_out_a_seat_that_has_moved_since_with_a_store
 /// call's, whatever they thought: 0 s after the move that brought them on. The server's
 /// clock moves on a second at each read (`ServerClock::stepping`), so a server that read
 /// it again for each bot's move would write those moves later.
+///
+/// Seen to fail with the redaction of drawn tiles removed (`Event::redacted_for`
+/// returning the event as it is): "seat 1 saw the bot's drawn tile"; with any credential
+/// opening a seat a bot holds (`Seats::authorize`): "seat 0's credential opened the view
+/// of the seat the bot holds"; and with the clock read again for each action a call
+/// writes (`Step::stamp`): "bots' moves written at the call's time: [2, 8, 7, 1]", which
+/// the same test on a `ServerClock::manual` (still during a call) did not see.
 #[tokio::test]
 async fn a_bot_held_seat_shows_its_tiles_to_nobody_and_its_moves_take_no_time() {
     let clock = ServerClock::stepping(T0, std::time::Duration::from_secs(1));
@@ -776,20 +805,29 @@ async fn a_bot_held_seat_shows_its_tiles_to_nobody_and_its_moves_take_no_time() 
     assert_eq!(own.viewer, Some(2));
     let (record, _) = allfives::state::open(&key, &state).expect("open");
     assert_eq!(own.hand, hand_of(&record, 2));
-    let refused = client
+    let other = client
         .score(pb::ScoreRequest {
             state: state.clone().into(),
             viewer: Some(2),
             credential: creds.of(0),
             include_hand_events: false,
         })
-        .await
-        .unwrap_err();
+        .await;
+    let Err(refused) = other else {
+        panic!("seat 0's credential opened the view of the seat the bot holds");
+    };
     assert_eq!(reason(&refused), "CREDENTIAL_INVALID");
 }
 
 /// Attack: a token's times cannot be forged: any byte of a clocked token changed is
-/// refused, and no request carries a time.
+/// refused, and no request carries a time. Seen to fail with the token's tag unchecked
+/// (`state::token` sealing the body with a keystream of the same cipher, and opening it
+/// without authentication): "byte 15 of 166 changed, and the claim was taken" (the
+/// seed; going on past the first, 95 of the 166 were taken, a bank refilled and a
+/// timeout in a row added among them, and others moved the deadline later,
+/// TIMEOUT_NOT_DUE, or the deal's time ahead, CLOCK_SKEW); and with the token cache
+/// finding a token by its nonce alone (`Tokens::open` not comparing the rest): "byte 0
+/// of 166 changed, and the claim was taken".
 #[tokio::test]
 async fn a_clocked_tokens_every_byte_is_authenticated() {
     let clock = ServerClock::manual(T0);
@@ -801,10 +839,17 @@ async fn a_clocked_tokens_every_byte_is_authenticated() {
     for i in 0..state.len() {
         let mut forged = state.clone();
         forged[i] ^= 0x01;
-        let refused = claim(&mut client, &forged, 1 - turn, &creds)
-            .await
-            .unwrap_err();
-        assert_eq!(refused.code(), Code::InvalidArgument, "byte {i}");
+        let Err(refused) = claim(&mut client, &forged, 1 - turn, &creds).await else {
+            panic!(
+                "byte {i} of {} changed, and the claim was taken",
+                state.len()
+            );
+        };
+        assert_eq!(
+            refused.code(),
+            Code::InvalidArgument,
+            "byte {i}: {refused:?}"
+        );
     }
 }
 
@@ -881,7 +926,10 @@ async fn a_call_the_due_timeout_could_not_make_legal_is_refused_before_it() {
 /// With a match store, a clocked call made again after the store recorded it (its
 /// answer lost) is answered with the state recorded, though it came a second later
 /// and would write another time; a different call from the same token (the claim of
-/// a timeout the move beat) is refused STATE_STALE.
+/// a timeout the move beat) is refused STATE_STALE. Seen to fail with the memory
+/// store's compare-and-set removed (`MemoryStore::advance` without its STATE_STALE
+/// answer): the call made again was applied again, a state of its own (its `state_id`
+/// not the first's).
 #[tokio::test]
 async fn a_clocked_call_made_again_is_answered_the_same_with_a_store() {
     let clock = ServerClock::manual(T0);
