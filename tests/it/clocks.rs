@@ -1,5 +1,6 @@
 //! Turn clocks, timeouts, leaving and coming back, through the real server, with the
-//! server's clock set by the test (`ServerClock::manual`, given in the server's
+//! server's clock set by the test (`ServerClock::manual`, or `ServerClock::stepping`
+//! where a test must see how often a call reads it; given in the server's
 //! configuration, not a flag): every deadline is judged at a time the test chose, so
 //! nothing here depends on the machine's speed. docs/rules.md section 11 is what these
 //! check.
@@ -69,6 +70,16 @@ fn clock_of(view: &pb::GameView) -> &pb::ClockView {
     view.clock
         .as_ref()
         .expect("a clocked match's view shows its clocks")
+}
+
+/// `seat`'s tiles in a match the test opened with the server's key.
+fn hand_of(record: &allfives::state::Record, seat: u32) -> Vec<pb::Tile> {
+    record
+        .game
+        .hand(seat as usize)
+        .iter()
+        .map(allfives::service::convert::tile_out)
+        .collect()
 }
 
 fn metadata(status: &tonic::Status, key: &str) -> Option<String> {
@@ -174,6 +185,11 @@ pub(crate) async fn until_turn_of(
     panic!("seat {seat} never came on turn")
 }
 
+/// Attack: a seat claims another's timeout before it is due. Seen to fail with the
+/// refusal of a claim with no timeout due removed (`steps::act` letting ClaimTimeout
+/// through when `clocks::due` finds none): "a claim at T0 + 0 ms was taken" (answered,
+/// though it changed nothing); and with the lag grace left out of
+/// `clocks::due`: "a claim at T0 + 50000 ms was taken".
 #[tokio::test]
 async fn a_timeout_is_refused_before_its_deadline_plus_grace_and_taken_from_then() {
     let clock = ServerClock::manual(T0);
@@ -208,7 +224,9 @@ async fn a_timeout_is_refused_before_its_deadline_plus_grace_and_taken_from_then
     // A claim before the deadline plus the grace is refused, and says from when.
     for early in [T0, T0 + 50_000, T0 + 51_999] {
         clock.set(early);
-        let refused = claim(&mut client, &state, other, &creds).await.unwrap_err();
+        let Err(refused) = claim(&mut client, &state, other, &creds).await else {
+            panic!("a claim at T0 + {} ms was taken", early - T0);
+        };
         assert_eq!(refused.code(), Code::FailedPrecondition);
         assert_eq!(reason(&refused), "TIMEOUT_NOT_DUE");
         assert_eq!(
@@ -257,6 +275,11 @@ async fn a_timeout_is_refused_before_its_deadline_plus_grace_and_taken_from_then
     }
 }
 
+/// Attack: a seat whose time ran out moves anyway. Seen to fail with its own move taken
+/// as if in time (`steps::act` dropping the timeout due when the late seat itself
+/// moves): "the seat's own move past its deadline plus the grace was taken"; and with
+/// only the TURN_TIMED_OUT refusal removed (the timeout then applied first, its bot
+/// playing the seat's turn, then the move), the move was refused NOT_YOUR_TURN instead.
 #[tokio::test]
 async fn a_move_within_the_grace_is_taken_and_one_past_it_is_refused_with_nothing_applied() {
     let clock = ServerClock::manual(T0);
@@ -266,9 +289,9 @@ async fn a_move_within_the_grace_is_taken_and_one_past_it_is_refused_with_nothin
     let turn = view.turn.expect("on turn");
     // Past the deadline plus the grace: the seat's own move is refused.
     clock.set(T0 + 52_000);
-    let refused = my_move(&mut client, &state, turn, &creds)
-        .await
-        .unwrap_err();
+    let Err(refused) = my_move(&mut client, &state, turn, &creds).await else {
+        panic!("the seat's own move past its deadline plus the grace was taken");
+    };
     assert_eq!(refused.code(), Code::FailedPrecondition);
     assert_eq!(reason(&refused), "TURN_TIMED_OUT");
     assert_eq!(
@@ -503,6 +526,11 @@ async fn a_match_without_a_clock_takes_no_claim_and_shows_no_clocks() {
 
 /// A short clocked match played to its end, both seats letting their time run out
 /// now and then (a bot plays each timed-out turn and never takes the seat).
+///
+/// Attack: a timed-out seat's tiles shown to the seat that claimed its timeout, by the
+/// bot that played its turn: the claimer sees the bot's draws unnamed, and its own hand
+/// only. Seen to fail with the redaction of drawn tiles removed (`Event::redacted_for`
+/// returning the event as it is): "the claimer saw the bot's drawn tile".
 #[tokio::test]
 async fn a_clocked_match_is_played_to_its_end_with_timeouts_on_both_sides() {
     let clock = ServerClock::manual(T0);
@@ -520,7 +548,10 @@ async fn a_clocked_match_is_played_to_its_end_with_timeouts_on_both_sides() {
         )
     };
     let (mut state, mut view, creds) = dealt(&mut client, &clock, rules, 31).await;
+    let key = ring(1, 1);
     let mut timeouts = [0u32; 2];
+    // The timed-out seats' bots' draws, seen unnamed by the claimer.
+    let mut bot_draws = 0;
     let mut now = T0;
     for step in 0..2000u64 {
         match pb::Phase::try_from(view.phase) {
@@ -533,15 +564,32 @@ async fn a_clocked_match_is_played_to_its_end_with_timeouts_on_both_sides() {
         }
         let turn = view.turn.expect("on turn");
         let c = clock_of(&view);
-        if step % 3 == 0 {
-            // Let the time run out; the other seat claims it.
+        let must_draw = view_for(&mut client, &state, turn, &creds).await.must_draw;
+        if step % 3 == 0 || must_draw {
+            // Let the time run out (always when the seat must draw, so that its bot
+            // draws); the other seat claims it.
             now = c.claimable_at_ms.expect("a human on turn");
             clock.set(now);
             let r = claim(&mut client, &state, 1 - turn, &creds)
                 .await
                 .expect("due");
             timeouts[turn as usize] += 1;
-            (state, view) = (r.state, r.view.expect("view"));
+            for e in &r.events {
+                if let Some(pb::event::Kind::TileDrawn(d)) = &e.kind
+                    && d.seat == turn
+                {
+                    assert_eq!(d.tile, None, "the claimer saw the bot's drawn tile");
+                    bot_draws += 1;
+                }
+            }
+            let seen = r.view.expect("view");
+            let (record, _) = allfives::state::open(&key, &r.state).expect("open");
+            assert_eq!(
+                seen.hand,
+                hand_of(&record, 1 - turn),
+                "the claimer sees its own tiles, no other's"
+            );
+            (state, view) = (r.state, seen);
         } else {
             now += 4_000;
             clock.set(now);
@@ -554,6 +602,7 @@ async fn a_clocked_match_is_played_to_its_end_with_timeouts_on_both_sides() {
     assert_eq!(view.phase, pb::Phase::Over as i32, "the match ended");
     assert!(view.winner_side.is_some());
     assert!(timeouts[0] > 0 && timeouts[1] > 0, "{timeouts:?}");
+    assert!(bot_draws > 0, "a bot drew in a timed-out turn");
     assert!(
         view.seats
             .iter()
@@ -588,10 +637,16 @@ async fn under_forfeit_a_timeout_ends_the_match_for_the_other_side() {
 /// Two replicas sharing a key ring whose clocks differ: within the skew allowed a
 /// match moves on either (times never go back); beyond it, a changing call on the
 /// replica that is behind is refused UNAVAILABLE CLOCK_SKEW, and reads still answer.
+/// Seen to fail with the skew check removed from `clocks::due`: "a move on the replica
+/// 5 s behind the last move's time was taken"; and with times let go back
+/// (`Clocks::stamp` writing the replica's own time, a second before the deal's): the
+/// engine's subtraction overflowed, and the move within the bound was cancelled.
 #[tokio::test]
 async fn replicas_whose_clocks_differ_within_the_bound_agree_and_beyond_it_refuse() {
     let ahead = ServerClock::manual(T0);
-    let behind = ServerClock::manual(T0 - 700);
+    // Behind by the skew allowed, no more: a move there is written at T0 - 1 s by its
+    // own clock, so only the rule that times never go back writes it at T0.
+    let behind = ServerClock::manual(T0 - 1_000);
     let (_a, mut a) = server(&ahead, &[]).await;
     let (_b, mut b) = server(&behind, &[]).await;
     let (state, view, creds) = dealt(&mut a, &ahead, clocked(2, twenty_thirty(), None), 51).await;
@@ -606,7 +661,9 @@ async fn replicas_whose_clocks_differ_within_the_bound_agree_and_beyond_it_refus
     );
     behind.set(T0 - 5_000);
     let Some(turn) = view.turn else { return };
-    let refused = my_move(&mut b, &state, turn, &creds).await.unwrap_err();
+    let Err(refused) = my_move(&mut b, &state, turn, &creds).await else {
+        panic!("a move on the replica 5 s behind the last move's time was taken");
+    };
     assert_eq!(refused.code(), Code::Unavailable);
     assert_eq!(reason(&refused), "CLOCK_SKEW");
     assert_eq!(
@@ -620,7 +677,10 @@ async fn replicas_whose_clocks_differ_within_the_bound_agree_and_beyond_it_refus
 
 /// Attack: the timed-out seat forks from the token before its own move to claim its
 /// opponent's older timeout. With a match store the fork is refused (STATE_STALE);
-/// docs/security.md says what a deployment without one cannot refuse.
+/// docs/security.md says what a deployment without one cannot refuse. Seen to fail
+/// with the memory store's compare-and-set taking a move from any state
+/// (`MemoryStore::advance` without its STATE_STALE answer): "the older token's claim
+/// was taken".
 #[tokio::test]
 async fn an_older_token_cannot_time_out_a_seat_that_has_moved_since_with_a_store() {
     let clock = ServerClock::manual(T0);
@@ -633,19 +693,28 @@ async fn an_older_token_cannot_time_out_a_seat_that_has_moved_since_with_a_store
         .await
         .expect("in time");
     clock.set(T0 + 60_000);
-    let refused = claim(&mut client, &old, 1 - turn, &creds)
-        .await
-        .unwrap_err();
+    let Err(refused) = claim(&mut client, &old, 1 - turn, &creds).await else {
+        panic!("the older token's claim was taken");
+    };
     assert_eq!(reason(&refused), "STATE_STALE");
 }
 
 /// Attack: a seat a bot holds leaks nothing of its tiles: to the other seats and
 /// spectators the bot's draws are unnamed and no view shows its hand; only its own
 /// player's credential shows it. And the times written for the bots' moves are the
-/// call's, whatever they thought: 0 s after the move that brought them on.
+/// call's, whatever they thought: 0 s after the move that brought them on. The server's
+/// clock moves on a second at each read (`ServerClock::stepping`), so a server that read
+/// it again for each bot's move would write those moves later.
+///
+/// Seen to fail with the redaction of drawn tiles removed (`Event::redacted_for`
+/// returning the event as it is): "seat 1 saw the bot's drawn tile"; with any credential
+/// opening a seat a bot holds (`Seats::authorize`): "seat 0's credential opened the view
+/// of the seat the bot holds"; and with the clock read again for each action a call
+/// writes (`Step::stamp`): "bots' moves written at the call's time: [2, 8, 7, 1]", which
+/// the same test on a `ServerClock::manual` (still during a call) did not see.
 #[tokio::test]
 async fn a_bot_held_seat_shows_its_tiles_to_nobody_and_its_moves_take_no_time() {
-    let clock = ServerClock::manual(T0);
+    let clock = ServerClock::stepping(T0, std::time::Duration::from_secs(1));
     let key = ring(1, 1);
     let (_server, mut client) = server(&clock, &[]).await;
     let rules = clocked(3, twenty_thirty(), None);
@@ -662,6 +731,9 @@ async fn a_bot_held_seat_shows_its_tiles_to_nobody_and_its_moves_take_no_time() 
         .into_inner();
     let (mut state, mut view) = (left.state, left.view.expect("view"));
     let mut now = T0 + 3_000;
+    // The bot's draws seen unnamed, and the calls whose bots' times were checked: the
+    // test sees both happen.
+    let (mut bot_draws, mut timed) = (0, 0);
     for _ in 0..60 {
         match pb::Phase::try_from(view.phase) {
             Ok(pb::Phase::Over) => break,
@@ -683,17 +755,16 @@ async fn a_bot_held_seat_shows_its_tiles_to_nobody_and_its_moves_take_no_time() 
                 && d.seat == 2
             {
                 assert_eq!(d.tile, None, "seat {turn} saw the bot's drawn tile");
+                bot_draws += 1;
             }
         }
         // The token's times: the bots' moves, after the seat's own, all at once.
         let (record, _) = allfives::state::open(&key, &s).expect("open");
-        let own: Vec<pb::Tile> = record
-            .game
-            .hand(turn as usize)
-            .iter()
-            .map(allfives::service::convert::tile_out)
-            .collect();
-        assert_eq!(v.hand, own, "the mover sees its own tiles, no other's");
+        assert_eq!(
+            v.hand,
+            hand_of(&record, turn),
+            "the mover sees its own tiles, no other's"
+        );
         let clocks = record.clocks.expect("clocks");
         let bots_after = events
             .iter()
@@ -706,42 +777,61 @@ async fn a_bot_held_seat_shows_its_tiles_to_nobody_and_its_moves_take_no_time() 
             .count()
             .saturating_sub(1);
         let times = clocks.times();
-        if record.game.hand_number() == view.hand_number && times.len() > bots_after {
+        if record.game.hand_number() == view.hand_number && bots_after > 0 {
+            assert!(times.len() > bots_after, "{times:?}");
             assert!(
                 times[times.len() - bots_after..].iter().all(|&t| t == 0),
                 "bots' moves written at the call's time: {times:?}"
             );
+            timed += 1;
         }
         (state, view) = (s, v);
         let spectator = client
             .score(pb::ScoreRequest {
                 state: state.clone().into(),
+                include_hand_events: true,
                 ..Default::default()
             })
             .await
             .expect("Score")
-            .into_inner()
-            .view
-            .expect("view");
-        assert!(spectator.hand.is_empty());
+            .into_inner();
+        assert!(spectator.view.expect("view").hand.is_empty());
+        for e in &spectator.hand_events {
+            if let Some(pb::event::Kind::TileDrawn(d)) = &e.kind {
+                assert_eq!(d.tile, None, "a spectator saw seat {}'s drawn tile", d.seat);
+            }
+        }
     }
+    assert!(bot_draws > 0, "the bot drew");
+    assert!(timed > 0, "the bots moved after a seat's move");
     // Its own player still sees its hand; another seat's credential does not open it.
     let own = view_for(&mut client, &state, 2, &creds).await;
     assert_eq!(own.viewer, Some(2));
-    let refused = client
+    let (record, _) = allfives::state::open(&key, &state).expect("open");
+    assert_eq!(own.hand, hand_of(&record, 2));
+    let other = client
         .score(pb::ScoreRequest {
             state: state.clone().into(),
             viewer: Some(2),
             credential: creds.of(0),
             include_hand_events: false,
         })
-        .await
-        .unwrap_err();
+        .await;
+    let Err(refused) = other else {
+        panic!("seat 0's credential opened the view of the seat the bot holds");
+    };
     assert_eq!(reason(&refused), "CREDENTIAL_INVALID");
 }
 
 /// Attack: a token's times cannot be forged: any byte of a clocked token changed is
-/// refused, and no request carries a time.
+/// refused, and no request carries a time. Seen to fail with the token's tag unchecked
+/// (`state::token` sealing the body with a keystream of the same cipher, and opening it
+/// without authentication): "byte 15 of 166 changed, and the claim was taken" (the
+/// seed; going on past the first, 95 of the 166 were taken, a bank refilled and a
+/// timeout in a row added among them, and others moved the deadline later,
+/// TIMEOUT_NOT_DUE, or the deal's time ahead, CLOCK_SKEW); and with the token cache
+/// finding a token by its nonce alone (`Tokens::open` not comparing the rest): "byte 0
+/// of 166 changed, and the claim was taken".
 #[tokio::test]
 async fn a_clocked_tokens_every_byte_is_authenticated() {
     let clock = ServerClock::manual(T0);
@@ -753,10 +843,17 @@ async fn a_clocked_tokens_every_byte_is_authenticated() {
     for i in 0..state.len() {
         let mut forged = state.clone();
         forged[i] ^= 0x01;
-        let refused = claim(&mut client, &forged, 1 - turn, &creds)
-            .await
-            .unwrap_err();
-        assert_eq!(refused.code(), Code::InvalidArgument, "byte {i}");
+        let Err(refused) = claim(&mut client, &forged, 1 - turn, &creds).await else {
+            panic!(
+                "byte {i} of {} changed, and the claim was taken",
+                state.len()
+            );
+        };
+        assert_eq!(
+            refused.code(),
+            Code::InvalidArgument,
+            "byte {i}: {refused:?}"
+        );
     }
 }
 
@@ -833,7 +930,10 @@ async fn a_call_the_due_timeout_could_not_make_legal_is_refused_before_it() {
 /// With a match store, a clocked call made again after the store recorded it (its
 /// answer lost) is answered with the state recorded, though it came a second later
 /// and would write another time; a different call from the same token (the claim of
-/// a timeout the move beat) is refused STATE_STALE.
+/// a timeout the move beat) is refused STATE_STALE. Seen to fail with the memory
+/// store's compare-and-set removed (`MemoryStore::advance` without its STATE_STALE
+/// answer): the call made again was applied again, a state of its own (its `state_id`
+/// not the first's).
 #[tokio::test]
 async fn a_clocked_call_made_again_is_answered_the_same_with_a_store() {
     let clock = ServerClock::manual(T0);
