@@ -27,7 +27,7 @@ use crate::common;
 
 use allfives::proto::v1 as pb;
 use allfives::server_clock::ServerClock;
-use common::{Client, Creds, TestServer, reason, ring};
+use common::{Client, Creds, reason};
 use tonic::Code;
 use tonic_types::StatusExt;
 
@@ -175,18 +175,9 @@ enum Won {
 async fn of_a_late_move_and_a_claim_of_its_timeout_raced_on_two_replicas_exactly_one_is_applied() {
     let _heavy = common::heavy().await;
     let redis = common::redis::Redis::standalone();
-    let urls = redis.urls();
-    let args = [
-        "--allow-client-seeds",
-        "--match-store",
-        "redis",
-        "--match-store-url",
-        &urls,
-    ];
     // A judges the move, B the claim; A's clock is set behind B's in every race.
     let (clock_a, clock_b) = (ServerClock::manual(T0), ServerClock::manual(T0));
-    let one = TestServer::start_clocked(ring(1, 1), clock_a.clone(), &args).await;
-    let two = TestServer::start_clocked(ring(1, 1), clock_b.clone(), &args).await;
+    let (one, two) = redis.clocked_replicas([&clock_a, &clock_b], &[]).await;
     let (mut a, mut b) = (one.client().await, two.client().await);
     let store = store_of(&redis).await;
     let set = |a_ms: u64, b_ms: u64| {
