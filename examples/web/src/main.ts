@@ -46,7 +46,8 @@ import {
 } from "./words.js";
 import { ErrorReason } from "./gen/allfives/v1/allfives_pb.js";
 import { normaliseCode } from "./code.js";
-import { Countdown, PresenceClock, clockText, monotonicMs, notDueWaitMs } from "./clock.js";
+import { Countdown, claimWhenDue, monotonicMs, retryable } from "./clock.js";
+import { PresenceClock, clockText } from "./times.js";
 
 const params = new URLSearchParams(window.location.search);
 // By default the service on the page's own host (127.0.0.1 when the page is opened
@@ -201,14 +202,16 @@ async function call(what: () => Promise<void>): Promise<unknown> {
   calling = true;
   settle();
   showError("");
+  const from = game && b64(game.view.stateId);
   try {
     await what();
   } catch (err) {
     const network = isNetworkFailure(err);
     const reach = network ? await whyUnreachable(SERVER) : undefined;
     showError(err instanceof PageRefusal ? err.message : sentenceFor(err, reach), network);
-    // Another device or tab moved first: watch again, which brings the page up to date.
-    if (reasonOf(err) === ErrorReason.STATE_STALE) watch();
+    // Another device or tab moved first: watch again, which brings the page up to date
+    // (unless the stream has brought a newer state meanwhile).
+    if (reasonOf(err) === ErrorReason.STATE_STALE && (game && b64(game.view.stateId)) === from) watch();
     console.warn("allfives call failed:", err);
     return err;
   } finally {
@@ -223,6 +226,7 @@ const me = () => ({ viewer: you, credential: game!.credential });
 const opts = () => ({ timeoutMs: CALL_TIMEOUT_MS });
 
 function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event[] = []) {
+  stopClaim();
   game = { ...held, match: view.matchId, view, sheet, log: [], logVersion: 0, seen: new Set([b64(view.stateId)]), receivedAt: monotonicMs() };
   you = held.seat;
   for (const e of events) game.log.push(logLine(e, view));
@@ -234,8 +238,13 @@ function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event
  * Takes an answer's (or a pushed change's) token, view and events, and the sheet when
  * a hand is over; a state the page has taken already is left alone. `catchUp`: the
  * view replaces what the page showed, and the events are the hand's from its deal.
+ * `receivedAt`: monotonicMs() when the answer arrived (by default, now), from when its
+ * clock is counted down.
  */
-async function take(answer: { state?: Uint8Array; view?: GameView; events?: Event[] }, catchUp = false) {
+async function take(
+  answer: { state?: Uint8Array; view?: GameView; events?: Event[] },
+  { catchUp = false, receivedAt = monotonicMs() }: { catchUp?: boolean; receivedAt?: number } = {},
+) {
   const g = game!;
   let before: GameView | undefined;
   if (answer.view) {
@@ -251,7 +260,9 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
     if (older) return;
     before = g.view;
     g.view = answer.view;
-    g.receivedAt = monotonicMs();
+    g.receivedAt = receivedAt;
+    // A claim of the state before is over: the seat on turn moved, or its timeout was taken.
+    if (claiming && claiming.state !== id) stopClaim();
   }
   if (answer.state && answer.state.length > 0) g.state = answer.state;
   const at = g.view;
@@ -517,9 +528,25 @@ function leave() {
 const returnToSeat = () =>
   call(async () => take(await client.returnToSeat({ state: game!.state, seat: you, credential: game!.credential }, opts())));
 
-/** The claim planned: for which state, and when (monotonicMs()); its retries so far. */
-let claimPlan: { state: string; at: number; tries: number } | undefined;
-let claimTimer: number | undefined;
+/**
+ * The page's claim of the seat on turn's timeout: for which state, when (monotonicMs()),
+ * and its own AbortController (a newer state taken, a new match, or the plan made again
+ * ends it). Not through call(): the player did nothing, and stays free to play.
+ */
+interface Claim {
+  state: string;
+  at: number;
+  stop: AbortController;
+  /** A ClaimTimeout of it is on its way. */
+  inFlight: boolean;
+  /** Claimed, refused for good, or given up. */
+  done: boolean;
+}
+let claiming: Claim | undefined;
+function stopClaim() {
+  claiming?.stop.abort();
+  claiming = undefined;
+}
 
 /** Whether this page waits on another seat's clock: it plays a seat of the match (its
  * player at it, not a bot), and a human seat not at this screen is on turn. */
@@ -538,58 +565,90 @@ function waitsOnClock(g: Game): boolean {
 function planClaim() {
   const g = game;
   const at = g && waitsOnClock(g) ? Countdown.of(g.view, g.receivedAt)?.claimableAt() : undefined;
-  if (!g || at === undefined) {
-    window.clearTimeout(claimTimer);
-    claimPlan = undefined;
-    return;
-  }
+  if (!g || at === undefined) return stopClaim();
   const state = b64(g.view.stateId);
-  if (claimPlan?.state !== state) claimAt(state, at, 0);
-}
-function claimAt(state: string, at: number, tries: number) {
-  window.clearTimeout(claimTimer);
-  claimPlan = { state, at, tries };
-  claimTimer = window.setTimeout(() => void claim(state), Math.max(0, at - monotonicMs()));
+  if (claiming?.state === state) return;
+  stopClaim();
+  const claim: Claim = { state, at, stop: new AbortController(), inFlight: false, done: false };
+  claiming = claim;
+  void runClaim(g, claim);
 }
 
+/** A wait of `ms` that `signal` ends early (rejecting with its reason). */
+function wait(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((done, fail) => {
+    if (signal.aborted) return fail(signal.reason);
+    const timer = window.setTimeout(() => {
+      signal.removeEventListener("abort", aborted);
+      done();
+    }, Math.max(0, ms));
+    const aborted = () => {
+      window.clearTimeout(timer);
+      fail(signal.reason);
+    };
+    signal.addEventListener("abort", aborted, { once: true });
+  });
+}
+
+/** Rounds of claimWhenDue after failures that did nothing, before the page says so. */
+const CLAIM_ROUNDS = 5;
+
 /**
- * ClaimTimeout for this page's seat, once the seat on turn's time is out: the answer's
- * events (SeatAbsent, the bot's moves, BotTookSeat) are taken as a move's. Refused
- * TIMEOUT_NOT_DUE (this device's count ran ahead of the server's), it claims again
- * when the refusal says (claimable_at_ms - now_ms, by the server's clock), after a
- * short backoff at least; CLOCK_SKEW or no answer: again after a backoff; STATE_STALE
- * (another device claimed, or the late move came, first): the Watch stream brings the
- * match as it is. Not through call() for its refusals: the player did nothing.
+ * ClaimTimeout for this page's seat, once the seat on turn's time is out, through the
+ * TypeScript client's claimWhenDue (src/clock.ts): from a moment after `claim.at` (0 to
+ * 300 ms, so pages that learned of the state together do not all claim at once), it
+ * claims, waits out TIMEOUT_NOT_DUE as the refusal says (claimable_at_ms - now_ms, by
+ * the server's clock), and retries what did nothing (the client's retryable(): no
+ * connection, CLOCK_SKEW, the server's load limits, a deadline; and here a browser's
+ * failed fetch) with backoff, quietly: only the last failure of CLAIM_ROUNDS is said.
+ * The answer's events (SeatAbsent, the bot's moves, BotTookSeat) are taken as a move's.
+ * STATE_STALE (another device claimed, or the late move came, first): the Watch stream
+ * brings the match as it is, and is opened again only if no newer state has come. A
+ * newer state taken ends the claim (its AbortController).
  */
-async function claim(state: string) {
-  const g = game;
-  const plan = claimPlan;
-  if (!g || !plan || plan.state !== state || b64(g.view.stateId) !== state || !waitsOnClock(g)) return;
-  // A call of the player's (or an answer playing back) first: then the same claim.
-  if (isBusy()) return claimAt(state, monotonicMs() + 300, plan.tries);
-  calling = true;
-  settle();
+async function runClaim(g: Game, claim: Claim) {
+  const { signal } = claim.stop;
+  const countdown = Countdown.of(g.view, g.receivedAt);
+  if (!countdown) return;
+  const request = { state: g.state, seat: you, credential: g.credential };
+  let pause = 1000;
   try {
-    await take(await client.claimTimeout({ state: g.state, seat: you, credential: g.credential }, opts()));
-  } catch (err) {
-    const reason = reasonOf(err);
-    const backoff = Math.min(200 * 2 ** plan.tries, reason === ErrorReason.TIMEOUT_NOT_DUE ? 2000 : 10_000);
-    const jittered = backoff / 2 + (Math.random() * backoff) / 2;
-    if (reason === ErrorReason.TIMEOUT_NOT_DUE) {
-      claimAt(state, monotonicMs() + Math.max(jittered, notDueWaitMs(err) ?? 0), plan.tries + 1);
-    } else if (reason === ErrorReason.CLOCK_SKEW || isNetworkFailure(err) || ConnectError.from(err).code === Code.Unavailable) {
-      claimAt(state, monotonicMs() + jittered, plan.tries + 1);
-      console.warn("allfives: claim again later:", err);
-    } else if (reason === ErrorReason.STATE_STALE) {
-      watch();
-    } else {
-      showError(sentenceFor(err));
-      console.warn("allfives claim refused:", err);
+    await wait(claim.at - monotonicMs() + Math.random() * 300, signal);
+    for (let round = 1; ; round++) {
+      // The player's own call first: it applies a due timeout itself.
+      while (calling) await wait(250, signal);
+      claim.inFlight = true;
+      try {
+        const { response } = await claimWhenDue(client, request, countdown, { signal, timeoutMs: CALL_TIMEOUT_MS });
+        const receivedAt = monotonicMs();
+        claim.done = true;
+        if (signal.aborted || game !== g || you !== request.seat) return;
+        await take(response, { receivedAt });
+        render();
+        return;
+      } catch (err) {
+        claim.inFlight = false;
+        if (signal.aborted || game !== g) return;
+        const reason = reasonOf(err);
+        if (reason === ErrorReason.STATE_STALE) {
+          claim.done = true;
+          if (b64(g.view.stateId) === claim.state) watch();
+          return;
+        }
+        const again = retryable(ConnectError.from(err)) || isNetworkFailure(err) || reason === ErrorReason.TIMEOUT_NOT_DUE;
+        if (!again || round >= CLAIM_ROUNDS) {
+          claim.done = true;
+          showError(sentenceFor(err), isNetworkFailure(err));
+          console.warn("allfives claim refused:", err);
+          return;
+        }
+        console.warn("allfives: claim again later:", err);
+        await wait(pause / 2 + (Math.random() * pause) / 2, signal);
+        pause = Math.min(pause * 2, 10_000);
+      }
     }
-  } finally {
-    calling = false;
-    render();
-    settle();
+  } catch {
+    // Ended by its AbortController: a newer state, a new match, another plan.
   }
 }
 
@@ -830,7 +889,7 @@ async function arrive(change: WatchChange) {
   const g = game;
   if (!g || !change.view) return;
   if (g.seen.has(b64(change.view.stateId))) return;
-  await take(change, change.catchUp);
+  await take(change, { catchUp: change.catchUp });
   render();
   // The match's maker deals the first hand once every seat is taken.
   const v = g.view;
@@ -1030,6 +1089,7 @@ function takeOver(seat: number) {
     const answer = await client.score({ state: g.state, viewer: seat, credential }, opts());
     you = seat;
     g.seat = seat;
+    stopClaim(); // planned again for this seat
     g.credential = credential;
     g.view = answer.view!;
     g.receivedAt = monotonicMs();
