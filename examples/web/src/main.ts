@@ -212,6 +212,8 @@ async function call(what: () => Promise<void>): Promise<unknown> {
     // Another device or tab moved first: watch again, which brings the page up to date
     // (unless the stream has brought a newer state meanwhile).
     if (reasonOf(err) === ErrorReason.STATE_STALE && (game && b64(game.view.stateId)) === from) watch();
+    // The page's own move came too late: the match goes on only once the timeout is claimed.
+    if (reasonOf(err) === ErrorReason.TURN_TIMED_OUT) claimOwnTimeout();
     console.warn("allfives call failed:", err);
     return err;
   } finally {
@@ -541,6 +543,8 @@ interface Claim {
   inFlight: boolean;
   /** Claimed, refused for good, or given up. */
   done: boolean;
+  /** Claimed at once, the page's own move refused as late (not planned again). */
+  now?: boolean;
 }
 let claiming: Claim | undefined;
 function stopClaim() {
@@ -548,30 +552,76 @@ function stopClaim() {
   claiming = undefined;
 }
 
-/** Whether this page waits on another seat's clock: it plays a seat of the match (its
- * player at it, not a bot), and a human seat not at this screen is on turn. */
-function waitsOnClock(g: Game): boolean {
+/** How long after a seat's claimable_at_ms this page claims its own seat's timeout (or
+ * one at its screen) while another person's page is at the match: theirs go first. */
+const OWN_CLAIM_AFTER_MS = 3000;
+
+/**
+ * When this page claims the timeout of the seat on turn, by monotonicMs(); undefined
+ * when it does not: no human seat on turn, or this page plays no seat (a spectator's
+ * holds no credential). Any seat of the match may claim, the timed-out one included,
+ * and the server refuses the late seat's own moves (TURN_TIMED_OUT): its timeout must be
+ * claimed, or the match stops. Another person's seat is claimed from its
+ * claimable_at_ms (counted from when the view arrived, as the countdown is); this
+ * page's own seat, or one at this screen, as soon too when no other person's page is at
+ * the match (against bots, a hot seat, a friend whose page is closed), else
+ * OWN_CLAIM_AFTER_MS later. A page whose seat a bot holds claims too.
+ */
+function claimTime(g: Game): number | undefined {
   const v = g.view;
-  if (spectating() || v.phase !== Phase.PLAYING || v.turn === undefined || v.turn === you || g.local?.has(v.turn)) return false;
-  return v.seats.find((s) => s.seat === you)?.kind === SeatKind.CLAIMED;
+  if (spectating() || v.phase !== Phase.PLAYING || v.turn === undefined) return undefined;
+  const mine = v.seats.find((s) => s.seat === you)?.kind;
+  if (mine !== SeatKind.CLAIMED && mine !== SeatKind.HELD_BY_BOT) return undefined;
+  const at = Countdown.of(v, g.receivedAt)?.claimableAt();
+  if (at === undefined) return undefined;
+  const here = v.turn === you || g.local?.has(v.turn) === true;
+  return here && othersAtMatch(g) ? at + OWN_CLAIM_AFTER_MS : at;
 }
 
 /**
- * Plans this page's claim of the seat on turn's timeout: at the view's claimable_at_ms
- * (counted from when the view arrived, as the countdown is), for that state only. A
- * new state (a move, pushed or answered) plans again; none while this page's own seat
- * or one at this screen is on turn, or a bot holds this page's seat.
+ * Whether another person's page may be at the match to claim a timeout: a person's
+ * seat not played at this screen with a device watching, by the stream's presence, or
+ * any such seat while the page does not know (no presence yet, the stream down, a
+ * server without a match store).
+ */
+function othersAtMatch(g: Game): boolean {
+  const others = g.view.seats.filter(
+    (s) => s.seat !== you && !g.local?.has(s.seat) && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT),
+  );
+  const p = presence?.match === g.view.matchId ? presence.clock : undefined;
+  return others.some((s) => !p || p.watching(s.seat));
+}
+
+/**
+ * Plans this page's claim of the seat on turn's timeout (claimTime), for that state
+ * only: a new state (a move, pushed or answered) plans again, and so does a change of
+ * when (another person's page come or gone), unless a claim is on its way.
  */
 function planClaim() {
   const g = game;
-  const at = g && waitsOnClock(g) ? Countdown.of(g.view, g.receivedAt)?.claimableAt() : undefined;
+  const at = g ? claimTime(g) : undefined;
   if (!g || at === undefined) return stopClaim();
   const state = b64(g.view.stateId);
-  if (claiming?.state === state) return;
+  if (claiming?.state === state && (claiming.at === at || claiming.inFlight || claiming.done || claiming.now)) return;
+  claimFrom(g, state, at);
+}
+function claimFrom(g: Game, state: string, at: number, now = false) {
   stopClaim();
-  const claim: Claim = { state, at, stop: new AbortController(), inFlight: false, done: false };
+  const claim: Claim = { state, at, stop: new AbortController(), inFlight: false, done: false, now };
   claiming = claim;
   void runClaim(g, claim);
+}
+
+/**
+ * The page's own Play or Draw was refused TURN_TIMED_OUT (nothing applied): its seat's
+ * timeout is claimed now, with its own seat, unless a claim of this state is on its way.
+ */
+function claimOwnTimeout() {
+  const g = game;
+  if (!g || !Countdown.of(g.view, g.receivedAt)) return;
+  const state = b64(g.view.stateId);
+  if (claiming?.state === state && claiming.inFlight) return;
+  claimFrom(g, state, monotonicMs(), true);
 }
 
 /** A wait of `ms` that `signal` ends early (rejecting with its reason). */
@@ -841,6 +891,7 @@ function watch() {
           else if (message.kind.case === "presence") {
             presence = { match: g.view.matchId, clock: new PresenceClock(message.kind.value, monotonicMs()) };
             renderPresence();
+            planClaim(); // another person's page come or gone: this page's own claim sooner or later
           }
         }
       } catch (err) {

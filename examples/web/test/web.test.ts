@@ -848,6 +848,81 @@ webTest("presence: a phone cut off mid-hand is shown gone on the other, whose pa
   }
 });
 
+/** Resolves as `promise` does, or fails with `what` after `ms` (a bounded wait). */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, fail) => (timer = setTimeout(() => fail(new Error(what)), ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+// Turn clocks with nobody else at the match (issue 41): one player against a bot, on a
+// 2 s clock with no bank. No other person's page would claim the player's timeout, and
+// the server refuses a late move (TURN_TIMED_OUT) and applies nothing: unless this page
+// claims its own seat's timeout, every click is refused and the match stops for good.
+// The page's claims are failed by the test (as with no connection) until a move of the
+// player's has been refused as late; then the page claims its own timeout, a bot moves
+// for the player, and the match goes on; left idle, the page claims again and at the
+// second timeout in a row the bot holds the seat; Take my seat back. Seen to fail with
+// the page's claims of its own seat removed: it never claims ("the page never claimed
+// its own timeout"). What the page shows is waited for (bounded), never how long.
+webTest("turn clocks alone against a bot: a late move is refused, and the page claims its own timeout; the bot moves for the player and the match goes on", 180_000, async () => {
+  const LATE = "Your time ran out before your move arrived.";
+  const page = await open(at(PAGE_URL, SERVER_URL, "&debug=1&clock=2,0"));
+  await page.check("#new-match input[name=clock]");
+  const claims = "**/allfives.v1.AllFivesService/ClaimTimeout";
+  let claimTried!: () => void;
+  const tried = new Promise<void>((resolve) => (claimTried = resolve));
+  await page.route(claims, (route) => {
+    claimTried();
+    void route.abort();
+  });
+  await newMatch(page, { players: 2, bots: ["1"], handSize: "1", target: 100 });
+  assert.equal(await errorText(page), "");
+  await page.waitForFunction(() => document.body.dataset.yourTurn === "true", null, WAIT);
+  const moves = Number((await body(page)).moves);
+
+  // The player does nothing: once the time (and the grace) is out, the page claims its
+  // own timeout (failed here, on the way).
+  await within(tried, 30_000, "the page never claimed its own timeout");
+  // A move now is too late: refused, nothing applied.
+  await act(page);
+  await page.locator("#error", { hasText: LATE }).waitFor(WAIT);
+  assert.equal(Number((await body(page)).moves), moves, "the late move changed nothing");
+  await page.screenshot({ path: join(OUTPUT, "16-clock-alone-late.png"), fullPage: true });
+
+  // The page's claims go through: its own timeout is taken, the bot moves for it.
+  await page.unroute(claims);
+  await page.locator("#log li", { hasText: "You ran out of time." }).waitFor(WAIT);
+  await idle(page);
+  const lines = await page.locator("#log li").allInnerTexts();
+  const after = lines.slice(lines.indexOf("You ran out of time.") + 1);
+  assert.match(after[0] ?? "", /^You (played|drew|passed)/, `the bot moved for the player: ${after.join(" | ")}`);
+  assert.ok(Number((await body(page)).moves) > moves, "the match went on");
+
+  // Left idle, the page claims again; at the second timeout in a row the bot holds the
+  // seat (a hand that ends meanwhile is dealt, as the player would).
+  const held = page.locator("#held-seats li", { hasText: "A bot is playing for you." });
+  for (let i = 0; !(await held.count()); i++) {
+    assert.ok(i < 300, "no bot took the seat");
+    if ((await body(page)).phase === "DEALING") await act(page);
+    else await page.waitForTimeout(200);
+  }
+  await page.locator("#log li", { hasText: "From now on the medium bot plays for you." }).waitFor(WAIT);
+  // The page's own claims said nothing (the late move's sentence stays until the next).
+  assert.ok(["", LATE].includes(await errorText(page)), `the page said: ${await errorText(page)}`);
+  await page.screenshot({ path: join(OUTPUT, "16-clock-alone-bot.png"), fullPage: true });
+
+  // Back at the table.
+  for (let i = 0; i < 10 && !(await page.locator("#log li", { hasText: "You are back at the table." }).count()); i++) {
+    await idle(page);
+    if (await page.locator("#return-seat").isVisible()) await page.locator("#return-seat").click();
+    await idle(page);
+  }
+  await page.locator("#log li", { hasText: "You are back at the table." }).waitFor(WAIT);
+  assert.equal(await errorText(page), "");
+  console.log(`  ${called.get(page)!.filter((m) => m === "ClaimTimeout").length} claims of the page's own seat`);
+});
+
 // The sentences of the refusals a code can meet, written here again (not imported from
 // the page) so that a changed or missing sentence fails.
 const NO_SUCH_CODE =
