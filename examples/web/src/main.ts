@@ -241,11 +241,11 @@ function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event
  * a hand is over; a state the page has taken already is left alone. `catchUp`: the
  * view replaces what the page showed, and the events are the hand's from its deal.
  * `receivedAt`: monotonicMs() when the answer arrived (by default, now), from when its
- * clock is counted down.
+ * clock is counted down. `pushed`: a change the Watch stream brought (see later()).
  */
 async function take(
   answer: { state?: Uint8Array; view?: GameView; events?: Event[] },
-  { catchUp = false, receivedAt = monotonicMs() }: { catchUp?: boolean; receivedAt?: number } = {},
+  { catchUp = false, pushed = false, receivedAt = monotonicMs() }: { catchUp?: boolean; pushed?: boolean; receivedAt?: number } = {},
 ) {
   const g = game!;
   let before: GameView | undefined;
@@ -253,13 +253,9 @@ async function take(
     const id = b64(answer.view.stateId);
     if (g.seen.has(id)) return;
     g.seen.add(id);
-    // An answer older than what the page shows (a call's answer that arrived after the
+    // A state older than what the page shows (a call's answer that arrived after the
     // stream had brought a later state): never go back to it.
-    const older =
-      answer.view.matchId === g.view.matchId &&
-      (answer.view.handNumber < g.view.handNumber ||
-        (answer.view.handNumber === g.view.handNumber && answer.view.moves < g.view.moves));
-    if (older) return;
+    if (!later(answer.view, g.view, pushed)) return;
     before = g.view;
     g.view = answer.view;
     g.receivedAt = receivedAt;
@@ -286,6 +282,24 @@ async function take(
   if (g.view.phase !== Phase.PLAYING && !spectating()) {
     g.sheet = (await client.score({ state: g.state, ...me() }, opts())).sheet;
   }
+}
+
+/**
+ * Whether `next`, a state the page has not taken, comes after `now`, the one it shows.
+ * Made from it (its previous_state_id), it does; else the counts say, the hand and then
+ * the moves (every Deal, Play and Draw adds one). Leave, ReturnToSeat and ClaimSeat
+ * change the seats without a move: at the same counts, a pushed change comes after
+ * (the stream brings the match's states in their order, and a catch-up is the
+ * latest), and an answer does not (the call was made from a state the page showed, so
+ * the page has moved on since: to the answer's state or past it). Another match's
+ * state (an answer that arrived after a new match began) is never taken.
+ */
+function later(next: GameView, now: GameView, pushed: boolean): boolean {
+  if (next.matchId !== now.matchId) return false;
+  if (b64(next.previousStateId) === b64(now.stateId)) return true;
+  if (next.handNumber !== now.handNumber) return next.handNumber > now.handNumber;
+  if (next.moves !== now.moves) return next.moves > now.moves;
+  return pushed;
 }
 
 /**
@@ -866,7 +880,14 @@ function watch() {
   watching = stop;
   void (async () => {
     let pause = 500;
+    // The changes read, taken one after another (an answer's tiles are played back
+    // meanwhile) while the stream goes on being read: each change's clock counts from
+    // when it was read, not from when the change before it had been shown.
+    let taking: Promise<void> = Promise.resolve();
     while (!stop.signal.aborted && game === g) {
+      // Every change read so far taken first: the stream opens from the latest.
+      await taking;
+      if (stop.signal.aborted || game !== g) return;
       // This stream's own end: the page's (stop), or a silence too long.
       const attempt = new AbortController();
       const end = () => attempt.abort();
@@ -879,6 +900,7 @@ function watch() {
           ? { matchId: g.view.matchId, lastStateId: g.view.stateId, presence: true }
           : { state: g.state, viewer: you, credential: g.credential, lastStateId: g.view.stateId, presence: true };
         for await (const message of client.watch(request, { signal: attempt.signal })) {
+          const receivedAt = monotonicMs();
           window.clearTimeout(silence);
           silence = window.setTimeout(end, SILENT_STREAM_MS);
           if (!heard) {
@@ -887,9 +909,13 @@ function watch() {
             document.body.dataset.watching = "yes";
             setConnected(true);
           }
-          if (message.kind.case === "change") await arrive(message.kind.value);
-          else if (message.kind.case === "presence") {
-            presence = { match: g.view.matchId, clock: new PresenceClock(message.kind.value, monotonicMs()) };
+          if (message.kind.case === "change") {
+            const change = message.kind.value;
+            taking = taking
+              .then(() => (stop.signal.aborted ? undefined : arrive(change, receivedAt)))
+              .catch((err) => console.warn("allfives: a pushed change not taken:", err));
+          } else if (message.kind.case === "presence") {
+            presence = { match: g.view.matchId, clock: new PresenceClock(message.kind.value, receivedAt) };
             renderPresence();
             planClaim(); // another person's page come or gone: this page's own claim sooner or later
           }
@@ -935,12 +961,12 @@ function setConnected(connected: boolean) {
   offline.hidden = connected;
 }
 
-/** A change the Watch stream pushed. */
-async function arrive(change: WatchChange) {
+/** A change the Watch stream pushed, read at `receivedAt` (monotonicMs()). */
+async function arrive(change: WatchChange, receivedAt: number) {
   const g = game;
   if (!g || !change.view) return;
   if (g.seen.has(b64(change.view.stateId))) return;
-  await take(change, { catchUp: change.catchUp });
+  await take(change, { catchUp: change.catchUp, pushed: true, receivedAt });
   render();
   // The match's maker deals the first hand once every seat is taken.
   const v = g.view;
