@@ -540,9 +540,15 @@ function leave() {
   if (!window.confirm(T.confirmLeaveSeat)) return;
   return call(async () => take(await client.leave({ state: game!.state, seat: you, credential: game!.credential }, opts())));
 }
-/** ReturnToSeat: this page plays its seat again from its next turn. */
-const returnToSeat = () =>
-  call(async () => take(await client.returnToSeat({ state: game!.state, seat: you, credential: game!.credential }, opts())));
+/** ReturnToSeat: this page plays its seat again from its next turn. Refused
+ * SEAT_NOT_HELD (its player is back already, from another tab say): the view again. */
+async function returnToSeat() {
+  const err = await call(async () => take(await client.returnToSeat({ state: game!.state, seat: you, credential: game!.credential }, opts())));
+  if (reasonOf(err) === ErrorReason.SEAT_NOT_HELD) {
+    void refresh();
+    watch();
+  }
+}
 
 /**
  * The page's claim of the seat on turn's timeout: for which state, when (monotonicMs()),
@@ -715,6 +721,45 @@ async function runClaim(g: Game, claim: Claim) {
     // Ended by its AbortController: a newer state, a new match, another plan.
   }
 }
+
+/**
+ * The view of the state shown, again (Score with the seat's credential), with the
+ * server's time now: its clock counts down from this answer's arrival, and the claim is
+ * planned again. After sleep or a suspended tab the countdown is out of date
+ * (performance.now() may not advance while a device sleeps, and a hidden tab's timers
+ * are held back): the page asks when it is shown again, comes back from the browser's
+ * back-forward cache, or goes online. Score changes nothing: the same state, so the
+ * view replaces the one shown (a newer state comes by the stream, or a claim's
+ * STATE_STALE).
+ */
+let refreshing = false;
+async function refresh() {
+  const g = game;
+  if (!g || spectating() || refreshing) return;
+  const state = b64(g.view.stateId);
+  const seat = you;
+  refreshing = true;
+  try {
+    const answer = await client.score({ state: g.state, viewer: seat, credential: g.credential }, opts());
+    const receivedAt = monotonicMs();
+    if (game !== g || you !== seat || b64(g.view.stateId) !== state || !answer.view || b64(answer.view.stateId) !== state) return;
+    g.view = answer.view;
+    g.receivedAt = receivedAt;
+    if (!claiming?.inFlight) stopClaim(); // planned again from the new arrival
+    render();
+  } catch (err) {
+    console.warn("allfives: the view not refreshed:", err);
+  } finally {
+    refreshing = false;
+  }
+}
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") void refresh();
+});
+window.addEventListener("pageshow", (e) => {
+  if (e.persisted) void refresh();
+});
+window.addEventListener("online", () => void refresh());
 
 // --- Each seat's clock, and who a bot plays for. --------------------------------------
 /**

@@ -880,6 +880,15 @@ webTest("turn clocks alone against a bot: a late move is refused, and the page c
   assert.equal(await errorText(page), "");
   await page.waitForFunction(() => document.body.dataset.yourTurn === "true", null, WAIT);
   const moves = Number((await body(page)).moves);
+  // Shown again (after sleep, a suspended tab), the page asks the view again (Score), to
+  // count the clock down from a fresh answer.
+  const scores = () => called.get(page)!.filter((m) => m === "Score").length;
+  const scored = scores();
+  await page.evaluate(() => document.dispatchEvent(new Event("visibilitychange")));
+  for (let i = 0; scores() === scored; i++) {
+    assert.ok(i < 100, "no Score when the page was shown again");
+    await page.waitForTimeout(100);
+  }
 
   // The player does nothing: once the time (and the grace) is out, the page claims its
   // own timeout (failed here, on the way).
