@@ -12,6 +12,7 @@ import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import {
   AbsenceReason,
+  AbsenceRule,
   AllFivesService,
   BotLevel,
   GameViewSchema,
@@ -444,8 +445,10 @@ function describe(e: Event, view: GameView): string {
     }
     case "seatReturned":
       return T.logReturned(seatName(e.kind.value.seat, me), e.kind.value.seat === me);
-    case "forfeited":
-      return T.logForfeited(seatName(e.kind.value.seat, me), e.kind.value.seat === me);
+    case "forfeited": {
+      const { seat, reason } = e.kind.value;
+      return reason === AbsenceReason.LEFT ? T.logForfeitedLeft(seatName(seat, me), seat === me) : T.logForfeitedTimedOut(seatName(seat, me), seat === me);
+    }
     default:
       return "";
   }
@@ -535,9 +538,11 @@ const play = (tile: Tile | { a: number; b: number }, end: End) =>
   call(async () => take(await client.play({ state: game!.state, seat: you, tile, end, ...me() }, opts())));
 
 // --- Turn clocks: leaving, coming back, claiming a seat's timeout (issue 41). --------
-/** Leave (asked first): a bot plays this page's seat until its player takes it back. */
+/** Leave (asked first): a bot plays this page's seat until its player takes it back, or
+ * under ABSENCE_RULE_FORFEIT (a match made elsewhere may have it) the side forfeits. */
 function leave() {
-  if (!window.confirm(T.confirmLeaveSeat)) return;
+  const forfeits = game!.view.rules?.absence?.rule === AbsenceRule.FORFEIT;
+  if (!window.confirm(forfeits ? T.confirmLeaveForfeit : T.confirmLeaveSeat)) return;
   return call(async () => take(await client.leave({ state: game!.state, seat: you, credential: game!.credential }, opts())));
 }
 /** ReturnToSeat: this page plays its seat again from its next turn. Refused
@@ -1422,7 +1427,12 @@ function renderHandEnd(g: Game) {
     $("hand-end-body").innerHTML = "";
     return;
   }
-  $("hand-end-title").textContent = T.handTitle(result.hand, handEnd(result.reason, result.wentOut, result.reachedTarget, result.forfeited));
+  // A forfeit between hands ends the match with the last hand's result still shown:
+  // the forfeit is the title, not that hand's end.
+  const forfeited = forfeitedBetweenHands(v);
+  $("hand-end-title").textContent = forfeited
+    ? forfeitSentence(forfeited.seat, forfeited.absent)
+    : T.handTitle(result.hand, handEnd(result.reason, result.wentOut, result.reachedTarget, result.forfeited));
   const hands = result.hands
     .map(
       (h) =>
@@ -1433,10 +1443,44 @@ function renderHandEnd(g: Game) {
   const settlement =
     result.reason === HandEndReason.TARGET_REACHED
       ? `<p>${esc(T.notSettled)}</p>`
-      : `<p>${T.settled(list(lang, result.settlement.map((s) => `${esc(sideName(v, s.side))} ${s.points > 0 ? "+" : ""}${num(lang, s.points)}`)))}</p>`;
+      : result.reason === HandEndReason.FORFEIT
+        ? `<p>${esc(T.forfeitNotSettled)}</p>`
+        : `<p>${T.settled(list(lang, result.settlement.map((s) => `${esc(sideName(v, s.side))} ${s.points > 0 ? "+" : ""}${num(lang, s.points)}`)))}</p>`;
   const over = v.phase === Phase.OVER ? `<p class="winner" data-testid="winner">${esc(T.matchOver(winnerText(v)))}</p>` : "";
   $("hand-end-body").innerHTML =
-    `<ul class="revealed-hands">${hands}</ul>${settlement}${over}${g.sheet ? sheetTable(g.sheet, v) : ""}`;
+    `<ul class="revealed-hands">${hands}</ul>${settlement}${over}${seatsEnded(v)}${g.sheet ? sheetTable(g.sheet, v) : ""}`;
+}
+
+/** "Ana left and forfeited the match." */
+function forfeitSentence(seat: number, why: AbsenceReason): string {
+  const who = seatName(seat, you);
+  return why === AbsenceReason.LEFT ? T.logForfeitedLeft(who, seat === you) : T.logForfeitedTimedOut(who, seat === you);
+}
+
+/** The seat that forfeited a match over between hands (its player left, under
+ * ABSENCE_RULE_FORFEIT: the only seat then absent), if it ended so. */
+function forfeitedBetweenHands(v: GameView): { seat: number; absent: AbsenceReason } | undefined {
+  if (v.phase !== Phase.OVER || v.lastHand?.reason === HandEndReason.FORFEIT) return undefined;
+  if (v.rules?.absence?.rule !== AbsenceRule.FORFEIT) return undefined;
+  return v.seats.find((s) => s.absent !== AbsenceReason.UNSPECIFIED);
+}
+
+/**
+ * How each person's seat finished the match (rules section 11): played to the end, ran
+ * out of time, or left (the view's seats' `absent`, kept at the end of a match); once
+ * the match is over, if it had a clock or an absence.
+ */
+function seatsEnded(v: GameView): string {
+  const people = v.seats.filter((s) => s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT);
+  if (v.phase !== Phase.OVER || (!v.rules?.clock && !people.some((s) => s.absent !== AbsenceReason.UNSPECIFIED))) return "";
+  const how = (seat: number, absent: AbsenceReason) => {
+    const who = seatName(seat, you);
+    if (absent === AbsenceReason.TIMED_OUT) return T.endedTimedOut(who, seat === you);
+    if (absent === AbsenceReason.LEFT) return T.endedLeft(who, seat === you);
+    return T.endedPlayedOut(who, seat === you);
+  };
+  const items = people.map((s) => `<li data-testid="ended-${s.seat}">${esc(how(s.seat, s.absent))}</li>`).join("");
+  return `<p id="seats-ended-title">${esc(T.seatsEnded)}</p><ul class="seats-ended" aria-labelledby="seats-ended-title">${items}</ul>`;
 }
 
 function sheetTable(sheet: ScoreSheet, v: GameView): string {

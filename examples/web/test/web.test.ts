@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
-import { AllFivesService, End, Phase, type GameView, type ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
+import { AbsenceRule, AllFivesService, End, Phase, type GameView, type ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
 import { en } from "../src/lang/en.js";
 import { LANGUAGES, type Lang } from "../src/lang/index.js";
 
@@ -930,6 +930,56 @@ webTest("turn clocks alone against a bot: a late move is refused, and the page c
   await page.locator("#log li", { hasText: "You are back at the table." }).waitFor(WAIT);
   assert.equal(await errorText(page), "");
   console.log(`  ${called.get(page)!.filter((m) => m === "ClaimTimeout").length} claims of the page's own seat`);
+});
+
+// A match under the forfeit rule (ABSENCE_RULE_FORFEIT: the page's form does not offer
+// it, but a match made elsewhere may have it), made from Node for "Ana", the page
+// joining by its invite link as Bob. Ana deals (from Node); Bob leaves: the page asks
+// in the forfeit rule's words (not that a bot will play), the match ends, and the end
+// says how each player finished, the log how the seat forfeited. A forfeit between hands
+// leaves the last hand's result in the view: the end's title is then the forfeit's, not
+// that hand's (the view drawn through ?debug=1's hook, as the server would send it).
+webTest("a match under the forfeit rule: Leave says the side forfeits, and the end says how each player finished", 120_000, async () => {
+  const made = await client.newGame(
+    { rules: { players: 2, absence: { rule: AbsenceRule.FORFEIT } }, viewer: 0, seats: [{ claim: true, displayName: "Ana" }, { claim: false }] },
+    { timeoutMs: 10_000 },
+  );
+  const page = await open(`${at(PAGE_URL, SERVER_URL, "&debug=1")}#join=${Buffer.from(made.state).toString("base64url")}`);
+  await page.fill("#join input[name=name]", "Bob");
+  await page.click("#join button[type=submit]");
+  await page.waitForFunction(() => document.body.dataset.phase === "DEALING" && document.body.dataset.seat === "1", null, WAIT);
+  const token = await page.evaluate(() => {
+    const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
+    return (JSON.parse(localStorage.getItem(key)!) as { state: string }).state;
+  });
+  await client.deal({ state: Buffer.from(token, "base64"), viewer: 0, credential: made.credentials[0].credential }, { timeoutMs: 10_000 });
+  await page.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+  await idle(page);
+
+  const asked: string[] = [];
+  page.on("dialog", (dialog) => void asked.push(dialog.message()));
+  await page.click("#leave");
+  await page.locator("[data-testid=winner]").waitFor(WAIT);
+  assert.deepEqual(asked, ["Leave? Your side forfeits the match."], "the page asked in the forfeit rule's words");
+  assert.equal(await page.locator("#hand-end-title").innerText(), "Hand 1: You forfeited.");
+  await page.locator("#hand-end-body p", { hasText: "The match was forfeited, so the hand was not settled." }).waitFor(WAIT);
+  assert.equal(await page.locator("[data-testid=winner]").innerText(), "The match is over: Ana won.");
+  assert.deepEqual(await page.locator(".seats-ended li").allInnerTexts(), ["Ana: played to the end", "You: left the table"]);
+  await page.locator("#log li", { hasText: "You left and forfeited the match." }).waitFor({ state: "attached", ...WAIT });
+  assert.equal(await errorText(page), "");
+  assert.deepEqual(await axeViolations(page), [], "axe-core on the end of a forfeited match");
+  await page.screenshot({ path: join(OUTPUT, "17-forfeit.png"), fullPage: true });
+
+  // Between hands: the last hand's result stays in the view; the title is the forfeit.
+  await page.evaluate(() => {
+    const debug = (window as unknown as { allfivesDebug: { view: () => Record<string, Record<string, unknown>>; show: (v: unknown) => void } }).allfivesDebug;
+    const view = debug.view();
+    const { forfeited: _, ...hand } = view.lastHand;
+    view.lastHand = { ...hand, reason: "HAND_END_REASON_DOMINO", wentOut: 0 };
+    debug.show(view);
+  });
+  assert.equal(await page.locator("#hand-end-title").innerText(), "You left and forfeited the match.");
+  assert.deepEqual(await page.locator(".seats-ended li").allInnerTexts(), ["Ana: played to the end", "You: left the table"]);
 });
 
 // The sentences of the refusals a code can meet, written here again (not imported from

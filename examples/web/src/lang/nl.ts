@@ -146,6 +146,7 @@ export const nl = {
   pipsCounting: (pips: number, counted: number) =>
     `${plural(L, pips, { one: "# oog", other: "# ogen" })}, telt als ${n(counted)}`,
   notSettled: "Een gelegde steen haalde het doel, dus de hand is niet afgerekend.",
+  forfeitNotSettled: "De partij is opgegeven, dus de hand is niet afgerekend.",
   settled: (sides: string) => `Afrekening: ${sides}.`,
   sheetCaption: (target: number) => `Scoreblad, doel ${n(target)}`,
   sheetHand: "hand",
@@ -183,13 +184,19 @@ export const nl = {
   reconnecting: "De verbinding met de server is weggevallen. Opnieuw proberen…",
   leave: "Tafel verlaten",
   confirmLeaveSeat: "De partij verlaten? Een bot speelt je plaats tot je hem terugneemt.",
+  confirmLeaveForfeit: "Weggaan? Je kant verliest de partij door opgave.",
   returnToSeat: "Mijn plaats terugnemen",
   logTimedOut: (who: string, you: boolean) => `${who} had geen tijd meer.`,
   logLeft: (who: string, you: boolean) => `${who} ${you ? "hebt" : "heeft"} de tafel verlaten.`,
   logBotTookSeat: (who: string, you: boolean, bot: string) => `Vanaf nu speelt de ${bot} voor ${you ? "jou" : who}.`,
   logReturned: (who: string, you: boolean) => `${who} ${you ? "bent" : "is"} terug aan tafel.`,
-  logForfeited: (who: string, you: boolean) => `${who} verliest de partij door opgave.`,
+  logForfeitedTimedOut: (who: string, you: boolean) => `${who} had geen tijd meer en verliest de partij door opgave.`,
+  logForfeitedLeft: (who: string, you: boolean) => `${who} ${you ? "bent" : "is"} weggegaan en verliest de partij door opgave.`,
   forfeitEnd: (who: string, you: boolean) => `${who} ${you ? "hebt" : "heeft"} opgegeven.`,
+  seatsEnded: "Hoe elke speler eindigde",
+  endedPlayedOut: (who: string, you: boolean) => `${who}: tot het eind gespeeld`,
+  endedTimedOut: (who: string, you: boolean) => `${who}: geen tijd meer`,
+  endedLeft: (who: string, you: boolean) => `${who}: van tafel gegaan`,
 
   refusals: {
     [ErrorReason.ERROR_REASON_UNSPECIFIED]: "De server weigerde het verzoek.",
