@@ -783,6 +783,7 @@ function renderClocks() {
   }
   const v = g.view;
   const left = v.phase === Phase.PLAYING ? countdown.timeLeftMs() : undefined;
+  sayTimeLow(v, left);
   const rows = v.seats
     .filter((s) => s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT)
     .map((s) => {
@@ -801,6 +802,28 @@ function renderClocks() {
     if (li.textContent !== row.text) li.textContent = row.text;
     if (li.className !== row.cls) li.className = row.cls;
     li.dataset.seat = String(row.seat);
+  }
+}
+
+/** A turn's time left below which the page says so, once (the status line). */
+const LOW_MS = 10_000;
+/** The state on whose turn (this page's own) more than LOW_MS was left when seen, and
+ * the one whose time was said to be low. */
+let lowArmed: string | undefined;
+let lowSaid: string | undefined;
+/**
+ * Says once, on this page's own turn, that the time is nearly out: when the countdown,
+ * seen above LOW_MS for this state, falls to it, the polite status line (role=status)
+ * adds "Only 10 seconds left." for a screen reader to read (and stays so for the turn).
+ * A turn that starts with less (a short clock) is not said: the countdown shows it.
+ */
+function sayTimeLow(v: GameView, left: number | undefined) {
+  if (spectating() || left === undefined || v.turn !== you || handover() !== undefined) return;
+  const state = b64(v.stateId);
+  if (left > LOW_MS) lowArmed = state;
+  else if (left > 0 && lowArmed === state && lowSaid !== state) {
+    lowSaid = state;
+    $("status").textContent = statusLine(v);
   }
 }
 
@@ -836,10 +859,34 @@ function renderPresence() {
     li.dataset.seat = String(row.seat);
   }
 }
-window.setInterval(() => {
-  renderClocks();
-  renderPresence();
-}, 250);
+/**
+ * Every 250 ms while a seat on turn's clock runs or another person's seat has no device
+ * watching (the clocks counted down, who is gone counted up); stopped otherwise (between
+ * hands, a match over or without a clock, a new match).
+ */
+let ticker: number | undefined;
+function keepTicking() {
+  const g = game;
+  const p = presence?.match === g?.view.matchId ? presence?.clock : undefined;
+  const needed =
+    g !== undefined &&
+    g.view.phase !== Phase.OVER &&
+    (Countdown.of(g.view, g.receivedAt)?.deadline() !== undefined ||
+      (p !== undefined &&
+        g.view.seats.some(
+          (s) => s.seat !== you && !g.local?.has(s.seat) && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT) && !p.watching(s.seat),
+        )));
+  if (needed && ticker === undefined) {
+    ticker = window.setInterval(() => {
+      renderClocks();
+      renderPresence();
+      keepTicking();
+    }, 250);
+  } else if (!needed && ticker !== undefined) {
+    window.clearInterval(ticker);
+    ticker = undefined;
+  }
+}
 
 /** "A bot is playing for X" for every seat a bot holds; Take my seat back for this
  * page's; Leave for this page's seat once a hand is dealt, with another person at the
@@ -967,6 +1014,7 @@ function watch() {
           } else if (message.kind.case === "presence") {
             presence = { match: g.view.matchId, clock: new PresenceClock(message.kind.value, receivedAt) };
             renderPresence();
+            keepTicking();
             planClaim(); // another person's page come or gone: this page's own claim sooner or later
           }
         }
@@ -1296,6 +1344,7 @@ function render() {
   renderAbsence(g);
   renderClocks();
   renderPresence();
+  keepTicking();
   planClaim();
 }
 
@@ -1369,6 +1418,10 @@ function focusNext(v: GameView) {
 }
 
 function statusLine(v: GameView): string {
+  const line = statusWords(v);
+  return v.phase === Phase.PLAYING && v.turn === you && lowSaid === b64(v.stateId) ? `${line} ${T.timeLow(howLong(LOW_MS))}` : line;
+}
+function statusWords(v: GameView): string {
   if (v.phase === Phase.OVER) return T.matchOver(winnerText(v));
   if (hasOpenSeat(v)) return T.waitingInvite;
   if (v.phase === Phase.DEALING) return v.handNumber === 0 ? T.waitingDeal : T.handIsOver;

@@ -663,7 +663,7 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
   for (const page of [waiter, late]) assert.deepEqual(await axeViolations(page), [], "axe-core on the clocks and absences");
   // In Serbian: the clocks and the bot's line in Cyrillic, none of it in English.
   await waiter.selectOption("#lang", "sr");
-  await waiter.locator("#held-seats li", { hasText: `Бот игра уместо играча ${lateName}.` }).waitFor(WAIT);
+  await waiter.locator("#held-seats li", { hasText: `Бот игра за ${lateName}.` }).waitFor(WAIT);
   const serbian = [...(await clocks(waiter)), ...(await logLines(waiter)).slice(-2)];
   assert.ok(serbian.every((t) => !/\b(bank|left|on turn|ran out|bot plays|table)\b/.test(t)), `English in Serbian: ${serbian.join(" | ")}`);
   assert.ok(
@@ -933,15 +933,21 @@ webTest("turn clocks alone against a bot: a late move is refused, and the page c
 });
 
 // A match under the forfeit rule (ABSENCE_RULE_FORFEIT: the page's form does not offer
-// it, but a match made elsewhere may have it), made from Node for "Ana", the page
-// joining by its invite link as Bob. Ana deals (from Node); Bob leaves: the page asks
-// in the forfeit rule's words (not that a bot will play), the match ends, and the end
-// says how each player finished, the log how the seat forfeited. A forfeit between hands
-// leaves the last hand's result in the view: the end's title is then the forfeit's, not
-// that hand's (the view drawn through ?debug=1's hook, as the server would send it).
+// it, but a match made elsewhere may have it), on a 12 s clock with no bank, made from
+// Node for "Ana", the page joining by its invite link as Bob. Ana deals and plays (from
+// Node) until Bob is on turn; as his time falls to 10 s the page's status line (polite,
+// for a screen reader) says so, once. Bob leaves: the page asks in the forfeit rule's
+// words (not that a bot will play), the match ends, and the end says how each player
+// finished, the log how the seat forfeited. A forfeit between hands leaves the last
+// hand's result in the view: the end's title is then the forfeit's, not that hand's
+// (the view drawn through ?debug=1's hook, as the server would send it).
 webTest("a match under the forfeit rule: Leave says the side forfeits, and the end says how each player finished", 120_000, async () => {
   const made = await client.newGame(
-    { rules: { players: 2, absence: { rule: AbsenceRule.FORFEIT } }, viewer: 0, seats: [{ claim: true, displayName: "Ana" }, { claim: false }] },
+    {
+      rules: { players: 2, clock: { moveSeconds: 12, bankSeconds: 0 }, absence: { rule: AbsenceRule.FORFEIT } },
+      viewer: 0,
+      seats: [{ claim: true, displayName: "Ana" }, { claim: false }],
+    },
     { timeoutMs: 10_000 },
   );
   const page = await open(`${at(PAGE_URL, SERVER_URL, "&debug=1")}#join=${Buffer.from(made.state).toString("base64url")}`);
@@ -952,8 +958,18 @@ webTest("a match under the forfeit rule: Leave says the side forfeits, and the e
     const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
     return (JSON.parse(localStorage.getItem(key)!) as { state: string }).state;
   });
-  await client.deal({ state: Buffer.from(token, "base64"), viewer: 0, credential: made.credentials[0].credential }, { timeoutMs: 10_000 });
-  await page.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+  const ana = { viewer: 0, credential: made.credentials[0].credential };
+  let answer: { state: Uint8Array; view?: GameView } = await client.deal({ state: Buffer.from(token, "base64"), ...ana }, { timeoutMs: 10_000 });
+  for (let i = 0; answer.view!.turn === 0; i++) {
+    assert.ok(i < 30, "Ana's turn did not end");
+    const [move] = answer.view!.legalMoves;
+    answer = move
+      ? await client.play({ state: answer.state, seat: 0, tile: move.tile, end: move.end, ...ana }, { timeoutMs: 10_000 })
+      : await client.draw({ state: answer.state, seat: 0, ...ana }, { timeoutMs: 10_000 });
+  }
+  await page.waitForFunction((id) => document.body.dataset.stateId === id, Buffer.from(answer.view!.stateId).toString("base64"), WAIT);
+  assert.equal((await body(page)).yourTurn, "true");
+  await page.locator("#status", { hasText: /Only 10 seconds left\.$/ }).waitFor(WAIT);
   await idle(page);
 
   const asked: string[] = [];

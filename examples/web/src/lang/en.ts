@@ -189,6 +189,8 @@ export const en = {
   clocksLabel: "Clocks",
   clockOnTurn: (who: string, you: boolean, time: string) => `${who}, on turn: ${time} left`,
   clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} in the bank`,
+  /** Said once on the player's own turn, as its time falls to 10 s (the status line). */
+  timeLow: (time: string) => `Only ${time} left.`,
   botPlaysFor: (who: string, you: boolean) => (you ? "A bot is playing for you." : `A bot is playing for ${who}.`),
   // Presence: a seat with no device watching the match (advice: its clock decides).
   goneLabel: "Players gone",

@@ -172,6 +172,7 @@ export const nl = {
   clocksLabel: "Klokken",
   clockOnTurn: (who: string, you: boolean, time: string) => `${who}, aan de beurt: nog ${time}`,
   clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} reserve`,
+  timeLow: (time: string) => `Nog maar ${time}.`,
   botPlaysFor: (who: string, you: boolean) => `Een bot speelt voor ${you ? "jou" : who}.`,
   goneLabel: "Afwezige spelers",
   goneFor: (who: string, time: string) => `${who} is al ${time} weg.`,

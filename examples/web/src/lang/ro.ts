@@ -174,6 +174,7 @@ export const ro = {
   clocksLabel: "Ceasuri",
   clockOnTurn: (who: string, you: boolean, time: string) => `${who}, la rând: mai ${you ? "ai" : "are"} ${time}`,
   clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} în rezervă`,
+  timeLow: (time: string) => `Mai ai doar ${time}.`,
   botPlaysFor: (who: string, you: boolean) => `Un robot joacă pentru ${you ? "tine" : who}.`,
   goneLabel: "Jucători absenți",
   goneFor: (who: string, time: string) => `${who} lipsește de ${time}.`,

@@ -175,7 +175,8 @@ export const sr = {
   clocksLabel: "Сатови",
   clockOnTurn: (who: string, you: boolean, time: string) => `${who}, на потезу: још ${time}`,
   clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} у резерви`,
-  botPlaysFor: (who: string, you: boolean) => (you ? "Бот игра уместо тебе." : `Бот игра уместо играча ${who}.`),
+  timeLow: (time: string) => `Још само ${time}.`,
+  botPlaysFor: (who: string, you: boolean) => (you ? "Бот игра уместо тебе." : `Бот игра за ${who}.`),
   goneLabel: "Одсутни играчи",
   goneFor: (who: string, time: string) => `${who} није за столом већ ${time}.`,
   duration: {
@@ -192,7 +193,7 @@ export const sr = {
   logTimedOut: (who: string, you: boolean) => `${who} ${you ? "остајеш" : "остаје"} без времена.`,
   logLeft: (who: string, you: boolean) => `${who} ${you ? "напушташ" : "напушта"} сто.`,
   logBotTookSeat: (who: string, you: boolean, bot: string) =>
-    you ? `Од сада уместо тебе игра ${bot}.` : `Од сада ${bot} игра уместо играча ${who}.`,
+    you ? `Од сада уместо тебе игра ${bot}.` : `Од сада за ${who} игра ${bot}.`,
   logReturned: (who: string, you: boolean) => `${who} ${you ? "се враћаш" : "се враћа"} за сто.`,
   logForfeitedTimedOut: (who: string, you: boolean) =>
     `${who} ${you ? "остајеш" : "остаје"} без времена и ${you ? "губиш" : "губи"} меч предајом.`,

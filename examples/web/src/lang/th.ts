@@ -169,6 +169,7 @@ export const th = {
   clocksLabel: "นาฬิกา",
   clockOnTurn: (who: string, you: boolean, time: string) => `${who} ถึงตา: เหลือ ${time}`,
   clockBank: (who: string, you: boolean, time: string) => `${who}: เวลาสำรอง ${time}`,
+  timeLow: (time: string) => `เหลือเวลาอีก ${time}`,
   botPlaysFor: (who: string, you: boolean) => `บอทกำลังเล่นแทน ${who}`,
   goneLabel: "ผู้เล่นที่ไม่อยู่",
   goneFor: (who: string, time: string) => `${who} ไม่อยู่มา ${time} แล้ว`,
