@@ -641,8 +641,8 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
   await waiter.screenshot({ path: join(OUTPUT, "14-clock-claimed.png"), fullPage: true });
 
   // The late player leaves (the page asks first: yes): a bot holds the seat.
-  // (A click while the page is busy, say claiming the other seat's timeout in turn, does
-  // nothing: then again.)
+  // (A click while the page is busy, say playing back the other page's claim of a
+  // timeout, does nothing: then again.)
   const clickUntil = async (page: Page, button: Locator, shown: Locator) => {
     for (let i = 0; i < 10 && !(await shown.count()); i++) {
       await idle(page);
