@@ -12,6 +12,7 @@ import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import {
   AbsenceReason,
+  AbsenceRule,
   AllFivesService,
   BotLevel,
   GameViewSchema,
@@ -46,7 +47,8 @@ import {
 } from "./words.js";
 import { ErrorReason } from "./gen/allfives/v1/allfives_pb.js";
 import { normaliseCode } from "./code.js";
-import { Countdown, PresenceClock, clockText, monotonicMs, notDueWaitMs } from "./clock.js";
+import { Countdown, claimWhenDue, monotonicMs, retryable } from "./clock.js";
+import { PresenceClock, clockText } from "./times.js";
 
 const params = new URLSearchParams(window.location.search);
 // By default the service on the page's own host (127.0.0.1 when the page is opened
@@ -201,14 +203,18 @@ async function call(what: () => Promise<void>): Promise<unknown> {
   calling = true;
   settle();
   showError("");
+  const from = game && b64(game.view.stateId);
   try {
     await what();
   } catch (err) {
     const network = isNetworkFailure(err);
     const reach = network ? await whyUnreachable(SERVER) : undefined;
     showError(err instanceof PageRefusal ? err.message : sentenceFor(err, reach), network);
-    // Another device or tab moved first: watch again, which brings the page up to date.
-    if (reasonOf(err) === ErrorReason.STATE_STALE) watch();
+    // Another device or tab moved first: watch again, which brings the page up to date
+    // (unless the stream has brought a newer state meanwhile).
+    if (reasonOf(err) === ErrorReason.STATE_STALE && (game && b64(game.view.stateId)) === from) watch();
+    // The page's own move came too late: the match goes on only once the timeout is claimed.
+    if (reasonOf(err) === ErrorReason.TURN_TIMED_OUT) claimOwnTimeout();
     console.warn("allfives call failed:", err);
     return err;
   } finally {
@@ -223,6 +229,7 @@ const me = () => ({ viewer: you, credential: game!.credential });
 const opts = () => ({ timeoutMs: CALL_TIMEOUT_MS });
 
 function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event[] = []) {
+  stopClaim();
   game = { ...held, match: view.matchId, view, sheet, log: [], logVersion: 0, seen: new Set([b64(view.stateId)]), receivedAt: monotonicMs() };
   you = held.seat;
   for (const e of events) game.log.push(logLine(e, view));
@@ -234,24 +241,27 @@ function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event
  * Takes an answer's (or a pushed change's) token, view and events, and the sheet when
  * a hand is over; a state the page has taken already is left alone. `catchUp`: the
  * view replaces what the page showed, and the events are the hand's from its deal.
+ * `receivedAt`: monotonicMs() when the answer arrived (by default, now), from when its
+ * clock is counted down. `pushed`: a change the Watch stream brought (see later()).
  */
-async function take(answer: { state?: Uint8Array; view?: GameView; events?: Event[] }, catchUp = false) {
+async function take(
+  answer: { state?: Uint8Array; view?: GameView; events?: Event[] },
+  { catchUp = false, pushed = false, receivedAt = monotonicMs() }: { catchUp?: boolean; pushed?: boolean; receivedAt?: number } = {},
+) {
   const g = game!;
   let before: GameView | undefined;
   if (answer.view) {
     const id = b64(answer.view.stateId);
     if (g.seen.has(id)) return;
     g.seen.add(id);
-    // An answer older than what the page shows (a call's answer that arrived after the
+    // A state older than what the page shows (a call's answer that arrived after the
     // stream had brought a later state): never go back to it.
-    const older =
-      answer.view.matchId === g.view.matchId &&
-      (answer.view.handNumber < g.view.handNumber ||
-        (answer.view.handNumber === g.view.handNumber && answer.view.moves < g.view.moves));
-    if (older) return;
+    if (!later(answer.view, g.view, pushed)) return;
     before = g.view;
     g.view = answer.view;
-    g.receivedAt = monotonicMs();
+    g.receivedAt = receivedAt;
+    // A claim of the state before is over: the seat on turn moved, or its timeout was taken.
+    if (claiming && claiming.state !== id) stopClaim();
   }
   if (answer.state && answer.state.length > 0) g.state = answer.state;
   const at = g.view;
@@ -273,6 +283,24 @@ async function take(answer: { state?: Uint8Array; view?: GameView; events?: Even
   if (g.view.phase !== Phase.PLAYING && !spectating()) {
     g.sheet = (await client.score({ state: g.state, ...me() }, opts())).sheet;
   }
+}
+
+/**
+ * Whether `next`, a state the page has not taken, comes after `now`, the one it shows.
+ * Made from it (its previous_state_id), it does; else the counts say, the hand and then
+ * the moves (every Deal, Play and Draw adds one). Leave, ReturnToSeat and ClaimSeat
+ * change the seats without a move: at the same counts, a pushed change comes after
+ * (the stream brings the match's states in their order, and a catch-up is the
+ * latest), and an answer does not (the call was made from a state the page showed, so
+ * the page has moved on since: to the answer's state or past it). Another match's
+ * state (an answer that arrived after a new match began) is never taken.
+ */
+function later(next: GameView, now: GameView, pushed: boolean): boolean {
+  if (next.matchId !== now.matchId) return false;
+  if (b64(next.previousStateId) === b64(now.stateId)) return true;
+  if (next.handNumber !== now.handNumber) return next.handNumber > now.handNumber;
+  if (next.moves !== now.moves) return next.moves > now.moves;
+  return pushed;
 }
 
 /**
@@ -417,8 +445,10 @@ function describe(e: Event, view: GameView): string {
     }
     case "seatReturned":
       return T.logReturned(seatName(e.kind.value.seat, me), e.kind.value.seat === me);
-    case "forfeited":
-      return T.logForfeited(seatName(e.kind.value.seat, me), e.kind.value.seat === me);
+    case "forfeited": {
+      const { seat, reason } = e.kind.value;
+      return reason === AbsenceReason.LEFT ? T.logForfeitedLeft(seatName(seat, me), seat === me) : T.logForfeitedTimedOut(seatName(seat, me), seat === me);
+    }
     default:
       return "";
   }
@@ -508,90 +538,233 @@ const play = (tile: Tile | { a: number; b: number }, end: End) =>
   call(async () => take(await client.play({ state: game!.state, seat: you, tile, end, ...me() }, opts())));
 
 // --- Turn clocks: leaving, coming back, claiming a seat's timeout (issue 41). --------
-/** Leave (asked first): a bot plays this page's seat until its player takes it back. */
+/** Leave (asked first): a bot plays this page's seat until its player takes it back, or
+ * under ABSENCE_RULE_FORFEIT (a match made elsewhere may have it) the side forfeits. */
 function leave() {
-  if (!window.confirm(T.confirmLeaveSeat)) return;
+  const forfeits = game!.view.rules?.absence?.rule === AbsenceRule.FORFEIT;
+  if (!window.confirm(forfeits ? T.confirmLeaveForfeit : T.confirmLeaveSeat)) return;
   return call(async () => take(await client.leave({ state: game!.state, seat: you, credential: game!.credential }, opts())));
 }
-/** ReturnToSeat: this page plays its seat again from its next turn. */
-const returnToSeat = () =>
-  call(async () => take(await client.returnToSeat({ state: game!.state, seat: you, credential: game!.credential }, opts())));
-
-/** The claim planned: for which state, and when (monotonicMs()); its retries so far. */
-let claimPlan: { state: string; at: number; tries: number } | undefined;
-let claimTimer: number | undefined;
-
-/** Whether this page waits on another seat's clock: it plays a seat of the match (its
- * player at it, not a bot), and a human seat not at this screen is on turn. */
-function waitsOnClock(g: Game): boolean {
-  const v = g.view;
-  if (spectating() || v.phase !== Phase.PLAYING || v.turn === undefined || v.turn === you || g.local?.has(v.turn)) return false;
-  return v.seats.find((s) => s.seat === you)?.kind === SeatKind.CLAIMED;
+/** ReturnToSeat: this page plays its seat again from its next turn. Refused
+ * SEAT_NOT_HELD (its player is back already, from another tab say): the view again. */
+async function returnToSeat() {
+  const err = await call(async () => take(await client.returnToSeat({ state: game!.state, seat: you, credential: game!.credential }, opts())));
+  if (reasonOf(err) === ErrorReason.SEAT_NOT_HELD) {
+    void refresh();
+    watch();
+  }
 }
 
 /**
- * Plans this page's claim of the seat on turn's timeout: at the view's claimable_at_ms
- * (counted from when the view arrived, as the countdown is), for that state only. A
- * new state (a move, pushed or answered) plans again; none while this page's own seat
- * or one at this screen is on turn, or a bot holds this page's seat.
+ * The page's claim of the seat on turn's timeout: for which state, when (monotonicMs()),
+ * and its own AbortController (a newer state taken, a new match, or the plan made again
+ * ends it). Not through call(): the player did nothing, and stays free to play.
+ */
+interface Claim {
+  state: string;
+  at: number;
+  stop: AbortController;
+  /** A ClaimTimeout of it is on its way. */
+  inFlight: boolean;
+  /** Claimed, refused for good, or given up. */
+  done: boolean;
+  /** Claimed at once, the page's own move refused as late (not planned again). */
+  now?: boolean;
+}
+let claiming: Claim | undefined;
+function stopClaim() {
+  claiming?.stop.abort();
+  claiming = undefined;
+}
+
+/** How long after a seat's claimable_at_ms this page claims its own seat's timeout (or
+ * one at its screen) while another person's page is at the match: theirs go first. */
+const OWN_CLAIM_AFTER_MS = 3000;
+
+/**
+ * When this page claims the timeout of the seat on turn, by monotonicMs(); undefined
+ * when it does not: no human seat on turn, or this page plays no seat (a spectator's
+ * holds no credential). Any seat of the match may claim, the timed-out one included,
+ * and the server refuses the late seat's own moves (TURN_TIMED_OUT): its timeout must be
+ * claimed, or the match stops. Another person's seat is claimed from its
+ * claimable_at_ms (counted from when the view arrived, as the countdown is); this
+ * page's own seat, or one at this screen, as soon too when no other person's page is at
+ * the match (against bots, a hot seat, a friend whose page is closed), else
+ * OWN_CLAIM_AFTER_MS later. A page whose seat a bot holds claims too.
+ */
+function claimTime(g: Game): number | undefined {
+  const v = g.view;
+  if (spectating() || v.phase !== Phase.PLAYING || v.turn === undefined) return undefined;
+  const mine = v.seats.find((s) => s.seat === you)?.kind;
+  if (mine !== SeatKind.CLAIMED && mine !== SeatKind.HELD_BY_BOT) return undefined;
+  const at = Countdown.of(v, g.receivedAt)?.claimableAt();
+  if (at === undefined) return undefined;
+  const here = v.turn === you || g.local?.has(v.turn) === true;
+  return here && othersAtMatch(g) ? at + OWN_CLAIM_AFTER_MS : at;
+}
+
+/**
+ * Whether another person's page may be at the match to claim a timeout: a person's
+ * seat not played at this screen with a device watching, by the stream's presence, or
+ * any such seat while the page does not know (no presence yet, the stream down, a
+ * server without a match store).
+ */
+function othersAtMatch(g: Game): boolean {
+  const others = g.view.seats.filter(
+    (s) => s.seat !== you && !g.local?.has(s.seat) && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT),
+  );
+  const p = presence?.match === g.view.matchId ? presence.clock : undefined;
+  return others.some((s) => !p || p.watching(s.seat));
+}
+
+/**
+ * Plans this page's claim of the seat on turn's timeout (claimTime), for that state
+ * only: a new state (a move, pushed or answered) plans again, and so does a change of
+ * when (another person's page come or gone), unless a claim is on its way.
  */
 function planClaim() {
   const g = game;
-  const at = g && waitsOnClock(g) ? Countdown.of(g.view, g.receivedAt)?.claimableAt() : undefined;
-  if (!g || at === undefined) {
-    window.clearTimeout(claimTimer);
-    claimPlan = undefined;
-    return;
-  }
+  const at = g ? claimTime(g) : undefined;
+  if (!g || at === undefined) return stopClaim();
   const state = b64(g.view.stateId);
-  if (claimPlan?.state !== state) claimAt(state, at, 0);
+  if (claiming?.state === state && (claiming.at === at || claiming.inFlight || claiming.done || claiming.now)) return;
+  claimFrom(g, state, at);
 }
-function claimAt(state: string, at: number, tries: number) {
-  window.clearTimeout(claimTimer);
-  claimPlan = { state, at, tries };
-  claimTimer = window.setTimeout(() => void claim(state), Math.max(0, at - monotonicMs()));
+function claimFrom(g: Game, state: string, at: number, now = false) {
+  stopClaim();
+  const claim: Claim = { state, at, stop: new AbortController(), inFlight: false, done: false, now };
+  claiming = claim;
+  void runClaim(g, claim);
 }
 
 /**
- * ClaimTimeout for this page's seat, once the seat on turn's time is out: the answer's
- * events (SeatAbsent, the bot's moves, BotTookSeat) are taken as a move's. Refused
- * TIMEOUT_NOT_DUE (this device's count ran ahead of the server's), it claims again
- * when the refusal says (claimable_at_ms - now_ms, by the server's clock), after a
- * short backoff at least; CLOCK_SKEW or no answer: again after a backoff; STATE_STALE
- * (another device claimed, or the late move came, first): the Watch stream brings the
- * match as it is. Not through call() for its refusals: the player did nothing.
+ * The page's own Play or Draw was refused TURN_TIMED_OUT (nothing applied): its seat's
+ * timeout is claimed now, with its own seat, unless a claim of this state is on its way.
  */
-async function claim(state: string) {
+function claimOwnTimeout() {
   const g = game;
-  const plan = claimPlan;
-  if (!g || !plan || plan.state !== state || b64(g.view.stateId) !== state || !waitsOnClock(g)) return;
-  // A call of the player's (or an answer playing back) first: then the same claim.
-  if (isBusy()) return claimAt(state, monotonicMs() + 300, plan.tries);
-  calling = true;
-  settle();
+  if (!g || !Countdown.of(g.view, g.receivedAt)) return;
+  const state = b64(g.view.stateId);
+  if (claiming?.state === state && claiming.inFlight) return;
+  claimFrom(g, state, monotonicMs(), true);
+}
+
+/** A wait of `ms` that `signal` ends early (rejecting with its reason). */
+function wait(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((done, fail) => {
+    if (signal.aborted) return fail(signal.reason);
+    const timer = window.setTimeout(() => {
+      signal.removeEventListener("abort", aborted);
+      done();
+    }, Math.max(0, ms));
+    const aborted = () => {
+      window.clearTimeout(timer);
+      fail(signal.reason);
+    };
+    signal.addEventListener("abort", aborted, { once: true });
+  });
+}
+
+/** Rounds of claimWhenDue after failures that did nothing, before the page says so. */
+const CLAIM_ROUNDS = 5;
+
+/**
+ * ClaimTimeout for this page's seat, once the seat on turn's time is out, through the
+ * TypeScript client's claimWhenDue (src/clock.ts): from a moment after `claim.at` (0 to
+ * 300 ms, so pages that learned of the state together do not all claim at once), it
+ * claims, waits out TIMEOUT_NOT_DUE as the refusal says (claimable_at_ms - now_ms, by
+ * the server's clock), and retries what did nothing (the client's retryable(): no
+ * connection, CLOCK_SKEW, the server's load limits, a deadline; and here a browser's
+ * failed fetch) with backoff, quietly: only the last failure of CLAIM_ROUNDS is said.
+ * The answer's events (SeatAbsent, the bot's moves, BotTookSeat) are taken as a move's.
+ * STATE_STALE (another device claimed, or the late move came, first): the Watch stream
+ * brings the match as it is, and is opened again only if no newer state has come. A
+ * newer state taken ends the claim (its AbortController).
+ */
+async function runClaim(g: Game, claim: Claim) {
+  const { signal } = claim.stop;
+  const countdown = Countdown.of(g.view, g.receivedAt);
+  if (!countdown) return;
+  const request = { state: g.state, seat: you, credential: g.credential };
+  let pause = 1000;
   try {
-    await take(await client.claimTimeout({ state: g.state, seat: you, credential: g.credential }, opts()));
-  } catch (err) {
-    const reason = reasonOf(err);
-    const backoff = Math.min(200 * 2 ** plan.tries, reason === ErrorReason.TIMEOUT_NOT_DUE ? 2000 : 10_000);
-    const jittered = backoff / 2 + (Math.random() * backoff) / 2;
-    if (reason === ErrorReason.TIMEOUT_NOT_DUE) {
-      claimAt(state, monotonicMs() + Math.max(jittered, notDueWaitMs(err) ?? 0), plan.tries + 1);
-    } else if (reason === ErrorReason.CLOCK_SKEW || isNetworkFailure(err) || ConnectError.from(err).code === Code.Unavailable) {
-      claimAt(state, monotonicMs() + jittered, plan.tries + 1);
-      console.warn("allfives: claim again later:", err);
-    } else if (reason === ErrorReason.STATE_STALE) {
-      watch();
-    } else {
-      showError(sentenceFor(err));
-      console.warn("allfives claim refused:", err);
+    await wait(claim.at - monotonicMs() + Math.random() * 300, signal);
+    for (let round = 1; ; round++) {
+      // The player's own call first: it applies a due timeout itself.
+      while (calling) await wait(250, signal);
+      claim.inFlight = true;
+      try {
+        const { response } = await claimWhenDue(client, request, countdown, { signal, timeoutMs: CALL_TIMEOUT_MS });
+        const receivedAt = monotonicMs();
+        claim.done = true;
+        if (signal.aborted || game !== g || you !== request.seat) return;
+        await take(response, { receivedAt });
+        render();
+        return;
+      } catch (err) {
+        claim.inFlight = false;
+        if (signal.aborted || game !== g) return;
+        const reason = reasonOf(err);
+        if (reason === ErrorReason.STATE_STALE) {
+          claim.done = true;
+          if (b64(g.view.stateId) === claim.state) watch();
+          return;
+        }
+        const again = retryable(ConnectError.from(err)) || isNetworkFailure(err) || reason === ErrorReason.TIMEOUT_NOT_DUE;
+        if (!again || round >= CLAIM_ROUNDS) {
+          claim.done = true;
+          showError(sentenceFor(err), isNetworkFailure(err));
+          console.warn("allfives claim refused:", err);
+          return;
+        }
+        console.warn("allfives: claim again later:", err);
+        await wait(pause / 2 + (Math.random() * pause) / 2, signal);
+        pause = Math.min(pause * 2, 10_000);
+      }
     }
-  } finally {
-    calling = false;
-    render();
-    settle();
+  } catch {
+    // Ended by its AbortController: a newer state, a new match, another plan.
   }
 }
+
+/**
+ * The view of the state shown, again (Score with the seat's credential), with the
+ * server's time now: its clock counts down from this answer's arrival, and the claim is
+ * planned again. After sleep or a suspended tab the countdown is out of date
+ * (performance.now() may not advance while a device sleeps, and a hidden tab's timers
+ * are held back): the page asks when it is shown again, comes back from the browser's
+ * back-forward cache, or goes online. Score changes nothing: the same state, so the
+ * view replaces the one shown (a newer state comes by the stream, or a claim's
+ * STATE_STALE).
+ */
+let refreshing = false;
+async function refresh() {
+  const g = game;
+  if (!g || spectating() || refreshing) return;
+  const state = b64(g.view.stateId);
+  const seat = you;
+  refreshing = true;
+  try {
+    const answer = await client.score({ state: g.state, viewer: seat, credential: g.credential }, opts());
+    const receivedAt = monotonicMs();
+    if (game !== g || you !== seat || b64(g.view.stateId) !== state || !answer.view || b64(answer.view.stateId) !== state) return;
+    g.view = answer.view;
+    g.receivedAt = receivedAt;
+    if (!claiming?.inFlight) stopClaim(); // planned again from the new arrival
+    render();
+  } catch (err) {
+    console.warn("allfives: the view not refreshed:", err);
+  } finally {
+    refreshing = false;
+  }
+}
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") void refresh();
+});
+window.addEventListener("pageshow", (e) => {
+  if (e.persisted) void refresh();
+});
+window.addEventListener("online", () => void refresh());
 
 // --- Each seat's clock, and who a bot plays for. --------------------------------------
 /**
@@ -610,6 +783,7 @@ function renderClocks() {
   }
   const v = g.view;
   const left = v.phase === Phase.PLAYING ? countdown.timeLeftMs() : undefined;
+  sayTimeLow(v, left);
   const rows = v.seats
     .filter((s) => s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT)
     .map((s) => {
@@ -628,6 +802,28 @@ function renderClocks() {
     if (li.textContent !== row.text) li.textContent = row.text;
     if (li.className !== row.cls) li.className = row.cls;
     li.dataset.seat = String(row.seat);
+  }
+}
+
+/** A turn's time left below which the page says so, once (the status line). */
+const LOW_MS = 10_000;
+/** The state on whose turn (this page's own) more than LOW_MS was left when seen, and
+ * the one whose time was said to be low. */
+let lowArmed: string | undefined;
+let lowSaid: string | undefined;
+/**
+ * Says once, on this page's own turn, that the time is nearly out: when the countdown,
+ * seen above LOW_MS for this state, falls to it, the polite status line (role=status)
+ * adds "Only 10 seconds left." for a screen reader to read (and stays so for the turn).
+ * A turn that starts with less (a short clock) is not said: the countdown shows it.
+ */
+function sayTimeLow(v: GameView, left: number | undefined) {
+  if (spectating() || left === undefined || v.turn !== you || handover() !== undefined) return;
+  const state = b64(v.stateId);
+  if (left > LOW_MS) lowArmed = state;
+  else if (left > 0 && lowArmed === state && lowSaid !== state) {
+    lowSaid = state;
+    $("status").textContent = statusLine(v);
   }
 }
 
@@ -663,10 +859,34 @@ function renderPresence() {
     li.dataset.seat = String(row.seat);
   }
 }
-window.setInterval(() => {
-  renderClocks();
-  renderPresence();
-}, 250);
+/**
+ * Every 250 ms while a seat on turn's clock runs or another person's seat has no device
+ * watching (the clocks counted down, who is gone counted up); stopped otherwise (between
+ * hands, a match over or without a clock, a new match).
+ */
+let ticker: number | undefined;
+function keepTicking() {
+  const g = game;
+  const p = presence?.match === g?.view.matchId ? presence?.clock : undefined;
+  const needed =
+    g !== undefined &&
+    g.view.phase !== Phase.OVER &&
+    (Countdown.of(g.view, g.receivedAt)?.deadline() !== undefined ||
+      (p !== undefined &&
+        g.view.seats.some(
+          (s) => s.seat !== you && !g.local?.has(s.seat) && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT) && !p.watching(s.seat),
+        )));
+  if (needed && ticker === undefined) {
+    ticker = window.setInterval(() => {
+      renderClocks();
+      renderPresence();
+      keepTicking();
+    }, 250);
+  } else if (!needed && ticker !== undefined) {
+    window.clearInterval(ticker);
+    ticker = undefined;
+  }
+}
 
 /** "A bot is playing for X" for every seat a bot holds; Take my seat back for this
  * page's; Leave for this page's seat once a hand is dealt, with another person at the
@@ -757,7 +977,14 @@ function watch() {
   watching = stop;
   void (async () => {
     let pause = 500;
+    // The changes read, taken one after another (an answer's tiles are played back
+    // meanwhile) while the stream goes on being read: each change's clock counts from
+    // when it was read, not from when the change before it had been shown.
+    let taking: Promise<void> = Promise.resolve();
     while (!stop.signal.aborted && game === g) {
+      // Every change read so far taken first: the stream opens from the latest.
+      await taking;
+      if (stop.signal.aborted || game !== g) return;
       // This stream's own end: the page's (stop), or a silence too long.
       const attempt = new AbortController();
       const end = () => attempt.abort();
@@ -770,6 +997,7 @@ function watch() {
           ? { matchId: g.view.matchId, lastStateId: g.view.stateId, presence: true }
           : { state: g.state, viewer: you, credential: g.credential, lastStateId: g.view.stateId, presence: true };
         for await (const message of client.watch(request, { signal: attempt.signal })) {
+          const receivedAt = monotonicMs();
           window.clearTimeout(silence);
           silence = window.setTimeout(end, SILENT_STREAM_MS);
           if (!heard) {
@@ -778,10 +1006,16 @@ function watch() {
             document.body.dataset.watching = "yes";
             setConnected(true);
           }
-          if (message.kind.case === "change") await arrive(message.kind.value);
-          else if (message.kind.case === "presence") {
-            presence = { match: g.view.matchId, clock: new PresenceClock(message.kind.value, monotonicMs()) };
+          if (message.kind.case === "change") {
+            const change = message.kind.value;
+            taking = taking
+              .then(() => (stop.signal.aborted ? undefined : arrive(change, receivedAt)))
+              .catch((err) => console.warn("allfives: a pushed change not taken:", err));
+          } else if (message.kind.case === "presence") {
+            presence = { match: g.view.matchId, clock: new PresenceClock(message.kind.value, receivedAt) };
             renderPresence();
+            keepTicking();
+            planClaim(); // another person's page come or gone: this page's own claim sooner or later
           }
         }
       } catch (err) {
@@ -825,12 +1059,12 @@ function setConnected(connected: boolean) {
   offline.hidden = connected;
 }
 
-/** A change the Watch stream pushed. */
-async function arrive(change: WatchChange) {
+/** A change the Watch stream pushed, read at `receivedAt` (monotonicMs()). */
+async function arrive(change: WatchChange, receivedAt: number) {
   const g = game;
   if (!g || !change.view) return;
   if (g.seen.has(b64(change.view.stateId))) return;
-  await take(change, change.catchUp);
+  await take(change, { catchUp: change.catchUp, pushed: true, receivedAt });
   render();
   // The match's maker deals the first hand once every seat is taken.
   const v = g.view;
@@ -1030,6 +1264,7 @@ function takeOver(seat: number) {
     const answer = await client.score({ state: g.state, viewer: seat, credential }, opts());
     you = seat;
     g.seat = seat;
+    stopClaim(); // planned again for this seat
     g.credential = credential;
     g.view = answer.view!;
     g.receivedAt = monotonicMs();
@@ -1109,6 +1344,7 @@ function render() {
   renderAbsence(g);
   renderClocks();
   renderPresence();
+  keepTicking();
   planClaim();
 }
 
@@ -1182,6 +1418,10 @@ function focusNext(v: GameView) {
 }
 
 function statusLine(v: GameView): string {
+  const line = statusWords(v);
+  return v.phase === Phase.PLAYING && v.turn === you && lowSaid === b64(v.stateId) ? `${line} ${T.timeLow(howLong(LOW_MS))}` : line;
+}
+function statusWords(v: GameView): string {
   if (v.phase === Phase.OVER) return T.matchOver(winnerText(v));
   if (hasOpenSeat(v)) return T.waitingInvite;
   if (v.phase === Phase.DEALING) return v.handNumber === 0 ? T.waitingDeal : T.handIsOver;
@@ -1240,7 +1480,12 @@ function renderHandEnd(g: Game) {
     $("hand-end-body").innerHTML = "";
     return;
   }
-  $("hand-end-title").textContent = T.handTitle(result.hand, handEnd(result.reason, result.wentOut, result.reachedTarget, result.forfeited));
+  // A forfeit between hands ends the match with the last hand's result still shown:
+  // the forfeit is the title, not that hand's end.
+  const forfeited = forfeitedBetweenHands(v);
+  $("hand-end-title").textContent = forfeited
+    ? forfeitSentence(forfeited.seat, forfeited.absent)
+    : T.handTitle(result.hand, handEnd(result.reason, result.wentOut, result.reachedTarget, result.forfeited));
   const hands = result.hands
     .map(
       (h) =>
@@ -1251,10 +1496,44 @@ function renderHandEnd(g: Game) {
   const settlement =
     result.reason === HandEndReason.TARGET_REACHED
       ? `<p>${esc(T.notSettled)}</p>`
-      : `<p>${T.settled(list(lang, result.settlement.map((s) => `${esc(sideName(v, s.side))} ${s.points > 0 ? "+" : ""}${num(lang, s.points)}`)))}</p>`;
+      : result.reason === HandEndReason.FORFEIT
+        ? `<p>${esc(T.forfeitNotSettled)}</p>`
+        : `<p>${T.settled(list(lang, result.settlement.map((s) => `${esc(sideName(v, s.side))} ${s.points > 0 ? "+" : ""}${num(lang, s.points)}`)))}</p>`;
   const over = v.phase === Phase.OVER ? `<p class="winner" data-testid="winner">${esc(T.matchOver(winnerText(v)))}</p>` : "";
   $("hand-end-body").innerHTML =
-    `<ul class="revealed-hands">${hands}</ul>${settlement}${over}${g.sheet ? sheetTable(g.sheet, v) : ""}`;
+    `<ul class="revealed-hands">${hands}</ul>${settlement}${over}${seatsEnded(v)}${g.sheet ? sheetTable(g.sheet, v) : ""}`;
+}
+
+/** "Ana left and forfeited the match." */
+function forfeitSentence(seat: number, why: AbsenceReason): string {
+  const who = seatName(seat, you);
+  return why === AbsenceReason.LEFT ? T.logForfeitedLeft(who, seat === you) : T.logForfeitedTimedOut(who, seat === you);
+}
+
+/** The seat that forfeited a match over between hands (its player left, under
+ * ABSENCE_RULE_FORFEIT: the only seat then absent), if it ended so. */
+function forfeitedBetweenHands(v: GameView): { seat: number; absent: AbsenceReason } | undefined {
+  if (v.phase !== Phase.OVER || v.lastHand?.reason === HandEndReason.FORFEIT) return undefined;
+  if (v.rules?.absence?.rule !== AbsenceRule.FORFEIT) return undefined;
+  return v.seats.find((s) => s.absent !== AbsenceReason.UNSPECIFIED);
+}
+
+/**
+ * How each person's seat finished the match (rules section 11): played to the end, ran
+ * out of time, or left (the view's seats' `absent`, kept at the end of a match); once
+ * the match is over, if it had a clock or an absence.
+ */
+function seatsEnded(v: GameView): string {
+  const people = v.seats.filter((s) => s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT);
+  if (v.phase !== Phase.OVER || (!v.rules?.clock && !people.some((s) => s.absent !== AbsenceReason.UNSPECIFIED))) return "";
+  const how = (seat: number, absent: AbsenceReason) => {
+    const who = seatName(seat, you);
+    if (absent === AbsenceReason.TIMED_OUT) return T.endedTimedOut(who, seat === you);
+    if (absent === AbsenceReason.LEFT) return T.endedLeft(who, seat === you);
+    return T.endedPlayedOut(who, seat === you);
+  };
+  const items = people.map((s) => `<li data-testid="ended-${s.seat}">${esc(how(s.seat, s.absent))}</li>`).join("");
+  return `<p id="seats-ended-title">${esc(T.seatsEnded)}</p><ul class="seats-ended" aria-labelledby="seats-ended-title">${items}</ul>`;
 }
 
 function sheetTable(sheet: ScoreSheet, v: GameView): string {

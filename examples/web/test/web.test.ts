@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
-import { AllFivesService, End, Phase, type GameView, type ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
+import { AbsenceRule, AllFivesService, End, Phase, type GameView, type ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
 import { en } from "../src/lang/en.js";
 import { LANGUAGES, type Lang } from "../src/lang/index.js";
 
@@ -641,8 +641,8 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
   await waiter.screenshot({ path: join(OUTPUT, "14-clock-claimed.png"), fullPage: true });
 
   // The late player leaves (the page asks first: yes): a bot holds the seat.
-  // (A click while the page is busy, say claiming the other seat's timeout in turn, does
-  // nothing: then again.)
+  // (A click while the page is busy, say playing back the other page's claim of a
+  // timeout, does nothing: then again.)
   const clickUntil = async (page: Page, button: Locator, shown: Locator) => {
     for (let i = 0; i < 10 && !(await shown.count()); i++) {
       await idle(page);
@@ -663,7 +663,7 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
   for (const page of [waiter, late]) assert.deepEqual(await axeViolations(page), [], "axe-core on the clocks and absences");
   // In Serbian: the clocks and the bot's line in Cyrillic, none of it in English.
   await waiter.selectOption("#lang", "sr");
-  await waiter.locator("#held-seats li", { hasText: `Бот игра уместо играча ${lateName}.` }).waitFor(WAIT);
+  await waiter.locator("#held-seats li", { hasText: `Бот игра за ${lateName}.` }).waitFor(WAIT);
   const serbian = [...(await clocks(waiter)), ...(await logLines(waiter)).slice(-2)];
   assert.ok(serbian.every((t) => !/\b(bank|left|on turn|ran out|bot plays|table)\b/.test(t)), `English in Serbian: ${serbian.join(" | ")}`);
   assert.ok(
@@ -846,6 +846,156 @@ webTest("presence: a phone cut off mid-hand is shown gone on the other, whose pa
   } finally {
     await proxy.close();
   }
+});
+
+/** Resolves as `promise` does, or fails with `what` after `ms` (a bounded wait). */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, fail) => (timer = setTimeout(() => fail(new Error(what)), ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+// Turn clocks with nobody else at the match (issue 41): one player against a bot, on a
+// 2 s clock with no bank. No other person's page would claim the player's timeout, and
+// the server refuses a late move (TURN_TIMED_OUT) and applies nothing: unless this page
+// claims its own seat's timeout, every click is refused and the match stops for good.
+// The page's claims are failed by the test (as with no connection) until a move of the
+// player's has been refused as late; then the page claims its own timeout, a bot moves
+// for the player, and the match goes on; left idle, the page claims again and at the
+// second timeout in a row the bot holds the seat; Take my seat back. Seen to fail with
+// the page's claims of its own seat removed: it never claims ("the page never claimed
+// its own timeout"). What the page shows is waited for (bounded), never how long.
+webTest("turn clocks alone against a bot: a late move is refused, and the page claims its own timeout; the bot moves for the player and the match goes on", 180_000, async () => {
+  const LATE = "Your time ran out before your move arrived.";
+  const page = await open(at(PAGE_URL, SERVER_URL, "&debug=1&clock=2,0"));
+  await page.check("#new-match input[name=clock]");
+  const claims = "**/allfives.v1.AllFivesService/ClaimTimeout";
+  let claimTried!: () => void;
+  const tried = new Promise<void>((resolve) => (claimTried = resolve));
+  await page.route(claims, (route) => {
+    claimTried();
+    void route.abort();
+  });
+  await newMatch(page, { players: 2, bots: ["1"], handSize: "1", target: 100 });
+  assert.equal(await errorText(page), "");
+  await page.waitForFunction(() => document.body.dataset.yourTurn === "true", null, WAIT);
+  const moves = Number((await body(page)).moves);
+  // Shown again (after sleep, a suspended tab), the page asks the view again (Score), to
+  // count the clock down from a fresh answer.
+  const scores = () => called.get(page)!.filter((m) => m === "Score").length;
+  const scored = scores();
+  await page.evaluate(() => document.dispatchEvent(new Event("visibilitychange")));
+  for (let i = 0; scores() === scored; i++) {
+    assert.ok(i < 100, "no Score when the page was shown again");
+    await page.waitForTimeout(100);
+  }
+
+  // The player does nothing: once the time (and the grace) is out, the page claims its
+  // own timeout (failed here, on the way).
+  await within(tried, 30_000, "the page never claimed its own timeout");
+  // A move now is too late: refused, nothing applied.
+  await act(page);
+  await page.locator("#error", { hasText: LATE }).waitFor(WAIT);
+  assert.equal(Number((await body(page)).moves), moves, "the late move changed nothing");
+  await page.screenshot({ path: join(OUTPUT, "16-clock-alone-late.png"), fullPage: true });
+
+  // The page's claims go through: its own timeout is taken, the bot moves for it.
+  await page.unroute(claims);
+  await page.locator("#log li", { hasText: "You ran out of time." }).waitFor(WAIT);
+  await idle(page);
+  const lines = await page.locator("#log li").allInnerTexts();
+  const after = lines.slice(lines.indexOf("You ran out of time.") + 1);
+  assert.match(after[0] ?? "", /^You (played|drew|passed)/, `the bot moved for the player: ${after.join(" | ")}`);
+  assert.ok(Number((await body(page)).moves) > moves, "the match went on");
+
+  // Left idle, the page claims again; at the second timeout in a row the bot holds the
+  // seat (a hand that ends meanwhile is dealt, as the player would).
+  const held = page.locator("#held-seats li", { hasText: "A bot is playing for you." });
+  for (let i = 0; !(await held.count()); i++) {
+    assert.ok(i < 300, "no bot took the seat");
+    if ((await body(page)).phase === "DEALING") await act(page);
+    else await page.waitForTimeout(200);
+  }
+  await page.locator("#log li", { hasText: "From now on the medium bot plays for you." }).waitFor(WAIT);
+  // The page's own claims said nothing (the late move's sentence stays until the next).
+  assert.ok(["", LATE].includes(await errorText(page)), `the page said: ${await errorText(page)}`);
+  await page.screenshot({ path: join(OUTPUT, "16-clock-alone-bot.png"), fullPage: true });
+
+  // Back at the table.
+  for (let i = 0; i < 10 && !(await page.locator("#log li", { hasText: "You are back at the table." }).count()); i++) {
+    await idle(page);
+    if (await page.locator("#return-seat").isVisible()) await page.locator("#return-seat").click();
+    await idle(page);
+  }
+  await page.locator("#log li", { hasText: "You are back at the table." }).waitFor(WAIT);
+  assert.equal(await errorText(page), "");
+  console.log(`  ${called.get(page)!.filter((m) => m === "ClaimTimeout").length} claims of the page's own seat`);
+});
+
+// A match under the forfeit rule (ABSENCE_RULE_FORFEIT: the page's form does not offer
+// it, but a match made elsewhere may have it), on a 12 s clock with no bank, made from
+// Node for "Ana", the page joining by its invite link as Bob. Ana deals and plays (from
+// Node) until Bob is on turn; as his time falls to 10 s the page's status line (polite,
+// for a screen reader) says so, once. Bob leaves: the page asks in the forfeit rule's
+// words (not that a bot will play), the match ends, and the end says how each player
+// finished, the log how the seat forfeited. A forfeit between hands leaves the last
+// hand's result in the view: the end's title is then the forfeit's, not that hand's
+// (the view drawn through ?debug=1's hook, as the server would send it).
+webTest("a match under the forfeit rule: Leave says the side forfeits, and the end says how each player finished", 120_000, async () => {
+  const made = await client.newGame(
+    {
+      rules: { players: 2, clock: { moveSeconds: 12, bankSeconds: 0 }, absence: { rule: AbsenceRule.FORFEIT } },
+      viewer: 0,
+      seats: [{ claim: true, displayName: "Ana" }, { claim: false }],
+    },
+    { timeoutMs: 10_000 },
+  );
+  const page = await open(`${at(PAGE_URL, SERVER_URL, "&debug=1")}#join=${Buffer.from(made.state).toString("base64url")}`);
+  await page.fill("#join input[name=name]", "Bob");
+  await page.click("#join button[type=submit]");
+  await page.waitForFunction(() => document.body.dataset.phase === "DEALING" && document.body.dataset.seat === "1", null, WAIT);
+  const token = await page.evaluate(() => {
+    const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
+    return (JSON.parse(localStorage.getItem(key)!) as { state: string }).state;
+  });
+  const ana = { viewer: 0, credential: made.credentials[0].credential };
+  let answer: { state: Uint8Array; view?: GameView } = await client.deal({ state: Buffer.from(token, "base64"), ...ana }, { timeoutMs: 10_000 });
+  for (let i = 0; answer.view!.turn === 0; i++) {
+    assert.ok(i < 30, "Ana's turn did not end");
+    const [move] = answer.view!.legalMoves;
+    answer = move
+      ? await client.play({ state: answer.state, seat: 0, tile: move.tile, end: move.end, ...ana }, { timeoutMs: 10_000 })
+      : await client.draw({ state: answer.state, seat: 0, ...ana }, { timeoutMs: 10_000 });
+  }
+  await page.waitForFunction((id) => document.body.dataset.stateId === id, Buffer.from(answer.view!.stateId).toString("base64"), WAIT);
+  assert.equal((await body(page)).yourTurn, "true");
+  await page.locator("#status", { hasText: /Only 10 seconds left\.$/ }).waitFor(WAIT);
+  await idle(page);
+
+  const asked: string[] = [];
+  page.on("dialog", (dialog) => void asked.push(dialog.message()));
+  await page.click("#leave");
+  await page.locator("[data-testid=winner]").waitFor(WAIT);
+  assert.deepEqual(asked, ["Leave? Your side forfeits the match."], "the page asked in the forfeit rule's words");
+  assert.equal(await page.locator("#hand-end-title").innerText(), "Hand 1: You forfeited.");
+  await page.locator("#hand-end-body p", { hasText: "The match was forfeited, so the hand was not settled." }).waitFor(WAIT);
+  assert.equal(await page.locator("[data-testid=winner]").innerText(), "The match is over: Ana won.");
+  assert.deepEqual(await page.locator(".seats-ended li").allInnerTexts(), ["Ana: played to the end", "You: left the table"]);
+  await page.locator("#log li", { hasText: "You left and forfeited the match." }).waitFor({ state: "attached", ...WAIT });
+  assert.equal(await errorText(page), "");
+  assert.deepEqual(await axeViolations(page), [], "axe-core on the end of a forfeited match");
+  await page.screenshot({ path: join(OUTPUT, "17-forfeit.png"), fullPage: true });
+
+  // Between hands: the last hand's result stays in the view; the title is the forfeit.
+  await page.evaluate(() => {
+    const debug = (window as unknown as { allfivesDebug: { view: () => Record<string, Record<string, unknown>>; show: (v: unknown) => void } }).allfivesDebug;
+    const view = debug.view();
+    const { forfeited: _, ...hand } = view.lastHand;
+    view.lastHand = { ...hand, reason: "HAND_END_REASON_DOMINO", wentOut: 0 };
+    debug.show(view);
+  });
+  assert.equal(await page.locator("#hand-end-title").innerText(), "You left and forfeited the match.");
+  assert.deepEqual(await page.locator(".seats-ended li").allInnerTexts(), ["Ana: played to the end", "You: left the table"]);
 });
 
 // The sentences of the refusals a code can meet, written here again (not imported from

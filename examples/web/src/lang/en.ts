@@ -161,6 +161,7 @@ export const en = {
   noTiles: "no tiles",
   pipsCounting: (pips: number, counted: number) => `${plural(L, pips, { one: "# pip", other: "# pips" })}, counting ${n(counted)}`,
   notSettled: "A placement reached the target, so the hand was not settled.",
+  forfeitNotSettled: "The match was forfeited, so the hand was not settled.",
   settled: (sides: string) => `Settlement: ${sides}.`,
   sheetCaption: (target: number) => `Score sheet, target ${n(target)}`,
   sheetHand: "hand",
@@ -188,6 +189,8 @@ export const en = {
   clocksLabel: "Clocks",
   clockOnTurn: (who: string, you: boolean, time: string) => `${who}, on turn: ${time} left`,
   clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} in the bank`,
+  /** Said once on the player's own turn, as its time falls to 10 s (the status line). */
+  timeLow: (time: string) => `Only ${time} left.`,
   botPlaysFor: (who: string, you: boolean) => (you ? "A bot is playing for you." : `A bot is playing for ${who}.`),
   // Presence: a seat with no device watching the match (advice: its clock decides).
   goneLabel: "Players gone",
@@ -202,13 +205,20 @@ export const en = {
   reconnecting: "The connection to the server was lost. Trying again…",
   leave: "Leave",
   confirmLeaveSeat: "Leave the match? A bot plays your seat until you take it back.",
+  confirmLeaveForfeit: "Leave? Your side forfeits the match.",
   returnToSeat: "Take my seat back",
   logTimedOut: (who: string, you: boolean) => `${who} ran out of time.`,
   logLeft: (who: string, you: boolean) => `${who} left the table.`,
   logBotTookSeat: (who: string, you: boolean, bot: string) => `From now on the ${bot} plays for ${you ? "you" : who}.`,
   logReturned: (who: string, you: boolean) => `${who} ${you ? "are" : "is"} back at the table.`,
-  logForfeited: (who: string, you: boolean) => `${who} forfeited the match.`,
+  logForfeitedTimedOut: (who: string, you: boolean) => `${who} ran out of time and forfeited the match.`,
+  logForfeitedLeft: (who: string, you: boolean) => `${who} left and forfeited the match.`,
   forfeitEnd: (who: string, you: boolean) => `${who} forfeited.`,
+  // How each human seat finished, at the end of a match with a clock or an absence.
+  seatsEnded: "How each player finished",
+  endedPlayedOut: (who: string, you: boolean) => `${who}: played to the end`,
+  endedTimedOut: (who: string, you: boolean) => `${who}: ran out of time`,
+  endedLeft: (who: string, you: boolean) => `${who}: left the table`,
 
   // --- Refusals: one sentence for every ErrorReason of the proto. ---
   refusals: {

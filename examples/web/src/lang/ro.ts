@@ -148,6 +148,7 @@ export const ro = {
   pipsCounting: (pips: number, counted: number) =>
     `${plural(L, pips, { one: "un punct", few: "# puncte", other: "# de puncte" })} pe piese, rotunjit ${n(counted)}`,
   notSettled: "O piesă pusă a atins ținta, așa că mâna nu s-a mai socotit.",
+  forfeitNotSettled: "Meciul s-a încheiat prin abandon, așa că mâna nu s-a mai socotit.",
   settled: (sides: string) => `Socoteala: ${sides}.`,
   sheetCaption: (target: number) => `Foaia de scor, ținta ${n(target)}`,
   sheetHand: "mâna",
@@ -173,6 +174,7 @@ export const ro = {
   clocksLabel: "Ceasuri",
   clockOnTurn: (who: string, you: boolean, time: string) => `${who}, la rând: mai ${you ? "ai" : "are"} ${time}`,
   clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} în rezervă`,
+  timeLow: (time: string) => `Mai ai doar ${time}.`,
   botPlaysFor: (who: string, you: boolean) => `Un robot joacă pentru ${you ? "tine" : who}.`,
   goneLabel: "Jucători absenți",
   goneFor: (who: string, time: string) => `${who} lipsește de ${time}.`,
@@ -185,13 +187,20 @@ export const ro = {
   reconnecting: "Legătura cu serverul s-a pierdut. Se reîncearcă…",
   leave: "Părăsește masa",
   confirmLeaveSeat: "Părăsești meciul? Un robot îți joacă locul până îl iei înapoi.",
+  confirmLeaveForfeit: "Pleci? Partea ta pierde meciul prin abandon.",
   returnToSeat: "Îmi iau locul înapoi",
   logTimedOut: (who: string, you: boolean) => `${who} ${you ? "ai" : "a"} rămas fără timp.`,
   logLeft: (who: string, you: boolean) => `${who} ${you ? "ai" : "a"} părăsit masa.`,
   logBotTookSeat: (who: string, you: boolean, bot: string) => `De acum joacă pentru ${you ? "tine" : who} un ${bot}.`,
   logReturned: (who: string, you: boolean) => `${who} ${you ? "te-ai întors" : "s-a întors"} la masă.`,
-  logForfeited: (who: string, you: boolean) => `${who} ${you ? "ai" : "a"} pierdut meciul prin abandon.`,
+  logForfeitedTimedOut: (who: string, you: boolean) =>
+    `${who} ${you ? "ai" : "a"} rămas fără timp și ${you ? "ai" : "a"} pierdut meciul prin abandon.`,
+  logForfeitedLeft: (who: string, you: boolean) => `${who} ${you ? "ai" : "a"} plecat și ${you ? "ai" : "a"} pierdut meciul prin abandon.`,
   forfeitEnd: (who: string, you: boolean) => (you ? "ai abandonat." : `${who} a abandonat.`),
+  seatsEnded: "Cum a terminat fiecare jucător",
+  endedPlayedOut: (who: string, you: boolean) => `${who}: ${you ? "ai" : "a"} jucat până la capăt`,
+  endedTimedOut: (who: string, you: boolean) => `${who}: ${you ? "ai" : "a"} rămas fără timp`,
+  endedLeft: (who: string, you: boolean) => `${who}: ${you ? "ai" : "a"} părăsit masa`,
 
   refusals: {
     [ErrorReason.ERROR_REASON_UNSPECIFIED]: "Serverul a refuzat cererea.",

@@ -1,6 +1,7 @@
 // Serbian (српски), in Cyrillic, the official script: three plural forms ("1 плочица",
 // "2 плочице", "5 плочица"). The log speaks in the present tense ("Ана игра …"), which
-// needs no gender for a player's name, and in the second person for the player here.
+// needs no gender for a player's name, and in the second person for the player here;
+// how each seat finished is said without a gender too ("Ана: истекло време").
 import { Code } from "@connectrpc/connect";
 import { ErrorReason } from "../gen/allfives/v1/allfives_pb.js";
 import type { Words } from "./en.js";
@@ -148,6 +149,7 @@ export const sr = {
   pipsCounting: (pips: number, counted: number) =>
     `${plural(L, pips, { one: "# тачкица", few: "# тачкице", other: "# тачкица" })}, рачуна се ${n(counted)}`,
   notSettled: "Једна плочица је достигла циљ, па се рука није обрачунавала.",
+  forfeitNotSettled: "Меч је завршен предајом, па се рука није обрачунавала.",
   settled: (sides: string) => `Обрачун: ${sides}.`,
   sheetCaption: (target: number) => `Лист са резултатом, циљ ${n(target)}`,
   sheetHand: "рука",
@@ -173,7 +175,8 @@ export const sr = {
   clocksLabel: "Сатови",
   clockOnTurn: (who: string, you: boolean, time: string) => `${who}, на потезу: још ${time}`,
   clockBank: (who: string, you: boolean, time: string) => `${who}: ${time} у резерви`,
-  botPlaysFor: (who: string, you: boolean) => (you ? "Бот игра уместо тебе." : `Бот игра уместо играча ${who}.`),
+  timeLow: (time: string) => `Још само ${time}.`,
+  botPlaysFor: (who: string, you: boolean) => (you ? "Бот игра уместо тебе." : `Бот игра за ${who}.`),
   goneLabel: "Одсутни играчи",
   goneFor: (who: string, time: string) => `${who} није за столом већ ${time}.`,
   duration: {
@@ -185,14 +188,21 @@ export const sr = {
   reconnecting: "Веза са сервером је прекинута. Покушава се поново…",
   leave: "Напусти сто",
   confirmLeaveSeat: "Напустити меч? Бот игра уместо тебе док не вратиш своје место.",
+  confirmLeaveForfeit: "Напустити? Твоја страна губи меч предајом.",
   returnToSeat: "Врати ми место",
   logTimedOut: (who: string, you: boolean) => `${who} ${you ? "остајеш" : "остаје"} без времена.`,
   logLeft: (who: string, you: boolean) => `${who} ${you ? "напушташ" : "напушта"} сто.`,
   logBotTookSeat: (who: string, you: boolean, bot: string) =>
-    you ? `Од сада уместо тебе игра ${bot}.` : `Од сада ${bot} игра уместо играча ${who}.`,
+    you ? `Од сада уместо тебе игра ${bot}.` : `Од сада за ${who} игра ${bot}.`,
   logReturned: (who: string, you: boolean) => `${who} ${you ? "се враћаш" : "се враћа"} за сто.`,
-  logForfeited: (who: string, you: boolean) => `${who} ${you ? "губиш" : "губи"} меч предајом.`,
+  logForfeitedTimedOut: (who: string, you: boolean) =>
+    `${who} ${you ? "остајеш" : "остаје"} без времена и ${you ? "губиш" : "губи"} меч предајом.`,
+  logForfeitedLeft: (who: string, you: boolean) => `${who} ${you ? "напушташ" : "напушта"} сто и ${you ? "губиш" : "губи"} меч предајом.`,
   forfeitEnd: (who: string, you: boolean) => `${who} ${you ? "предајеш" : "предаје"}.`,
+  seatsEnded: "Како је ко завршио",
+  endedPlayedOut: (who: string, you: boolean) => `${who}: одиграно до краја`,
+  endedTimedOut: (who: string, you: boolean) => `${who}: истекло време`,
+  endedLeft: (who: string, you: boolean) => `${who}: одлазак од стола`,
 
   refusals: {
     [ErrorReason.ERROR_REASON_UNSPECIFIED]: "Сервер је одбио захтев.",
