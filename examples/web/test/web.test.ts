@@ -632,7 +632,9 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
   await waiter.locator("#log li", { hasText: `${lateName} ran out of time.` }).waitFor({ timeout: 60_000 });
   await late.locator("#log li", { hasText: "You ran out of time." }).waitFor(WAIT);
   assert.ok(called.get(waiter)!.includes("ClaimTimeout"), "the waiting page claimed the timeout");
-  assert.ok(!called.get(late)!.includes("ClaimTimeout"), "the late page claimed nothing");
+  // The late page claims its own seat only 3 s after the waiter would: on a busy
+  // machine it may still have tried, but one timeout is applied all the same.
+  assert.equal((await logLines(late)).filter((l) => l === "You ran out of time.").length, 1);
   await idle(waiter);
   const lines = await logLines(waiter);
   const after = lines.slice(lines.indexOf(`${lateName} ran out of time.`) + 1);
