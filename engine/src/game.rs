@@ -494,7 +494,12 @@ impl Game {
         let result = HandResult {
             hand: hand.number,
             end,
-            hands: hand.hands,
+            // A forfeit shows no hand: the tiles stay face down (a player who could
+            // forfeit a copy of the match would otherwise read every hand from it).
+            hands: match end {
+                HandEnd::Forfeit { .. } => [TileSet::EMPTY; 4],
+                _ => hand.hands,
+            },
             settlement,
         };
         hand.result = Some(result);
@@ -1184,7 +1189,7 @@ pub(crate) mod tests {
         };
         assert_eq!(result.end, HandEnd::Forfeit { seat: 0 });
         assert_eq!(result.settlement, [0; 4], "not settled");
-        assert_eq!(result.hands[1], set(&[(2, 3), (5, 5)]), "every hand shown");
+        assert_eq!(result.hands, [TileSet::EMPTY; 4], "no hand shown");
         // The side that forfeited loses though it leads: scores stay as they were.
         assert_eq!(events[2], Event::GameEnded { winner: 1 });
         assert_eq!(game.scores(), &[40, 10]);

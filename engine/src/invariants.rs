@@ -112,8 +112,11 @@ impl Game {
                 return fail("a seat holds a number it showed out of");
             }
         }
+        // A forfeit's result shows no hand (`Game::end_hand`).
         if let Some(result) = &hand.result
-            && (result.hand != hand.number || result.hands != hand.hands)
+            && (result.hand != hand.number
+                || (result.hands != hand.hands
+                    && !matches!(result.end, crate::HandEnd::Forfeit { .. })))
         {
             return fail("hand result differs from the hand");
         }

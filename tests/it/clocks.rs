@@ -488,7 +488,36 @@ async fn leaving_hands_the_seat_to_a_bot_or_forfeits_as_the_match_says() {
     };
     assert_eq!(hand.reason, pb::HandEndReason::Forfeit as i32);
     assert_eq!(hand.forfeited, Some(1));
+    // Attack: a player who can forfeit a copy of the match (Leave on a token it keeps
+    // playing from, without a store) reads no other hand from it: a forfeit's tiles
+    // stay face down, in its event and in every view after it. Seen to fail with the
+    // hands shown (`Game::end_hand` keeping them for a forfeit): "seat 0's tiles shown:
+    // [..]".
     let view = left.view.expect("view");
+    let spectator = client
+        .score(pb::ScoreRequest {
+            state: left.state.clone().into(),
+            ..Default::default()
+        })
+        .await
+        .expect("Score")
+        .into_inner()
+        .view
+        .expect("view");
+    for shown in [
+        hand,
+        view.last_hand.as_ref().expect("the last hand"),
+        spectator.last_hand.as_ref().expect("the last hand"),
+    ] {
+        for seat in &shown.hands {
+            assert!(
+                seat.tiles.is_empty() && seat.pips == 0,
+                "seat {}'s tiles shown: {:?}",
+                seat.seat,
+                seat.tiles
+            );
+        }
+    }
     assert_eq!(view.phase, pb::Phase::Over as i32);
     assert_eq!(view.winner_side, Some(0));
     assert_eq!(view.seats[1].absent, pb::AbsenceReason::Left as i32);
