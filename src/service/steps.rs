@@ -150,7 +150,12 @@ pub(super) fn answer(
         bot_worlds: 0,
         hand_events: u32::try_from(events.iter().filter(|e| e.in_hand_history()).count())
             .unwrap_or(u32::MAX),
-        seat_events: super::seat_events::written(events),
+        // A token of the format before clocks carries none: the release before, which
+        // reads its heads, would take them for the token (docs/compatibility.md).
+        seat_events: match opened.version() {
+            state::token::BEFORE_CLOCKS => Vec::new(),
+            _ => super::seat_events::written(events),
+        },
         clocked: opened.clocks.is_some(),
     };
     tokens.keep(opened);
@@ -412,10 +417,15 @@ pub fn finish_spending(
         }
         // The next move begins now: the call's own is timed from here.
         step.stamp();
+        // What the timeout ended leaves the call nothing to do: the match over (no
+        // seat to leave or take back, no move), or the hand in play over (no move in
+        // it). The call is answered with the timeout's state, as a claim would be,
+        // rather than refused for a state nobody keeps.
+        let over = step.opened.game.phase() == Phase::Over;
+        let hand_over = step.opened.game.phase() != Phase::Playing;
         match step.then.take() {
-            // A seat that timed out and leaves in one call: the timeout ended the
-            // match already, and there is nothing left to leave.
-            Some(Doing::Leave(_)) if step.opened.game.phase() == Phase::Over => {}
+            Some(Doing::Leave(_) | Doing::Return(_)) if over => {}
+            Some(Doing::Move(Action::Play { .. } | Action::Draw { .. })) if hand_over => {}
             Some(doing) => step.apply(doing)?,
             None => {}
         }

@@ -923,6 +923,37 @@ async fn leaving_on_turn_pays_for_the_time_taken() {
     );
 }
 
+/// Under forfeit, another seat's move made once the seat on turn has run out applies
+/// the timeout first, which ends the match: the call is answered with that state (the
+/// match over, the late seat's side lost), not refused for one nobody keeps.
+#[tokio::test]
+async fn a_move_the_due_timeout_leaves_nothing_to_do_for_is_answered_with_the_timeout() {
+    let clock = ServerClock::manual(T0);
+    let (_server, mut client) = server(&clock, &[]).await;
+    let forfeit = clocked(2, twenty_thirty(), absence(pb::AbsenceRule::Forfeit, None));
+    let (state, view, creds) = dealt(&mut client, &clock, forfeit, 5).await;
+    let late = view.turn.expect("on turn");
+    let other = 1 - late;
+    clock.set(clock_of(&view).claimable_at_ms.expect("a deadline"));
+    let answered = client
+        .draw(pb::DrawRequest {
+            state: state.into(),
+            seat: other,
+            viewer: Some(other),
+            credential: creds.of(other),
+        })
+        .await
+        .expect("answered with the timeout's state")
+        .into_inner();
+    assert_eq!(
+        kinds(&answered.events),
+        ["absent", "forfeited", "hand ended", "game ended"]
+    );
+    let view = answered.view.expect("view");
+    assert_eq!(view.phase, pb::Phase::Over as i32);
+    assert_eq!(view.winner_side, Some(other));
+}
+
 /// What a call asks that the timeout due first could not change is refused before it
 /// is applied: a Deal while a hand is in play, taking back a seat no bot holds.
 #[tokio::test]

@@ -134,3 +134,45 @@ async fn seat_events_cross_replicas_sharing_a_redis_store() {
     let (mut a, mut b) = (one.client().await, two.client().await);
     the_other_seat_is_told(&mut a, &mut b, &clock).await;
 }
+
+/// A return to a match without a clock or an absence option makes a token of the
+/// format before clocks, beside which the store keeps no seat events (the release
+/// before reads those heads: docs/compatibility.md): its watchers are told the return
+/// by the view's seats.
+#[tokio::test]
+async fn a_return_to_a_match_without_a_clock_is_told_by_the_view() {
+    let clock = ServerClock::manual(T0);
+    let (server, mut a) = server(&clock, &["--match-store", "memory"]).await;
+    let mut b = server.client().await;
+    let rules = pb::Rules {
+        players: 2,
+        ..Default::default()
+    };
+    let (state, view, creds) = dealt(&mut a, &clock, rules, 92).await;
+    let mut stream = watching(&mut b, &state, 1, &creds, &view.state_id).await;
+    let left = a
+        .leave(pb::LeaveRequest {
+            state,
+            seat: 0,
+            credential: creds.of(0),
+        })
+        .await
+        .expect("Leave")
+        .into_inner();
+    let told = change_to(&mut stream, &left.view.expect("view").state_id).await;
+    assert_eq!(kinds(&told.events)[..2], ["absent", "bot took seat"]);
+    let back = a
+        .return_to_seat(pb::ReturnToSeatRequest {
+            state: left.state,
+            seat: 0,
+            credential: creds.of(0),
+        })
+        .await
+        .expect("ReturnToSeat")
+        .into_inner();
+    assert_eq!(kinds(&back.events), ["returned"], "the caller is told");
+    let told = change_to(&mut stream, &back.view.expect("view").state_id).await;
+    assert!(told.events.is_empty(), "{:?}", kinds(&told.events));
+    let seat = &told.view.expect("view").seats[0];
+    assert_eq!(seat.kind, pb::SeatKind::Claimed as i32);
+}
