@@ -226,9 +226,10 @@ impl MatchStore {
 
     /// Starts this replica's presence writer (Redis; nothing for the memory store):
     /// one task writes the seats whose streams here changed ([`presence::Pending`]),
-    /// each as it is when written, and renews all its leases every third of a lease,
-    /// between those writes, so that a renewal never brings back a seat that departed,
-    /// nor an arrival land after its own departure. It ends with the store.
+    /// each as it is when written (each seat's Redis writes one transaction), and
+    /// renews all its leases every third of a lease, between those writes, so that a
+    /// renewal never brings back a seat that departed, nor an arrival land after its
+    /// own departure. It ends with the store.
     pub fn start_presence(&self) {
         #[cfg(feature = "server")]
         if let Kind::Redis(redis) = &self.kind {
@@ -246,29 +247,38 @@ impl MatchStore {
                 let lease_ms = presence::LEASE.as_millis() as u64;
                 let mut renewal = tokio::time::interval(presence::LEASE / 3);
                 renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                loop {
-                    // Advice: a store that does not answer now is read again by the
-                    // watchers at their next heartbeat, and the next renewal follows.
-                    tokio::select! {
-                        woke = woken.recv() => {
-                            if woke.is_none() {
-                                return;
-                            }
-                            for (match_id, seat) in pending.take() {
-                                let now = clock.now_ms();
-                                let lease = local
-                                    .is_watched(&match_id, seat)
-                                    .then_some(now + lease_ms);
-                                let write =
-                                    redis.seat_presence(&match_id, seat, local.replica, lease, now);
-                                let _ = tokio::time::timeout(RESPONSE_TIMEOUT, write).await;
-                            }
+                // Advice: a store that does not answer now is read again by the watchers
+                // at their next heartbeat. The seats one wake-up takes are written within
+                // one response time; those left then wait for the next wake-up or
+                // renewal, so a slow store never holds the renewals back.
+                let write_pending = async || {
+                    let deadline = tokio::time::Instant::now() + RESPONSE_TIMEOUT;
+                    let mut seats = pending.take().into_iter();
+                    for (match_id, seat) in seats.by_ref() {
+                        let now = clock.now_ms();
+                        let lease = local.is_watched(&match_id, seat).then_some(now + lease_ms);
+                        let write = redis.seat_presence(&match_id, seat, local.replica, lease, now);
+                        if tokio::time::timeout_at(deadline, write).await.is_err() {
+                            pending.add(match_id, seat);
+                            break;
                         }
+                    }
+                    for (match_id, seat) in seats {
+                        pending.add(match_id, seat);
+                    }
+                };
+                loop {
+                    tokio::select! {
+                        woke = woken.recv() => match woke {
+                            Some(()) => write_pending().await,
+                            None => return,
+                        },
                         _ = renewal.tick() => {
                             let watched = local.watched();
                             let until = clock.now_ms() + lease_ms;
                             let renew = redis.renew(&watched, local.replica, until);
                             let _ = tokio::time::timeout(RESPONSE_TIMEOUT, renew).await;
+                            write_pending().await;
                         }
                     }
                 }

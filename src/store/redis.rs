@@ -266,7 +266,9 @@ impl RedisStore {
         let key = RedisStore::presence_key(match_id);
         let field = format!("w:{seat}:{replica:x}");
         let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        // One transaction: the hash is never left without its time to live.
         let mut pipe = redis::pipe();
+        pipe.atomic();
         match lease {
             Some(until) => pipe.hset(&key, &field, until).ignore(),
             None => pipe
@@ -307,6 +309,7 @@ impl RedisStore {
         for (match_id, seats) in by_match {
             let key = RedisStore::presence_key(&match_id);
             let mut pipe = redis::pipe();
+            pipe.atomic();
             for seat in seats {
                 pipe.hset(&key, format!("w:{seat}:{replica:x}"), until)
                     .ignore();
