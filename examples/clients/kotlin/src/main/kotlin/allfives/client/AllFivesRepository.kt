@@ -11,6 +11,7 @@ import allfives.v1.Allfives.SeatSetup
 import com.google.protobuf.ByteString
 import io.grpc.ManagedChannel
 import io.grpc.ManagedChannelBuilder
+import io.grpc.Status
 import java.security.SecureRandom
 import java.util.concurrent.TimeUnit
 import kotlin.coroutines.cancellation.CancellationException
@@ -231,10 +232,11 @@ class AllFivesRepository(
      * load refusals; DEADLINE_EXCEEDED), or silent for [FollowPolicy.liveness] (a
      * half-open connection: its channel's connections are closed, and the next stream
      * opens a new one). Between streams it waits a jittered backoff that doubles up to
-     * [FollowPolicy.maxBackoff], and starts again from the first after a stream that
-     * heard something. [onRewatch] is told why before each wait (null: an OK end), for
-     * a "reconnecting" banner. Any other refusal ends the flow with its
-     * [AllFivesException]; cancelling the collector ends it with the
+     * [FollowPolicy.maxBackoff] (the channel's own reconnect backoff reset after
+     * UNAVAILABLE, so that this one paces the reconnects), and starts again from the
+     * first after a stream that heard something. [onRewatch] is told why before each
+     * wait (null: an OK end), for a "reconnecting" banner. Any other refusal ends the
+     * flow with its [AllFivesException]; cancelling the collector ends it with the
      * CancellationException, never an error.
      */
     fun follow(
@@ -269,6 +271,9 @@ class AllFivesRepository(
                 e
             } catch (e: AllFivesException) {
                 if (!e.retryable) throw e
+                // Unreachable: the channel's own reconnect backoff (up to two minutes) must
+                // not outlast this one's, so the next stream tries a connection at once.
+                if (e.code == Status.Code.UNAVAILABLE && e.reason == null) channel.resetConnectBackoff()
                 e
             }
             if (latest.view.phase == Phase.PHASE_OVER) break
