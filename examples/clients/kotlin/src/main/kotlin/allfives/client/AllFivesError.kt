@@ -1,10 +1,11 @@
 package allfives.client
 
 import allfives.v1.Allfives.ErrorReason
+import com.google.protobuf.InvalidProtocolBufferException
 import com.google.rpc.BadRequest
 import com.google.rpc.ErrorInfo
+import io.grpc.Metadata
 import io.grpc.Status
-import io.grpc.protobuf.StatusProto
 
 // [START kotlin_errors]
 /**
@@ -27,25 +28,47 @@ class AllFivesException(
     companion object {
         const val DOMAIN = "allfives.v1"
 
-        /** Reads the `google.rpc.Status` the server put in the `grpc-status-details-bin` trailer. */
+        /** The trailer in which the server puts a refusal's `google.rpc.Status`, as bytes. */
+        private val DETAILS: Metadata.Key<ByteArray> =
+            Metadata.Key.of("grpc-status-details-bin", Metadata.BINARY_BYTE_MARSHALLER)
+
+        /**
+         * Reads the `google.rpc.Status` the server put in the `grpc-status-details-bin`
+         * trailer. Parsed from the trailer's bytes and each detail unpacked by its type
+         * URL with `parseFrom`, so it works on protobuf-javalite (Android's
+         * `grpc-protobuf-lite`) as on the full runtime. Details that do not parse are
+         * left out: the code alone remains.
+         */
         fun from(error: Throwable): AllFivesException {
             val status = Status.fromThrowable(error)
-            val details = StatusProto.fromThrowable(error) // null without details
+            val details = Status.trailersFromThrowable(error)?.get(DETAILS)?.let {
+                try {
+                    com.google.rpc.Status.parseFrom(it)
+                } catch (_: InvalidProtocolBufferException) {
+                    null
+                }
+            }
             var reason: ErrorReason? = null
             val metadata = mutableMapOf<String, String>()
             val fields = mutableMapOf<String, String>()
             for (any in details?.detailsList.orEmpty()) {
-                if (any.`is`(ErrorInfo::class.java)) {
-                    val info = any.unpack(ErrorInfo::class.java)
-                    if (info.domain == DOMAIN) {
-                        reason = ErrorReason.values().firstOrNull { it.name == info.reason }
-                            ?: ErrorReason.UNRECOGNIZED
-                        metadata.putAll(info.metadataMap)
+                try {
+                    when (any.typeUrl.substringAfterLast('/')) {
+                        "google.rpc.ErrorInfo" -> {
+                            val info = ErrorInfo.parseFrom(any.value)
+                            if (info.domain == DOMAIN) {
+                                reason = ErrorReason.values().firstOrNull { it.name == info.reason }
+                                    ?: ErrorReason.UNRECOGNIZED
+                                metadata.putAll(info.metadataMap)
+                            }
+                        }
+                        "google.rpc.BadRequest" ->
+                            for (v in BadRequest.parseFrom(any.value).fieldViolationsList) {
+                                fields[v.field] = v.description
+                            }
                     }
-                } else if (any.`is`(BadRequest::class.java)) {
-                    for (v in any.unpack(BadRequest::class.java).fieldViolationsList) {
-                        fields[v.field] = v.description
-                    }
+                } catch (_: InvalidProtocolBufferException) {
+                    // a damaged detail: skipped, the others read
                 }
             }
             return AllFivesException(
@@ -110,7 +133,8 @@ fun sentence(reason: ErrorReason): String = when (reason) {
 /** For a failure without a reason: the transport's or the server's limits. */
 fun sentenceFor(code: Status.Code): String = when (code) {
     Status.Code.UNAVAILABLE -> "The server cannot be reached. Check the connection."
-    Status.Code.DEADLINE_EXCEEDED, Status.Code.CANCELLED -> "The server took too long. Try again."
+    Status.Code.DEADLINE_EXCEEDED -> "The server took too long. Try again." // this call's own deadline
+    Status.Code.CANCELLED -> "The connection dropped the request. Try again." // never sent, or cut on the way
     else -> "Something went wrong ($code)."
 }
 

@@ -5,20 +5,32 @@ import allfives.v1.Allfives
 import allfives.v1.Allfives.BotLevel
 import allfives.v1.Allfives.GameView
 import allfives.v1.Allfives.LegalMove
+import allfives.v1.Allfives.Phase
 import allfives.v1.Allfives.Rules
 import allfives.v1.Allfives.SeatSetup
 import com.google.protobuf.ByteString
 import io.grpc.ManagedChannel
 import io.grpc.ManagedChannelBuilder
+import io.grpc.Status
 import java.security.SecureRandom
 import java.util.concurrent.TimeUnit
 import kotlin.coroutines.cancellation.CancellationException
+import kotlin.random.Random
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.Duration.Companion.seconds
 import kotlin.time.TimeSource
+import kotlinx.coroutines.coroutineScope
+import kotlinx.coroutines.currentCoroutineContext
 import kotlinx.coroutines.delay
+import kotlinx.coroutines.ensureActive
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.catch
+import kotlinx.coroutines.flow.flow
+import kotlinx.coroutines.flow.produceIn
 import kotlinx.coroutines.flow.map
 import kotlinx.coroutines.flow.mapNotNull
+import kotlinx.coroutines.withTimeoutOrNull
 
 /**
  * A match as a device holds it: the latest token, the view it came with, and when it
@@ -31,13 +43,22 @@ data class Table(
     val view: GameView,
     val events: List<Allfives.Event> = emptyList(),
     val receivedAt: TimeSource.Monotonic.ValueTimeMark = TimeSource.Monotonic.markNow(),
+    /** From a watch: the device had missed more than the last change (or seen nothing):
+     * the view replaces what it shows, and [events] are the current hand's from its deal. */
+    val catchUp: Boolean = false,
 )
 
 /** A seat this device plays: its number and the credential only its player holds. */
 data class Seat(val seat: Int, val credential: ByteString)
 
 // [START kotlin_channel]
-/** One channel per server, kept for the app's life (on Android: grpc-okhttp's builder). */
+/**
+ * One channel per server, kept for the app's life. On a JVM, grpc-netty-shaded's; in
+ * an Android app, grpc-android's `AndroidChannelBuilder.forTarget(address)
+ * .context(appContext)` over grpc-okhttp (it reconnects when the device's network
+ * changes), or grpc-okhttp's `OkHttpChannelBuilder.forTarget(address)` alone, with
+ * `useTransportSecurity()` (plaintext only for a local server).
+ */
 fun channel(address: String): ManagedChannel =
     ManagedChannelBuilder.forTarget(address).usePlaintext().build()
 // [END kotlin_channel]
@@ -48,7 +69,7 @@ fun channel(address: String): ManagedChannel =
  * nothing retried with backoff.
  */
 class AllFivesRepository(
-    channel: ManagedChannel,
+    private val channel: ManagedChannel,
     private val deadlineMs: Long = 5_000,
     private val attempts: Int = 4,
 ) {
@@ -59,22 +80,21 @@ class AllFivesRepository(
 
     // [START kotlin_call]
     /**
-     * One call: a deadline per attempt, retried with backoff after a failure that did
+     * One call: a deadline per attempt, retried with a jittered, capped backoff after a failure that did
      * nothing. Every call here is safe to repeat: the same token gives the same match,
      * and [claimSeat] always sends a claim key, which makes its retry the same claim.
      */
     private suspend fun <T> call(rpc: suspend (AllFivesServiceCoroutineStub) -> T): T {
-        var wait = 100L
         for (attempt in 1..attempts) {
             try {
                 return rpc(deadline())
             } catch (e: CancellationException) {
                 throw e // the caller's scope was cancelled: not a failure of the call
             } catch (e: Exception) {
+                currentCoroutineContext().ensureActive() // cancelled meanwhile: that, not the call's end
                 val error = AllFivesException.from(e)
                 if (!error.retryable || attempt == attempts) throw error
-                delay(wait)
-                wait *= 2
+                delay(jitteredBackoff(attempt, 100.milliseconds, 2.seconds)) // 50-100 ms, doubling to 1-2 s
             }
         }
         error("unreachable")
@@ -185,7 +205,8 @@ class AllFivesRepository(
      * The match's changes as they happen (a server with a match store): the latest
      * state at once if [lastStateId] is not it, then every move on any replica. The
      * flow completes when the server ends the stream (its connection aged, or it
-     * drains): watch again with the last state id seen, and nothing is missed.
+     * drains): watch again with the last state id seen, and nothing is missed
+     * ([follow] does so, with backoff and a liveness bound, to the match's end).
      * Heartbeats are dropped. No deadline: a stream lives as long as its connection.
      * A CancellationException (a scope cancelled) passes through, never an error.
      */
@@ -195,7 +216,142 @@ class AllFivesRepository(
         return stub.watch(request.build())
             .catch { throw if (it is CancellationException) it else AllFivesException.from(it) }
             .mapNotNull { if (it.hasChange()) it.change else null }
-            .map { Table(it.state, it.view, it.eventsList) }
+            .map { Table(it.state.ifEmpty(state), it.view, it.eventsList, catchUp = it.catchUp) }
     }
     // [END kotlin_watch]
+
+    // [START kotlin_follow]
+    /**
+     * Follows a match until it is over: the flow a view model collects (a server with a
+     * match store). It emits every change after [start] (a [Table.catchUp] one when
+     * the device missed several: its view replaces the table) and completes by itself
+     * after the change that ends the match (at once if [start] is over). It watches
+     * again from the last state id seen, so that nothing is missed or repeated, after
+     * every stream that ends: with OK (the server drained, or the connection aged), with
+     * a retryable error (UNAVAILABLE: a network switch, a replica killed; the server's
+     * load refusals; DEADLINE_EXCEEDED), or silent for [FollowPolicy.liveness] (a
+     * half-open connection: its channel's connections are closed, and the next stream
+     * opens a new one). Between streams it waits a jittered backoff that doubles up to
+     * [FollowPolicy.maxBackoff] (the channel's own reconnect backoff reset after
+     * UNAVAILABLE, so that this one paces the reconnects), and starts again from the
+     * first after a stream that heard something. [onRewatch] is told why before each
+     * wait (null: an OK end), for a "reconnecting" banner. Any other refusal ends the
+     * flow with its [AllFivesException]; cancelling the collector ends it with the
+     * CancellationException, never an error.
+     */
+    fun follow(
+        start: Table,
+        me: Seat?,
+        policy: FollowPolicy = FollowPolicy(),
+        onRewatch: (cause: Throwable?) -> Unit = {},
+    ): Flow<Table> = flow {
+        var latest = start
+        var failures = 0 // streams in a row that heard nothing
+        while (latest.view.phase != Phase.PHASE_OVER) {
+            val cause = try {
+                watchOnce(latest, me, policy.liveness) { change ->
+                    failures = 0
+                    if (change != null) {
+                        latest = change
+                        try {
+                            emit(change)
+                        } catch (e: CancellationException) {
+                            throw e
+                        } catch (e: Throwable) { // the collector's own: not this stream's end
+                            throw CollectorFailed(e)
+                        }
+                    }
+                    change?.view?.phase == Phase.PHASE_OVER
+                }
+                null // an OK end
+            } catch (e: CollectorFailed) {
+                throw e.cause
+            } catch (e: WatchSilentException) {
+                channel.enterIdle() // the connection is dead: the next call opens another
+                e
+            } catch (e: AllFivesException) {
+                if (!e.retryable) throw e
+                // Unreachable: the channel's own reconnect backoff (up to two minutes) must
+                // not outlast this one's, so the next stream tries a connection at once.
+                if (e.code == Status.Code.UNAVAILABLE && e.reason == null) channel.resetConnectBackoff()
+                e
+            }
+            if (latest.view.phase == Phase.PHASE_OVER) break
+            onRewatch(cause)
+            delay(policy.backoff(++failures))
+        }
+    }
+
+    /**
+     * One Watch stream from [from]'s state id: each message to [onMessage] (a change,
+     * or null for a heartbeat or presence) until it returns true, the stream ends (OK:
+     * returns), fails ([AllFivesException]) or is silent for [liveness]
+     * ([WatchSilentException]).
+     */
+    private suspend fun watchOnce(
+        from: Table,
+        me: Seat?,
+        liveness: Duration,
+        onMessage: suspend (Table?) -> Boolean,
+    ): Unit = coroutineScope {
+        val request = Allfives.WatchRequest.newBuilder().setState(from.state).setLastStateId(from.view.stateId)
+        if (me != null) request.setViewer(me.seat).setCredential(me.credential)
+        // The stream's end, OK or not, as its last element: an error ends this stream
+        // only, never the scope around it.
+        val messages = stub.watch(request.build())
+            .map { Result.success(it) }
+            .catch { if (it is CancellationException) throw it else emit(Result.failure(it)) }
+            .produceIn(this)
+        try {
+            while (true) {
+                val next = withTimeoutOrNull(liveness) { messages.receiveCatching() }
+                    ?: throw WatchSilentException(liveness)
+                val message = next.getOrNull()?.getOrElse { throw AllFivesException.from(it) } ?: break
+                val change = if (message.hasChange()) message.change else null
+                val table = change?.let { Table(it.state.ifEmpty(from.state), it.view, it.eventsList, catchUp = it.catchUp) }
+                if (onMessage(table)) break
+            }
+        } finally {
+            messages.cancel() // ends the call when it is still open
+        }
+    }
+    // [END kotlin_follow]
 }
+
+private fun ByteString.ifEmpty(other: ByteString): ByteString = if (isEmpty) other else this
+
+// [START kotlin_follow_policy]
+/**
+ * How [AllFivesRepository.follow] keeps a match followed. The server sends a heartbeat
+ * on a quiet stream every --watch-heartbeat-secs (15 s by default): a stream that
+ * says nothing for [liveness] (three of them) is taken for a dead connection. The wait
+ * between streams is a [jitteredBackoff] from [firstBackoff] up to [maxBackoff].
+ */
+data class FollowPolicy(
+    val liveness: Duration = 45.seconds,
+    val firstBackoff: Duration = 250.milliseconds,
+    val maxBackoff: Duration = 15.seconds,
+    val random: Random = Random.Default,
+) {
+    /** The wait before the next stream after [failures] streams in a row heard nothing
+     * (1 after one that did: an OK end after changes). */
+    fun backoff(failures: Int): Duration = jitteredBackoff(failures, firstBackoff, maxBackoff, random)
+}
+// [END kotlin_follow_policy]
+
+/**
+ * The wait before try [attempt] + 1: a step of [first] doubled at each try up to [max],
+ * and a random part of it (between half and all), so that devices cut off together do
+ * not come back together.
+ */
+fun jitteredBackoff(attempt: Int, first: Duration, max: Duration, random: Random = Random.Default): Duration {
+    val step = first * (1L shl (attempt - 1).coerceIn(0, 30)).toDouble()
+    val capped = if (step > max) max else step
+    return capped / 2 + capped / 2 * random.nextDouble()
+}
+
+private class CollectorFailed(override val cause: Throwable) : Exception(cause)
+
+/** A Watch stream said nothing, not even a heartbeat, for [silentFor]: the connection is taken for dead. */
+class WatchSilentException(val silentFor: Duration) :
+    Exception("the stream said nothing, not even a heartbeat, for $silentFor")

@@ -2,7 +2,6 @@ package allfives.client
 
 import allfives.v1.Allfives.Phase
 import allfives.v1.Allfives.SeatKind
-import com.google.protobuf.ByteString
 import kotlinx.coroutines.async
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
@@ -14,33 +13,29 @@ import org.junit.jupiter.api.Test
 /**
  * Two devices, one seat each, on a server with a match store whose connections age
  * every second: each learns every move, its own and the other's, from its own
- * `watch` flow alone, watched again from its last state id whenever the flow ends.
+ * [AllFivesRepository.follow] flow alone, which watches again from the last state id
+ * whenever a stream ends, and completes by itself at the match's end.
  */
 class WatchTest {
     /** One device: its own channel and repository, as on a phone of its own. */
     private class Device(val name: String) {
         val repo = AllFivesRepository(channel(Servers.storeAddr))
-        var watches = 0
+        var watches = 1 // streams opened: the first, then one for each onRewatch
         var changes = 0
 
-        // [START kotlin_follow]
-        /** Follows the match as [me] until it is over, playing my turns (and dealing if [deals]). */
-        suspend fun follow(start: Table, me: Seat, deals: Boolean): Table {
+        // [START kotlin_follow_use]
+        /** Plays the match as [me] until it is over, from its own follow flow (and deals if [deals]). */
+        suspend fun playAlong(start: Table, me: Seat, deals: Boolean): Table {
             var latest = start
-            var last = ByteString.EMPTY // nothing seen yet: the first change is the latest state
-            while (latest.view.phase != Phase.PHASE_OVER) {
-                watches++
-                repo.watch(latest.state, me, last).collect { change ->
-                    changes++
-                    latest = change
-                    last = change.view.stateId
-                    act(change, me, deals) // the answer comes back on this flow too
-                }
-                // The flow ended (the connection aged, or the server drained): watch again.
+            act(start, me, deals)
+            repo.follow(start, me, onRewatch = { watches++ }).collect { change ->
+                changes++
+                latest = change
+                act(change, me, deals) // the answer comes back on this flow too
             }
-            return latest
+            return latest // the flow completed by itself: the match is over
         }
-        // [END kotlin_follow]
+        // [END kotlin_follow_use]
 
         private suspend fun act(table: Table, me: Seat, deals: Boolean) {
             val view = table.view
@@ -55,15 +50,15 @@ class WatchTest {
     }
 
     @Test
-    fun `two devices follow one match on their own watch flows to the same end`() = runBlocking {
+    fun `two devices follow one match on their own follow flows to the same end`() = runBlocking<Unit> {
         val host = Device("host")
         val guest = Device("guest")
         withTimeout(120_000) {
             // The host makes the match with seat 1 open; the guest claims it with a claim key.
             val (made, hostSeat) = host.repo.newMatch(players = 2, target = 100, bots = emptyMap())
             val (claimed, guestSeat) = guest.repo.claimSeat(made.state, seat = 1, name = "Guest")
-            val hostEnd = async { host.follow(made, hostSeat, deals = true) }
-            val guestEnd = async { guest.follow(claimed, guestSeat, deals = false) }
+            val hostEnd = async { host.playAlong(made, hostSeat, deals = true) }
+            val guestEnd = async { guest.playAlong(claimed, guestSeat, deals = false) }
             val (a, b) = hostEnd.await() to guestEnd.await()
             assertEquals(Phase.PHASE_OVER, a.view.phase)
             assertEquals(a.view.stateId, b.view.stateId) { "the devices ended on different states" }
