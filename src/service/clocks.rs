@@ -9,7 +9,7 @@
 use crate::engine::suggest::Level;
 use crate::engine::{Action, Event, Outcome, Phase, Seat, Why};
 use crate::proto::v1 as pb;
-use crate::state::{Player, Record};
+use crate::state::{Opened, Player, Record};
 
 use super::status::ApiError;
 
@@ -70,12 +70,15 @@ pub fn not_due(record: &Record, judge: &Judge) -> ApiError {
 }
 
 /// The refusal of a move by `seat` after its time ran out: nothing is applied.
-pub fn timed_out(record: &Record, seat: Seat) -> ApiError {
-    let deadline_ms = match (&record.game.rules().clock, &record.clocks) {
+pub fn timed_out(opened: &Opened, seat: Seat) -> ApiError {
+    let deadline_ms = match (&opened.game.rules().clock, &opened.clocks) {
         (Some(clock), Some(clocks)) => clocks.deadline(clock, seat).saturating_mul(1000),
         _ => 0,
     };
-    ApiError::TurnTimedOut { deadline_ms }
+    ApiError::TurnTimedOut {
+        deadline_ms,
+        from: (opened.match_id, opened.state_id()),
+    }
 }
 
 /// A move of `seat` (a Play, or a Draw) at the judge's time: what it took comes off its

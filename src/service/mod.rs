@@ -214,6 +214,25 @@ impl Api {
         Err(stale)
     }
 
+    /// The judge of the call the store recorded from the state `from` (its match and
+    /// state id), at the time that call was judged (its last written time): with a
+    /// store, for a clocked match whose head was made from `from`; else `None`.
+    async fn recorded_from(
+        &self,
+        from: (state::MatchId, state::StateId),
+        call: &CallContext,
+    ) -> Option<clocks::Judge> {
+        let store = self.store.as_ref()?;
+        let head = within(call, store.latest(&from.0)).await.ok()??;
+        if head.previous != Some(from.1) {
+            return None;
+        }
+        let opened = self.tokens.open(&head.token).ok()?;
+        let last = opened.clocks.as_ref().map(|c| c.last());
+        self.tokens.keep(opened);
+        Some(self.policy.judge(last?.saturating_mul(1000)))
+    }
+
     /// The queue its HARD searches run in (for the metrics' gauges).
     pub fn searches(&self) -> Arc<Searches> {
         Arc::clone(&self.searches)

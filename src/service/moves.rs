@@ -78,6 +78,16 @@ impl Api {
         let judge = self.judge();
         let step = match begin(&self.tokens, &judge, &req) {
             Ok(step) => step,
+            // A move refused as too late may be the retry of the same move, taken in
+            // time and recorded, whose answer was lost: judged as of the recorded one,
+            // it is answered with the recorded state (`Api::recorded_already`), as a
+            // retry made within the time is. Anything else is refused as it was.
+            Err(ApiError::TurnTimedOut { from, .. })
+                if let Some(then) = self.recorded_from(from, &call).await
+                    && let Ok(step) = begin(&self.tokens, &then, &req) =>
+            {
+                step.shown_at(&judge)
+            }
             Err(error) => return traced(&self.metrics, &call, seat, || Err(error)),
         };
         let searches = step.searches();

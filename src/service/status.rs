@@ -73,8 +73,13 @@ pub enum ApiError {
     /// ClaimTimeout on a match without a turn clock.
     NoTurnClock,
     /// A move by the seat on turn past its deadline plus the lag grace (its deadline,
-    /// ms since the Unix epoch).
-    TurnTimedOut { deadline_ms: u64 },
+    /// ms since the Unix epoch), made from the state `from` of the match (told to no
+    /// client: the service asks the store whether the same move was recorded in time,
+    /// its answer lost, and this a retry of it).
+    TurnTimedOut {
+        deadline_ms: u64,
+        from: (crate::state::MatchId, StateId),
+    },
     /// ReturnToSeat for a seat no bot holds.
     SeatNotHeld(engine::Seat),
     /// The match's last move was written later than this server's clock reads, by
@@ -359,7 +364,7 @@ impl From<ApiError> for Status {
                 "this match has no turn clock: nobody's time runs out",
                 info(HashMap::new()),
             ),
-            ApiError::TurnTimedOut { deadline_ms } => Status::with_error_details(
+            ApiError::TurnTimedOut { deadline_ms, .. } => Status::with_error_details(
                 Code::FailedPrecondition,
                 "the seat's time ran out before this move arrived: nothing was applied",
                 info(HashMap::from([(

@@ -244,6 +244,9 @@ pub struct Step {
     viewer: Option<Seat>,
     events: Vec<Event>,
     judge: Judge,
+    /// The time its answer's clocks are shown at: the judge's, or now for a call judged
+    /// as of an earlier one ([`Step::shown_at`]).
+    shown: Judge,
     /// The seat whose time had run out when the call came.
     late: Option<Seat>,
     then: Option<Doing>,
@@ -252,6 +255,15 @@ pub struct Step {
 }
 
 impl Step {
+    /// The same call, its answer's clocks shown at `now`'s time (a retry judged as of
+    /// the call it repeats: `Api::recorded_from`).
+    pub fn shown_at(self, now: &Judge) -> Step {
+        Step {
+            shown: *now,
+            ..self
+        }
+    }
+
     /// The match it moves (what the search queue shares turns by).
     pub fn match_id(&self) -> MatchId {
         self.opened.match_id
@@ -354,6 +366,7 @@ pub(super) fn act(
         viewer,
         events: Vec::with_capacity(8),
         judge: *judge,
+        shown: *judge,
         late,
         then: None,
         stamped_hand,
@@ -439,10 +452,10 @@ pub fn finish_spending(
         opened,
         viewer,
         events,
-        judge,
+        shown,
         ..
     } = step;
-    let mut answer = answer(tokens, opened, viewer, &events, &judge)?;
+    let mut answer = answer(tokens, opened, viewer, &events, &shown)?;
     answer.bot_worlds = *hard_worlds;
     Ok(Some(answer))
 }

@@ -1022,6 +1022,44 @@ async fn a_clocked_call_made_again_is_answered_the_same_with_a_store() {
     assert_eq!(reason(&refused), "STATE_STALE");
 }
 
+/// A move taken within the grace whose answer was lost, made again once the grace has
+/// passed, is answered with the recorded state, judged as of the move it repeats, its
+/// clocks shown at the time it came; with the timeout claimed from the same state
+/// instead, the late move is refused as it was. (Seen to fail with the retry judged
+/// as it arrives: TURN_TIMED_OUT.)
+#[tokio::test]
+async fn a_move_taken_in_time_made_again_after_the_grace_is_answered_the_same() {
+    let clock = ServerClock::manual(T0);
+    let (_server, mut client) = server(&clock, &["--match-store", "memory"]).await;
+    let rules = || clocked(2, twenty_thirty(), None);
+    let (state, view, creds) = dealt(&mut client, &clock, rules(), 97).await;
+    let turn = view.turn.expect("on turn");
+    // Deadline T0 + 50 s; claimable from T0 + 52 s.
+    clock.set(T0 + 51_000);
+    let (_, first, _) = my_move(&mut client, &state, turn, &creds)
+        .await
+        .expect("within the grace");
+    clock.set(T0 + 53_000);
+    let (_, again, _) = my_move(&mut client, &state, turn, &creds)
+        .await
+        .expect("the same move, answered again");
+    assert_eq!(again.state_id, first.state_id);
+    assert_eq!(clock_of(&again).now_ms, T0 + 53_000, "shown as it is now");
+
+    // The other seat claimed the timeout from that state: the late move stays refused.
+    let (state, view, creds) = dealt(&mut client, &clock, rules(), 98).await;
+    let turn = view.turn.expect("on turn");
+    clock.set(T0 + 52_000);
+    claim(&mut client, &state, 1 - turn, &creds)
+        .await
+        .expect("due");
+    clock.set(T0 + 53_000);
+    let refused = my_move(&mut client, &state, turn, &creds)
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&refused), "TURN_TIMED_OUT");
+}
+
 /// A named seat a bot takes keeps its name, and its tokens open on any replica (not
 /// only from the cache of the one that sealed them).
 #[tokio::test]
