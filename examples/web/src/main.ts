@@ -1486,22 +1486,26 @@ function renderHandEnd(g: Game) {
   $("hand-end-title").textContent = forfeited
     ? forfeitSentence(forfeited.seat, forfeited.absent)
     : T.handTitle(result.hand, handEnd(result.reason, result.wentOut, result.reachedTarget, result.forfeited));
-  const hands = result.hands
-    .map(
-      (h) =>
-        `<li data-testid="revealed-${h.seat}"><strong>${esc(seatName(h.seat, you))}</strong>: ` +
-        `${h.tiles.length ? h.tiles.map(miniTile).join(" ") : esc(T.noTiles)} — ${esc(T.pipsCounting(h.pips, h.rounded))}</li>`,
-    )
-    .join("");
+  // A forfeited hand's tiles stay face down: the result lists no one's hand.
+  const hands =
+    result.reason === HandEndReason.FORFEIT
+      ? ""
+      : result.hands
+          .map(
+            (h) =>
+              `<li data-testid="revealed-${h.seat}"><strong>${esc(seatName(h.seat, you))}</strong>: ` +
+              `${h.tiles.length ? h.tiles.map(miniTile).join(" ") : esc(T.noTiles)} — ${esc(T.pipsCounting(h.pips, h.rounded))}</li>`,
+          )
+          .join("");
   const settlement =
     result.reason === HandEndReason.TARGET_REACHED
       ? `<p>${esc(T.notSettled)}</p>`
       : result.reason === HandEndReason.FORFEIT
-        ? `<p>${esc(T.forfeitNotSettled)}</p>`
+        ? `<p>${esc(T.forfeitNotSettled)} ${esc(T.forfeitHandsHidden)}</p>`
         : `<p>${T.settled(list(lang, result.settlement.map((s) => `${esc(sideName(v, s.side))} ${s.points > 0 ? "+" : ""}${num(lang, s.points)}`)))}</p>`;
   const over = v.phase === Phase.OVER ? `<p class="winner" data-testid="winner">${esc(T.matchOver(winnerText(v)))}</p>` : "";
   $("hand-end-body").innerHTML =
-    `<ul class="revealed-hands">${hands}</ul>${settlement}${over}${seatsEnded(v)}${g.sheet ? sheetTable(g.sheet, v) : ""}`;
+    `${hands ? `<ul class="revealed-hands">${hands}</ul>` : ""}${settlement}${over}${seatsEnded(v)}${g.sheet ? sheetTable(g.sheet, v) : ""}`;
 }
 
 /** "Ana left and forfeited the match." */

@@ -3,7 +3,7 @@
 // its four arms (doubles crosswise, each tile edged in the colour of the seat that
 // played it), the open ends (as targets for the chosen tile, with the points each
 // move would score), the count, the boneyard, the scores, and the player's hand.
-import { Arm, End, Phase, SeatKind, type GameView, type LegalMove, type PlacedTile } from "./gen/allfives/v1/allfives_pb.js";
+import { Arm, End, HandEndReason, Phase, SeatKind, type GameView, type LegalMove, type PlacedTile } from "./gen/allfives/v1/allfives_pb.js";
 import { SEAT_COLOURS, endName, levelName, pipName, pointsWord, seatMark, seatName, tileName } from "./words.js";
 import { T, lang } from "./lang/index.js";
 import { list, num } from "./lang/util.js";
@@ -96,7 +96,11 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   const playing = view.phase === Phase.PLAYING;
   const ended = !playing && view.lastHand !== undefined;
   const players = view.handSizes.length;
-  const revealed = new Map((view.lastHand?.hands ?? []).map((h) => [h.seat, h.tiles]));
+  // A forfeited hand's tiles stay face down (its result lists every seat with no
+  // tiles): nothing is revealed, the backs and the player's hand stay as they were.
+  const revealed = new Map(
+    view.lastHand?.reason === HandEndReason.FORFEIT ? [] : (view.lastHand?.hands ?? []).map((h) => [h.seat, h.tiles]),
+  );
   parts.push(`<g class="${compact ? "compact" : "wide"}">`);
 
   // --- The opponents along the top. ---

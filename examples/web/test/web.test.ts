@@ -940,7 +940,8 @@ webTest("turn clocks alone against a bot: a late move is refused, and the page c
 // Node) until Bob is on turn; as his time falls to 10 s the page's status line (polite,
 // for a screen reader) says so, once. Bob leaves: the page asks in the forfeit rule's
 // words (not that a bot will play), the match ends, and the end says how each player
-// finished, the log how the seat forfeited. A forfeit between hands leaves the last
+// finished (the hand's tiles stay face down: Ana's backs, Bob's own hand kept, no hands
+// listed), the log how the seat forfeited. A forfeit between hands leaves the last
 // hand's result in the view: the end's title is then the forfeit's, not that hand's
 // (the view drawn through ?debug=1's hook, as the server would send it).
 webTest("a match under the forfeit rule: Leave says the side forfeits, and the end says how each player finished", 120_000, async () => {
@@ -973,6 +974,9 @@ webTest("a match under the forfeit rule: Leave says the side forfeits, and the e
   assert.equal((await body(page)).yourTurn, "true");
   await page.locator("#status", { hasText: /Only 10 seconds left\.$/ }).waitFor(WAIT);
   await idle(page);
+  const inHand = await page.locator("g.in-hand").count();
+  const anaHolds = Number(await page.getAttribute("[data-testid=hand-size-0]", "data-count"));
+  assert.ok(inHand > 0 && anaHolds > 0, "both players hold tiles");
 
   const asked: string[] = [];
   page.on("dialog", (dialog) => void asked.push(dialog.message()));
@@ -980,7 +984,15 @@ webTest("a match under the forfeit rule: Leave says the side forfeits, and the e
   await page.locator("[data-testid=winner]").waitFor(WAIT);
   assert.deepEqual(asked, ["Leave? Your side forfeits the match."], "the page asked in the forfeit rule's words");
   assert.equal(await page.locator("#hand-end-title").innerText(), "Hand 1: You forfeited.");
-  await page.locator("#hand-end-body p", { hasText: "The match was forfeited, so the hand was not settled." }).waitFor(WAIT);
+  await page
+    .locator("#hand-end-body p", { hasText: "The match was forfeited, so the hand was not settled. The tiles left in hand were not shown." })
+    .waitFor(WAIT);
+  // A forfeited hand's tiles stay face down (its result lists every seat with none):
+  // Ana's backs as many as she holds, the player's own hand as it was, no hands listed.
+  assert.equal(await page.locator("#hand-end-body .revealed-hands, [data-testid^=revealed-]").count(), 0, "no hands listed");
+  assert.equal(await page.locator(".opponent .revealed").count(), 0, "no opponent's tile face up");
+  assert.equal(await page.locator(".opponent[data-seat='0'] rect.back").count(), anaHolds, "Ana's tile backs");
+  assert.equal(await page.locator("g.in-hand").count(), inHand, "the player's own hand kept");
   assert.equal(await page.locator("[data-testid=winner]").innerText(), "The match is over: Ana won.");
   assert.deepEqual(await page.locator(".seats-ended li").allInnerTexts(), ["Ana: played to the end", "You: left the table"]);
   await page.locator("#log li", { hasText: "You left and forfeited the match." }).waitFor({ state: "attached", ...WAIT });

@@ -162,6 +162,7 @@ export const en = {
   pipsCounting: (pips: number, counted: number) => `${plural(L, pips, { one: "# pip", other: "# pips" })}, counting ${n(counted)}`,
   notSettled: "A placement reached the target, so the hand was not settled.",
   forfeitNotSettled: "The match was forfeited, so the hand was not settled.",
+  forfeitHandsHidden: "The tiles left in hand were not shown.",
   settled: (sides: string) => `Settlement: ${sides}.`,
   sheetCaption: (target: number) => `Score sheet, target ${n(target)}`,
   sheetHand: "hand",

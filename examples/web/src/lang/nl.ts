@@ -147,6 +147,7 @@ export const nl = {
     `${plural(L, pips, { one: "# oog", other: "# ogen" })}, telt als ${n(counted)}`,
   notSettled: "Een gelegde steen haalde het doel, dus de hand is niet afgerekend.",
   forfeitNotSettled: "De partij is opgegeven, dus de hand is niet afgerekend.",
+  forfeitHandsHidden: "De stenen in de handen zijn niet getoond.",
   settled: (sides: string) => `Afrekening: ${sides}.`,
   sheetCaption: (target: number) => `Scoreblad, doel ${n(target)}`,
   sheetHand: "hand",

@@ -149,6 +149,7 @@ export const ro = {
     `${plural(L, pips, { one: "un punct", few: "# puncte", other: "# de puncte" })} pe piese, rotunjit ${n(counted)}`,
   notSettled: "O piesă pusă a atins ținta, așa că mâna nu s-a mai socotit.",
   forfeitNotSettled: "Meciul s-a încheiat prin abandon, așa că mâna nu s-a mai socotit.",
+  forfeitHandsHidden: "Piesele rămase în mână nu au fost arătate.",
   settled: (sides: string) => `Socoteala: ${sides}.`,
   sheetCaption: (target: number) => `Foaia de scor, ținta ${n(target)}`,
   sheetHand: "mâna",

@@ -150,6 +150,7 @@ export const sr = {
     `${plural(L, pips, { one: "# тачкица", few: "# тачкице", other: "# тачкица" })}, рачуна се ${n(counted)}`,
   notSettled: "Једна плочица је достигла циљ, па се рука није обрачунавала.",
   forfeitNotSettled: "Меч је завршен предајом, па се рука није обрачунавала.",
+  forfeitHandsHidden: "Плочице које су остале у рукама нису показане.",
   settled: (sides: string) => `Обрачун: ${sides}.`,
   sheetCaption: (target: number) => `Лист са резултатом, циљ ${n(target)}`,
   sheetHand: "рука",

@@ -145,6 +145,7 @@ export const th = {
   pipsCounting: (pips: number, counted: number) => `${plural(L, pips, { other: "# จุด" })} นับเป็น ${n(counted)}`,
   notSettled: "มีการลงตัวที่ถึงแต้มเป้าหมาย ตานี้จึงไม่คิดแต้มท้ายตา",
   forfeitNotSettled: "เกมนี้จบเพราะสละสิทธิ์ จึงไม่มีการคิดแต้มท้ายตา",
+  forfeitHandsHidden: "ไม่มีการเปิดตัวที่เหลืออยู่ในมือ",
   settled: (sides: string) => `คิดแต้มท้ายตา: ${sides}`,
   sheetCaption: (target: number) => `ใบบันทึกแต้ม เป้า ${n(target)}`,
   sheetHand: "ตา",
