@@ -1756,6 +1756,8 @@ if (params.get("debug") === "1") {
   (window as unknown as { allfivesDebug: object }).allfivesDebug = {
     play: (a: number, b: number, end: End) => play({ a, b }, end),
     view: () => toJson(GameViewSchema, game!.view),
+    /** When the view shown arrived (performance.now()): what its countdown runs from. */
+    receivedAt: () => game!.receivedAt,
     show: (json: JsonValue) => {
       game!.view = fromJson(GameViewSchema, json);
       game!.receivedAt = monotonicMs();
