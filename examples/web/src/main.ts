@@ -759,12 +759,19 @@ async function refresh() {
   }
 }
 document.addEventListener("visibilitychange", () => {
-  if (document.visibilityState === "visible") void refresh();
+  if (document.visibilityState !== "visible") return;
+  wakeWatch();
+  void refresh();
 });
 window.addEventListener("pageshow", (e) => {
-  if (e.persisted) void refresh();
+  if (!e.persisted) return;
+  wakeWatch();
+  void refresh();
 });
-window.addEventListener("online", () => void refresh());
+window.addEventListener("online", () => {
+  wakeWatch();
+  void refresh();
+});
 
 // --- Each seat's clock, and who a bot plays for. --------------------------------------
 /**
@@ -955,22 +962,49 @@ let presence: { match: string; clock: PresenceClock } | undefined;
  * on another network is, without a word, and watches again.
  */
 const SILENT_STREAM_MS = 45_000;
+/** The server's heartbeat: a stream open this long (or that brought a change after its
+ * first message) lived, and its end starts the backoff over. */
+const HEARTBEAT_MS = 15_000;
+/** When the page's stream last brought a message (Date.now(), which runs on through a
+ * device's sleep), or was opened. */
+let lastHeard = 0;
+/** Ends the Watch loop's wait between two streams early (see wakeWatch). */
+let wakeNap: (() => void) | undefined;
+/** A wait of `ms` that wakeNap() ends early. */
+function nap(ms: number): Promise<void> {
+  return new Promise((done) => {
+    const finish = () => {
+      window.clearTimeout(timer);
+      if (wakeNap === finish) wakeNap = undefined;
+      done();
+    };
+    const timer = window.setTimeout(finish, ms);
+    wakeNap = finish;
+  });
+}
+/** Whether the Watch loop gave up for good (no store, a refused token). */
+let watchGaveUp = false;
 
 /**
  * Follows the page's match through a Watch stream (again from the last state seen each
  * time the stream ends, as it does when the server's connection ages or drains, or
  * breaks), taking every change the server pushes: a friend's move, a move made in
  * another tab; and asking which seats have a device watching (presence). After a
- * failure it waits 0.5 s, doubling up to 10 s (each wait between half and all of
- * that) until a message comes, and a stream silent for SILENT_STREAM_MS is ended and
- * opened again; while no stream opens, the page says it is trying again. A server without a match store refuses Watch (STORE_REQUIRED): then the page's own
+ * stream's OK end (the server drains or ages its connection) it waits 0.05 to 0.3 s;
+ * after a failure half to all of 0.5 s, doubling up to 10 s while streams fail soon
+ * after opening (see HEARTBEAT_MS), back to 0.5 s after one that lived; a stream
+ * silent for SILENT_STREAM_MS is ended and opened again (and, on waking, one silent
+ * for more than a heartbeat: wakeWatch); while no stream opens, the page says it is trying again. A server without a match store refuses Watch (STORE_REQUIRED): then the page's own
  * answers are all it learns, and a match with another person at it cannot be
  * followed, which the page says.
  */
 function watch() {
   watching?.abort();
+  wakeNap?.(); // the loop stopped ends its wait now
   presence = undefined;
   setConnected(true);
+  watchGaveUp = false;
+  lastHeard = Date.now();
   const g = game;
   if (!g) return;
   const stop = new AbortController();
@@ -991,6 +1025,10 @@ function watch() {
       stop.signal.addEventListener("abort", end);
       let silence = window.setTimeout(end, SILENT_STREAM_MS);
       let heard = false;
+      // Whether this stream lived (see HEARTBEAT_MS): only then does the backoff start over.
+      let lived = false;
+      let endedOk = false;
+      const openedAt = Date.now();
       try {
         // A spectator names the match by its id (it holds no token) and no seat.
         const request = spectating()
@@ -1000,9 +1038,10 @@ function watch() {
           const receivedAt = monotonicMs();
           window.clearTimeout(silence);
           silence = window.setTimeout(end, SILENT_STREAM_MS);
+          lastHeard = Date.now();
+          if ((heard && message.kind.case === "change") || lastHeard - openedAt >= HEARTBEAT_MS) lived = true;
           if (!heard) {
             heard = true;
-            pause = 500;
             document.body.dataset.watching = "yes";
             setConnected(true);
           }
@@ -1018,6 +1057,7 @@ function watch() {
             planClaim(); // another person's page come or gone: this page's own claim sooner or later
           }
         }
+        endedOk = true;
       } catch (err) {
         if (stop.signal.aborted || game !== g) return;
         document.body.dataset.watching = "no";
@@ -1026,11 +1066,13 @@ function watch() {
         renderPresence();
         const reason = reasonOf(err);
         if (reason === ErrorReason.STORE_REQUIRED || (err instanceof ConnectError && err.code === Code.Unimplemented)) {
+          watchGaveUp = true;
           setConnected(true);
           if (hasOtherPlayer(g.view)) showError(T.noStore);
           return;
         }
         if (refusesSaved(err) || reason === ErrorReason.MATCH_FORGOTTEN) {
+          watchGaveUp = true;
           setConnected(true);
           showError(sentenceFor(err));
           return;
@@ -1038,11 +1080,22 @@ function watch() {
         // A stream that failed before its first message: the server cannot be reached.
         if (!heard) setConnected(false);
         console.warn("allfives watch ended:", err);
-        await sleep(pause / 2 + (Math.random() * pause) / 2);
-        pause = Math.min(pause * 2, 10_000);
       } finally {
         window.clearTimeout(silence);
         stop.signal.removeEventListener("abort", end);
+      }
+      if (stop.signal.aborted || game !== g) return;
+      if (lived || Date.now() - openedAt >= HEARTBEAT_MS) pause = 500;
+      if (endedOk) {
+        // Ended with OK: the server drains or ages its connection, and every page of
+        // it comes back; a short wait, different on each (0.05 to 0.3 s), spreads them.
+        await nap(50 + Math.random() * 250);
+      } else {
+        // Failed: a stream that lived starts the backoff over; one that failed soon
+        // after it opened (refused past the server's bounds, cut by a proxy) waits
+        // longer each time, half to all of 0.5 s, doubling up to 10 s.
+        await nap(pause / 2 + (Math.random() * pause) / 2);
+        if (!lived) pause = Math.min(pause * 2, 10_000);
       }
     }
   })();
@@ -1069,6 +1122,17 @@ async function arrive(change: WatchChange, receivedAt: number) {
   // The match's maker deals the first hand once every seat is taken.
   const v = g.view;
   if (you === 0 && v.phase === Phase.DEALING && v.handNumber === 0 && !hasOpenSeat(v) && !isBusy()) void deal();
+}
+
+/**
+ * After sleep, a suspended tab or a network come back, a stream may be dead without a
+ * word (a phone's connection left behind): one silent for more than a heartbeat is
+ * opened again at once, its backoff started over; one still trying stops waiting.
+ */
+function wakeWatch() {
+  if (!game || !watching || watchGaveUp) return;
+  if (Date.now() - lastHeard > HEARTBEAT_MS + 5_000) watch();
+  else wakeNap?.();
 }
 
 /**
