@@ -209,10 +209,16 @@ async function call(what: () => Promise<void>): Promise<unknown> {
   } catch (err) {
     const network = isNetworkFailure(err);
     const reach = network ? await whyUnreachable(SERVER) : undefined;
-    showError(err instanceof PageRefusal ? err.message : sentenceFor(err, reach), network);
-    // Another device or tab moved first: watch again, which brings the page up to date
-    // (unless the stream has brought a newer state meanwhile).
-    if (reasonOf(err) === ErrorReason.STATE_STALE && (game && b64(game.view.stateId)) === from) watch();
+    // A move made while the page claimed its own seat's timeout, refused because the
+    // claim went first: it came too late, not after another device's move.
+    const late = reasonOf(err) === ErrorReason.STATE_STALE && from !== undefined && ownClaimOf === from;
+    showError(
+      err instanceof PageRefusal ? err.message : late ? T.refusals[ErrorReason.TURN_TIMED_OUT] : sentenceFor(err, reach),
+      network,
+    );
+    // Another device or tab moved first: the stream brings the newer state (else the
+    // page watches again).
+    if (reasonOf(err) === ErrorReason.STATE_STALE && from !== undefined) catchUpAfterStale(from);
     // The page's own move came too late: the match goes on only once the timeout is claimed.
     if (reasonOf(err) === ErrorReason.TURN_TIMED_OUT) claimOwnTimeout();
     console.warn("allfives call failed:", err);
@@ -223,6 +229,21 @@ async function call(what: () => Promise<void>): Promise<unknown> {
     settle();
   }
   return undefined;
+}
+
+/** How long after STATE_STALE the stream has to bring a newer state (it is usually on
+ * its way: the move that made the page's state stale) before the page watches again. */
+const STALE_WAIT_MS = 1500;
+/**
+ * After STATE_STALE from the state `from`: if the page still shows it STALE_WAIT_MS
+ * later, its stream missed the newer state, and it watches again (a healthy stream
+ * torn down at once would cost the others a blip of this seat's presence).
+ */
+function catchUpAfterStale(from: string) {
+  const g = game;
+  window.setTimeout(() => {
+    if (g && game === g && b64(g.view.stateId) === from) watch();
+  }, STALE_WAIT_MS);
 }
 
 const me = () => ({ viewer: you, credential: game!.credential });
@@ -572,6 +593,9 @@ interface Claim {
   now?: boolean;
 }
 let claiming: Claim | undefined;
+/** The state of which this page last sent a claim of its own seat's (or one at its
+ * screen's) timeout: a move of that state refused STATE_STALE came too late. */
+let ownClaimOf: string | undefined;
 function stopClaim() {
   claiming?.stop.abort();
   claiming = undefined;
@@ -693,6 +717,7 @@ async function runClaim(g: Game, claim: Claim) {
       // The player's own call first: it applies a due timeout itself.
       while (calling) await wait(250, signal);
       claim.inFlight = true;
+      if (g.view.turn === you || (g.view.turn !== undefined && g.local?.has(g.view.turn) === true)) ownClaimOf = claim.state;
       try {
         const { response } = await claimWhenDue(client, request, countdown, { signal, timeoutMs: CALL_TIMEOUT_MS });
         const receivedAt = monotonicMs();
@@ -707,12 +732,13 @@ async function runClaim(g: Game, claim: Claim) {
         const reason = reasonOf(err);
         if (reason === ErrorReason.STATE_STALE) {
           claim.done = true;
-          if (b64(g.view.stateId) === claim.state) watch();
+          catchUpAfterStale(claim.state);
           return;
         }
         const again = retryable(ConnectError.from(err)) || isNetworkFailure(err) || reason === ErrorReason.TIMEOUT_NOT_DUE;
         if (!again || round >= CLAIM_ROUNDS) {
           claim.done = true;
+          if (ownClaimOf === claim.state) ownClaimOf = undefined; // it did not go first
           showError(sentenceFor(err), isNetworkFailure(err));
           console.warn("allfives claim refused:", err);
           return;
