@@ -301,8 +301,29 @@ async function take(
   hint = "";
   save();
   await playBack(catchUp ? [] : (answer.events ?? []), g.view);
-  if (g.view.phase !== Phase.PLAYING && !spectating()) {
-    g.sheet = (await client.score({ state: g.state, ...me() }, opts())).sheet;
+  if (g.view.phase !== Phase.PLAYING && !spectating()) await fetchSheet(g);
+}
+
+/**
+ * The score sheet once a hand is over (Score). If it cannot be had, the state is taken
+ * and shown all the same, without the sheet, and it is asked again a few times later
+ * (2, 4, 8 s), while the page still shows that state.
+ */
+async function fetchSheet(g: Game, tries = 0) {
+  const state = b64(g.view.stateId);
+  try {
+    const sheet = (await client.score({ state: g.state, viewer: you, credential: g.credential }, opts())).sheet;
+    if (game === g && b64(g.view.stateId) === state) g.sheet = sheet;
+    if (tries > 0 && game === g) render();
+  } catch (err) {
+    console.warn("allfives: the score sheet not fetched:", err);
+    if (game !== g || b64(g.view.stateId) !== state) return;
+    g.sheet = undefined; // the last hand's, out of date
+    if (tries < 3) {
+      window.setTimeout(() => {
+        if (game === g && b64(g.view.stateId) === state) void fetchSheet(g, tries + 1);
+      }, 2000 * 2 ** tries);
+    }
   }
 }
 
@@ -856,7 +877,7 @@ function sayTimeLow(v: GameView, left: number | undefined) {
   if (left > LOW_MS) lowArmed = state;
   else if (left > 0 && lowArmed === state && lowSaid !== state) {
     lowSaid = state;
-    $("status").textContent = statusLine(v);
+    setText($("status"), statusLine(v));
   }
 }
 
@@ -1128,14 +1149,38 @@ function watch() {
 }
 
 /**
+ * After sleep, a suspended tab or a network come back, a stream may be dead without a
+ * word (a phone's connection left behind): one silent for more than a heartbeat is
+ * opened again at once, its backoff started over; one still trying stops waiting.
+ */
+function wakeWatch() {
+  if (!game || !watching || watchGaveUp) return;
+  if (Date.now() - lastHeard > HEARTBEAT_MS + 5_000) watch();
+  else wakeNap?.();
+}
+
+/**
  * Says whether the page reaches the server: while its stream cannot be opened, that it
  * is trying again; once one is open again, a call's failure to get any answer said
  * meanwhile goes too.
  */
+let offlineSaid = false;
 function setConnected(connected: boolean) {
-  const offline = $("offline");
-  if (connected && !offline.hidden && errorIsNetwork) showError("");
-  offline.hidden = connected;
+  if (connected && offlineSaid && errorIsNetwork) showError("");
+  offlineSaid = !connected;
+  sayOffline();
+}
+/**
+ * The reconnecting line, in the page's language. Its live region stays on the page,
+ * its text set and cleared: a region shown with its text already in place is often
+ * not read out. Set only when it changes (else it may be read out again).
+ */
+function sayOffline() {
+  setText($("offline"), offlineSaid ? T.reconnecting : "");
+}
+/** An element's text, set only if it changes (a live region's is read out again). */
+function setText(el: HTMLElement, text: string) {
+  if (el.textContent !== text) el.textContent = text;
 }
 
 /** A change the Watch stream pushed, read at `receivedAt` (monotonicMs()). */
@@ -1148,17 +1193,6 @@ async function arrive(change: WatchChange, receivedAt: number) {
   // The match's maker deals the first hand once every seat is taken.
   const v = g.view;
   if (you === 0 && v.phase === Phase.DEALING && v.handNumber === 0 && !hasOpenSeat(v) && !isBusy()) void deal();
-}
-
-/**
- * After sleep, a suspended tab or a network come back, a stream may be dead without a
- * word (a phone's connection left behind): one silent for more than a heartbeat is
- * opened again at once, its backoff started over; one still trying stops waiting.
- */
-function wakeWatch() {
-  if (!game || !watching || watchGaveUp) return;
-  if (Date.now() - lastHeard > HEARTBEAT_MS + 5_000) watch();
-  else wakeNap?.();
 }
 
 /**
@@ -1351,7 +1385,16 @@ function takeOver(seat: number) {
   return call(async () => {
     const g = game!;
     const credential = g.local!.get(seat)!;
-    const answer = await client.score({ state: g.state, viewer: seat, credential }, opts());
+    // The view as this seat sees the state shown; asked again if a newer state came
+    // meanwhile (a stale answer would show an older state than the page had).
+    let answer: Awaited<ReturnType<typeof client.score>> | undefined;
+    for (let i = 0; i < 5 && !answer; i++) {
+      const from = b64(g.view.stateId);
+      const got = await client.score({ state: g.state, viewer: seat, credential }, opts());
+      if (game !== g) return;
+      if (b64(g.view.stateId) === from && got.view && b64(got.view.stateId) === from) answer = got;
+    }
+    if (!answer) return; // the match moving on all the while: a tap again takes the seat
     you = seat;
     g.seat = seat;
     stopClaim(); // planned again for this seat
@@ -1394,7 +1437,7 @@ function render() {
   if (again) again.focus({ preventScroll: true });
   else if (wasHere && !busy) focusNext(v);
   $("hint").textContent = hint;
-  $("status").textContent = statusLine(v);
+  setText($("status"), statusLine(v));
   document.body.dataset.spectating = String(spectating());
   document.body.dataset.seat = String(you);
   const next = handover();
@@ -1879,6 +1922,7 @@ function applyLanguage() {
   for (const el of document.querySelectorAll("[data-t-label]")) el.setAttribute("aria-label", words(el, "data-t-label"));
   for (const [i, option] of [...$<HTMLSelectElement>("hint-level").options].entries()) option.text = T.levels[i];
   $("server").textContent = T.server(SERVER);
+  sayOffline();
   langSelect.value = lang;
 }
 
