@@ -1037,7 +1037,7 @@ let watchGaveUp = false;
  * time the stream ends, as it does when the server's connection ages or drains, or
  * breaks), taking every change the server pushes: a friend's move, a move made in
  * another tab; and asking which seats have a device watching (presence). After a
- * stream's OK end (the server drains or ages its connection) it waits 0.05 to 0.3 s;
+ * stream's OK end (the server drains or ages its connection) it waits 0.02 to 0.2 s;
  * after a failure half to all of 0.5 s, doubling up to 10 s while streams fail soon
  * after opening (see HEARTBEAT_MS), back to 0.5 s after one that lived; a stream
  * silent for SILENT_STREAM_MS is ended and opened again (and, on waking, one silent
@@ -1135,8 +1135,8 @@ function watch() {
       if (lived || Date.now() - openedAt >= HEARTBEAT_MS) pause = 500;
       if (endedOk) {
         // Ended with OK: the server drains or ages its connection, and every page of
-        // it comes back; a short wait, different on each (0.05 to 0.3 s), spreads them.
-        await nap(50 + Math.random() * 250);
+        // it comes back; a short wait, different on each (0.02 to 0.2 s), spreads them.
+        await nap(20 + Math.random() * 180);
       } else {
         // Failed: a stream that lived starts the backoff over; one that failed soon
         // after it opened (refused past the server's bounds, cut by a proxy) waits

@@ -839,9 +839,13 @@ webTest("presence: a phone cut off mid-hand is shown gone on the other, whose pa
     ana.on("request", (r) => void (r.url().endsWith("AllFivesService/Watch") && watches.push(performance.now())));
     await ana.fill("#join input[name=name]", "Ana");
     await ana.click("#join button[type=submit]");
+    // Both pages at the same state (either may be the one behind: a move is pushed to
+    // the other page, and read at once it may not have arrived yet).
     const same = async () => {
-      const id = (await body(bob)).stateId;
-      await ana.waitForFunction((want) => document.body.dataset.stateId === want, id, WAIT);
+      for (let i = 0; (await body(ana)).stateId !== (await body(bob)).stateId; i++) {
+        assert.ok(i < 200, "the two pages did not come to the same state");
+        await ana.waitForTimeout(100);
+      }
     };
     await bob.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
     await same();
