@@ -253,7 +253,7 @@ function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event
   stopClaim();
   game = { ...held, match: view.matchId, view, sheet, log: [], logVersion: 0, seen: new Set([b64(view.stateId)]), receivedAt: monotonicMs() };
   you = held.seat;
-  for (const e of events) game.log.push(logLine(e, view));
+  for (const e of logged(events)) game.log.push(logLine(e, view));
   if (!spectating()) save();
   watch();
 }
@@ -294,7 +294,7 @@ async function take(
     // seats comes first, told by how they changed.
     const events = answer.events ?? [];
     if (!events.some((e) => CLOCK_EVENTS.has(e.kind.case ?? ""))) g.log.push(...seatChanges(before, at));
-    for (const e of events) g.log.push(logLine(e, at));
+    for (const e of logged(events)) g.log.push(logLine(e, at));
   }
   selected = undefined;
   suggested = undefined;
@@ -351,7 +351,8 @@ function later(next: GameView, now: GameView, pushed: boolean): boolean {
  * absences where they were, and what the catch-up skipped of those, told by how the
  * seats changed from the view shown before (`before`) to the new one.
  */
-function caughtUp(old: LogLine[], events: Event[], before: GameView | undefined, at: GameView): LogLine[] {
+function caughtUp(old: LogLine[], all: Event[], before: GameView | undefined, at: GameView): LogLine[] {
+  const events = logged(all);
   const lines: LogLine[] = [];
   let next = 0;
   for (const line of old.filter((l) => l.hand === at.handNumber)) {
@@ -360,6 +361,18 @@ function caughtUp(old: LogLine[], events: Event[], before: GameView | undefined,
   }
   for (; next < events.length; next++) lines.push(logLine(events[next], at));
   return [...lines, ...seatChanges(before, at)];
+}
+
+/**
+ * The events the log tells: a seat's absence followed by its forfeit is told once, by
+ * the forfeit ("Ana left and forfeited the match.", not "Ana left the table." first).
+ */
+function logged(events: Event[]): Event[] {
+  return events.filter(
+    (e, i) =>
+      e.kind.case !== "seatAbsent" ||
+      !events.slice(i + 1).some((f) => f.kind.case === "forfeited" && f.kind.value.seat === (e.kind.value as { seat: number }).seat),
+  );
 }
 
 /**
@@ -928,7 +941,8 @@ function keepTicking() {
     (Countdown.of(g.view, g.receivedAt)?.deadline() !== undefined ||
       (p !== undefined &&
         g.view.seats.some(
-          (s) => s.seat !== you && !g.local?.has(s.seat) && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT) && !p.watching(s.seat),
+          // Gone (counted up): not a seat none of whose devices has watched yet.
+          (s) => s.seat !== you && !g.local?.has(s.seat) && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT) && p.goneForMs(s.seat) !== undefined,
         )));
   if (needed && ticker === undefined) {
     ticker = window.setInterval(() => {
@@ -1065,7 +1079,7 @@ function watch() {
     while (!stop.signal.aborted && game === g) {
       // Every change read so far taken first: the stream opens from the latest.
       await taking;
-      if (stop.signal.aborted || game !== g) return;
+      if (stop.signal.aborted || game !== g || g.view.phase === Phase.OVER) return;
       // This stream's own end: the page's (stop), or a silence too long.
       const attempt = new AbortController();
       const end = () => attempt.abort();
@@ -1096,7 +1110,11 @@ function watch() {
             const change = message.kind.value;
             taking = taking
               .then(() => (stop.signal.aborted ? undefined : arrive(change, receivedAt)))
-              .catch((err) => console.warn("allfives: a pushed change not taken:", err));
+              .catch((err) => console.warn("allfives: a pushed change not taken:", err))
+              .then(() => {
+                // The match is over: nothing more will change; the stream is closed.
+                if (game === g && g.view.phase === Phase.OVER && !stop.signal.aborted) stop.abort();
+              });
           } else if (message.kind.case === "presence") {
             presence = { match: g.view.matchId, clock: new PresenceClock(message.kind.value, receivedAt) };
             renderPresence();
@@ -1154,7 +1172,7 @@ function watch() {
  * opened again at once, its backoff started over; one still trying stops waiting.
  */
 function wakeWatch() {
-  if (!game || !watching || watchGaveUp) return;
+  if (!game || !watching || watchGaveUp || game.view.phase === Phase.OVER) return;
   if (Date.now() - lastHeard > HEARTBEAT_MS + 5_000) watch();
   else wakeNap?.();
 }

@@ -1099,6 +1099,8 @@ webTest("a match under the forfeit rule: Leave says the side forfeits, and the e
   assert.equal(await page.locator("[data-testid=winner]").innerText(), "The match is over: Ana won.");
   assert.deepEqual(await page.locator(".seats-ended li").allInnerTexts(), ["Ana: played to the end", "You: left the table"]);
   await page.locator("#log li", { hasText: "You left and forfeited the match." }).waitFor({ state: "attached", ...WAIT });
+  // Told once: the forfeit's line, not "You left the table." before it.
+  assert.ok(!(await page.locator("#log li").allInnerTexts()).includes("You left the table."), "the forfeit told twice");
   assert.equal(await errorText(page), "");
   assert.deepEqual(await axeViolations(page), [], "axe-core on the end of a forfeited match");
   await page.screenshot({ path: join(OUTPUT, "17-forfeit.png"), fullPage: true });
