@@ -663,8 +663,8 @@ function claimTime(g: Game): number | undefined {
 
 /**
  * Whether another person's page may be at the match to claim a timeout: a person's
- * seat not played at this screen with a device watching, by the stream's presence, or
- * any such seat while the page does not know (no presence yet, the stream down, a
+ * seat not played at this screen with a device watching (or gone for less than
+ * GONE_AFTER_MS), by the stream's presence, or any such seat while the page does not know (no presence yet, the stream down, a
  * server without a match store).
  */
 function othersAtMatch(g: Game): boolean {
@@ -672,7 +672,9 @@ function othersAtMatch(g: Game): boolean {
     (s) => s.seat !== you && !g.local?.has(s.seat) && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT),
   );
   const p = presence?.match === g.view.matchId ? presence.clock : undefined;
-  return others.some((s) => !p || p.watching(s.seat));
+  // A device gone for less than GONE_AFTER_MS is still there: its stream is reopening
+  // (its connection aged), as renderPresence says.
+  return others.some((s) => !p || p.watching(s.seat) || (p.goneForMs(s.seat) ?? Infinity) < GONE_AFTER_MS);
 }
 
 /**

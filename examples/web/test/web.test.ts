@@ -710,9 +710,13 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
     await waiter.locator("#log li", { hasText: `${lateName} ran out of time.` }).waitFor({ timeout: 60_000 });
     await late.locator("#log li", { hasText: "You ran out of time." }).waitFor(WAIT);
     player.add(late);
-    assert.ok(called.get(waiter)!.includes("ClaimTimeout"), "the waiting page claimed the timeout");
-    // The late page claims its own seat only 3 s after the waiter would: on a busy
-    // machine it may still have tried, but one timeout is applied all the same.
+    // The waiting page claims first; the late page claims its own seat 3 s after, so
+    // on a busy machine either may be the one taken (the presence test shows a waiting
+    // page claiming alone, its opponent cut off): one timeout is applied all the same.
+    assert.ok(
+      [waiter, late].some((page) => called.get(page)!.includes("ClaimTimeout")),
+      "a page claimed the timeout",
+    );
     assert.equal((await logLines(late)).filter((l) => l === "You ran out of time.").length, 1);
     await idle(waiter);
     const lines = await logLines(waiter);
