@@ -12,7 +12,15 @@ import io.grpc.Status
 import io.grpc.inprocess.InProcessChannelBuilder
 import io.grpc.inprocess.InProcessServerBuilder
 import com.google.rpc.ErrorInfo
+import io.grpc.CallOptions
+import io.grpc.Channel
+import io.grpc.ClientCall
+import io.grpc.ClientInterceptor
+import io.grpc.ForwardingClientCall
+import io.grpc.ForwardingClientCallListener
 import io.grpc.Metadata
+import io.grpc.MethodDescriptor
+import java.util.concurrent.atomic.AtomicBoolean
 import java.util.concurrent.ConcurrentLinkedQueue
 import java.util.concurrent.CopyOnWriteArrayList
 import kotlin.random.Random
@@ -235,10 +243,14 @@ class FollowTest {
         }
     }
 
-    private suspend fun <T> inProcess(service: AllFivesServiceCoroutineImplBase, body: suspend (AllFivesRepository) -> T): T {
+    private suspend fun <T> inProcess(
+        service: AllFivesServiceCoroutineImplBase,
+        interceptor: ClientInterceptor? = null,
+        body: suspend (AllFivesRepository) -> T,
+    ): T {
         val name = InProcessServerBuilder.generateName()
         val server: Server = InProcessServerBuilder.forName(name).addService(service).build().start()
-        val channel = InProcessChannelBuilder.forName(name).build()
+        val channel = InProcessChannelBuilder.forName(name).apply { if (interceptor != null) intercept(interceptor) }.build()
         try {
             return body(AllFivesRepository(channel, attempts = 1_000))
         } finally {
@@ -355,6 +367,37 @@ class FollowTest {
             listOf(5.0 to 10.0, 10.0 to 20.0, 20.0 to 40.0, 0.0 to 10.0, 0.0 to 20.0),
             windows.seen.toList(),
         )
+    }
+
+    /** Cancels the first call at its first message, with a CancellationException for cause, as an interceptor may. */
+    private class CancelFirst : ClientInterceptor {
+        private val done = AtomicBoolean(false)
+        override fun <Q, A> interceptCall(method: MethodDescriptor<Q, A>, options: CallOptions, next: Channel): ClientCall<Q, A> =
+            object : ForwardingClientCall.SimpleForwardingClientCall<Q, A>(next.newCall(method, options)) {
+                override fun start(listener: Listener<A>, headers: Metadata) {
+                    val call = this
+                    super.start(
+                        object : ForwardingClientCallListener.SimpleForwardingClientCallListener<A>(listener) {
+                            override fun onMessage(message: A) {
+                                super.onMessage(message)
+                                if (done.compareAndSet(false, true)) call.cancel("an interceptor's", CancellationException("an interceptor's"))
+                            }
+                        },
+                        headers,
+                    )
+                }
+            }
+    }
+
+    @Test
+    fun `a CancellationException from the call, not the collector's scope, is CANCELLED and watched again`() = runBlocking<Unit> {
+        val service = Scripted(listOf({ emit(heartbeat); awaitCancellation() }, { emit(change("s1", "s0", Phase.PHASE_OVER)) }))
+        val causes = mutableListOf<Throwable?>()
+        val seen = inProcess(service, CancelFirst()) { repo -> withTimeout(60_000) { repo.follow(start, me, fast) { causes += it }.toList() } }
+        assertEquals(listOf("s1"), seen.map { it.view.stateId.toStringUtf8() })
+        assertEquals(1, causes.size) { "$causes" }
+        assertEquals(Status.Code.CANCELLED, (causes[0] as AllFivesException).code)
+        assertEquals(2, service.requests.size)
     }
 
     @Test
