@@ -371,7 +371,7 @@ class AllFivesRepository(
 data class FollowPolicy(
     val liveness: Duration = 45.seconds,
     val firstBackoff: Duration = 2.seconds,
-    val maxBackoff: Duration = 30.seconds,
+    val maxBackoff: Duration = 15.seconds,
     val random: Random = Random.Default,
 ) {
     /** The wait before the next stream, the [failures]-th in a row that brought no change
