@@ -369,18 +369,35 @@ class FollowTest {
         )
     }
 
-    /** Cancels the first call at its first message, with a CancellationException for cause, as an interceptor may. */
+    /**
+     * Ends the first call at its first message as an interceptor's cancel does: its
+     * listener closed with CANCELLED whose cause is a CancellationException (which
+     * grpc-kotlin ends the flow with). The close is told to the listener here, before the
+     * call is cancelled and whatever the transport says after is dropped, so that no
+     * close of the server's can come first.
+     */
     private class CancelFirst : ClientInterceptor {
         private val done = AtomicBoolean(false)
         override fun <Q, A> interceptCall(method: MethodDescriptor<Q, A>, options: CallOptions, next: Channel): ClientCall<Q, A> =
             object : ForwardingClientCall.SimpleForwardingClientCall<Q, A>(next.newCall(method, options)) {
                 override fun start(listener: Listener<A>, headers: Metadata) {
                     val call = this
+                    var closed = false
                     super.start(
                         object : ForwardingClientCallListener.SimpleForwardingClientCallListener<A>(listener) {
                             override fun onMessage(message: A) {
+                                if (closed) return
                                 super.onMessage(message)
-                                if (done.compareAndSet(false, true)) call.cancel("an interceptor's", CancellationException("an interceptor's"))
+                                if (done.compareAndSet(false, true)) {
+                                    closed = true
+                                    val cause = CancellationException("an interceptor's")
+                                    super.onClose(Status.CANCELLED.withDescription("an interceptor's").withCause(cause), Metadata())
+                                    call.cancel("an interceptor's", cause)
+                                }
+                            }
+
+                            override fun onClose(status: Status, trailers: Metadata) {
+                                if (!closed) super.onClose(status, trailers)
                             }
                         },
                         headers,
@@ -396,7 +413,7 @@ class FollowTest {
         val seen = inProcess(service, CancelFirst()) { repo -> withTimeout(60_000) { repo.follow(start, me, fast) { causes += it }.toList() } }
         assertEquals(listOf("s1"), seen.map { it.view.stateId.toStringUtf8() })
         assertEquals(1, causes.size) { "$causes" }
-        assertEquals(Status.Code.CANCELLED, (causes[0] as AllFivesException).code)
+        assertEquals(Status.Code.CANCELLED, (causes[0] as AllFivesException).code) { causes[0]!!.cause!!.stackTraceToString() }
         assertEquals(2, service.requests.size)
     }
 
