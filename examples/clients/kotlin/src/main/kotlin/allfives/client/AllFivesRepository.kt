@@ -3,6 +3,7 @@ package allfives.client
 import allfives.v1.AllFivesServiceGrpcKt.AllFivesServiceCoroutineStub
 import allfives.v1.Allfives
 import allfives.v1.Allfives.BotLevel
+import allfives.v1.Allfives.ErrorReason
 import allfives.v1.Allfives.GameView
 import allfives.v1.Allfives.LegalMove
 import allfives.v1.Allfives.Phase
@@ -19,6 +20,7 @@ import kotlin.random.Random
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
+import kotlin.time.DurationUnit
 import kotlin.time.TimeSource
 import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.currentCoroutineContext
@@ -88,16 +90,28 @@ class AllFivesRepository(
         for (attempt in 1..attempts) {
             try {
                 return rpc(deadline())
-            } catch (e: CancellationException) {
-                throw e // the caller's scope was cancelled: not a failure of the call
             } catch (e: Exception) {
-                currentCoroutineContext().ensureActive() // cancelled meanwhile: that, not the call's end
-                val error = AllFivesException.from(e)
+                currentCoroutineContext().ensureActive() // cancelled: that, not the call's end
+                val error = failure(e) // a CancellationException not ours: CANCELLED
                 if (!error.retryable || attempt == attempts) throw error
                 delay(jitteredBackoff(attempt, 100.milliseconds, 2.seconds)) // 50-100 ms, doubling to 1-2 s
             }
         }
         error("unreachable")
+    }
+
+    /**
+     * A call's or a stream's failure as an [AllFivesException]. A CancellationException
+     * is ours when this coroutine is cancelled (then it is thrown again); else it came
+     * from the call (grpc-kotlin closes with the status's cause when it is one: an
+     * interceptor's cancel): CANCELLED, tried again like any call cut on the way.
+     */
+    private suspend fun failure(e: Throwable): AllFivesException {
+        if (e is CancellationException) {
+            currentCoroutineContext().ensureActive()
+            return AllFivesException(Status.Code.CANCELLED, null, emptyMap(), emptyMap(), "CANCELLED (no reason): $e", e)
+        }
+        return AllFivesException.from(e)
     }
     // [END kotlin_call]
 
@@ -208,13 +222,14 @@ class AllFivesRepository(
      * drains): watch again with the last state id seen, and nothing is missed
      * ([follow] does so, with backoff and a liveness bound, to the match's end).
      * Heartbeats are dropped. No deadline: a stream lives as long as its connection.
-     * A CancellationException (a scope cancelled) passes through, never an error.
+     * A CancellationException (a scope cancelled) passes through, never an error; one
+     * from the call itself (not this scope's) is AllFivesException CANCELLED.
      */
     fun watch(state: ByteString, me: Seat?, lastStateId: ByteString): Flow<Table> {
         val request = Allfives.WatchRequest.newBuilder().setState(state).setLastStateId(lastStateId)
         if (me != null) request.setViewer(me.seat).setCredential(me.credential)
         return stub.watch(request.build())
-            .catch { throw if (it is CancellationException) it else AllFivesException.from(it) }
+            .catch { throw failure(it) } // our cancellation passes through
             .mapNotNull { if (it.hasChange()) it.change else null }
             .map { Table(it.state.ifEmpty(state), it.view, it.eventsList, catchUp = it.catchUp) }
     }
@@ -225,39 +240,53 @@ class AllFivesRepository(
      * Follows a match until it is over: the flow a view model collects (a server with a
      * match store). It emits every change after [start] (a [Table.catchUp] one when
      * the device missed several: its view replaces the table) and completes by itself
-     * after the change that ends the match (at once if [start] is over). It watches
-     * again from the last state id seen, so that nothing is missed or repeated, after
-     * every stream that ends: with OK (the server drained, or the connection aged), with
-     * a retryable error (UNAVAILABLE: a network switch, a replica killed; the server's
-     * load refusals; DEADLINE_EXCEEDED), or silent for [FollowPolicy.liveness] (a
-     * half-open connection: its channel's connections are closed, and the next stream
-     * opens a new one). Between streams it waits a jittered backoff that doubles up to
-     * [FollowPolicy.maxBackoff] (the channel's own reconnect backoff reset after
-     * UNAVAILABLE, so that this one paces the reconnects), and starts again from the
-     * first after a stream that heard something. [onRewatch] is told why before each
-     * wait (null: an OK end), for a "reconnecting" banner. Any other refusal ends the
-     * flow with its [AllFivesException]; cancelling the collector ends it with the
-     * CancellationException, never an error.
+     * after the change that ends the match (at once if [start] is over). Each collection
+     * starts again from [start]: to collect again (the screen shown again), call
+     * `follow` again with the latest table, not the same flow.
+     *
+     * It watches again from the last state id seen, so that nothing is missed or
+     * repeated, after every stream that ends: with OK (the server drained, or the
+     * connection aged), with an error (Watch changes nothing, so every error is tried
+     * again: UNAVAILABLE, a proxy's INTERNAL, the server's load refusals...) except a
+     * final one ([endsFollow]: the match forgotten, the seat's credential refused, a
+     * damaged token, a server without a store), or silent for [FollowPolicy.liveness]
+     * (a half-open connection: its channel's connections are closed, and the next
+     * stream opens a new one). Between streams it waits [FollowPolicy.backoff], which
+     * doubles at each stream in a row that brought no change and lived less than the
+     * liveness bound (a TOO_MANY_WATCHES end always counts), up to
+     * [FollowPolicy.maxBackoff]; the channel's own reconnect backoff is reset after
+     * UNAVAILABLE, so that this one paces the reconnects. [onConnected] is told at a
+     * stream's first message (a heartbeat comes at once if nothing changed), to clear a
+     * "reconnecting" banner; [onRewatch] is told why a stream ended before each wait
+     * (null: an OK end). A final refusal ends the flow with its [AllFivesException]; an
+     * exception of the collector's passes through unchanged, never retried; cancelling
+     * the collector ends the flow with the CancellationException, never an error.
      */
     fun follow(
         start: Table,
         me: Seat?,
         policy: FollowPolicy = FollowPolicy(),
+        onConnected: () -> Unit = {},
         onRewatch: (cause: Throwable?) -> Unit = {},
     ): Flow<Table> = flow {
         var latest = start
-        var failures = 0 // streams in a row that heard nothing
+        var failures = 0 // streams in a row that brought no change and lived less than policy.liveness
         while (latest.view.phase != Phase.PHASE_OVER) {
+            var changed = false
+            var connected = false
+            val opened = TimeSource.Monotonic.markNow()
             val cause = try {
                 watchOnce(latest, me, policy.liveness) { change ->
-                    failures = 0
+                    if (!connected) {
+                        connected = true
+                        onConnected()
+                    }
                     if (change != null) {
+                        changed = true
                         latest = change
                         try {
                             emit(change)
-                        } catch (e: CancellationException) {
-                            throw e
-                        } catch (e: Throwable) { // the collector's own: not this stream's end
+                        } catch (e: Throwable) { // the collector's own (or first()'s): not this stream's end
                             throw CollectorFailed(e)
                         }
                     }
@@ -270,15 +299,19 @@ class AllFivesRepository(
                 channel.enterIdle() // the connection is dead: the next call opens another
                 e
             } catch (e: AllFivesException) {
-                if (!e.retryable) throw e
+                if (e.endsFollow) throw e
                 // Unreachable: the channel's own reconnect backoff (up to two minutes) must
                 // not outlast this one's, so the next stream tries a connection at once.
                 if (e.code == Status.Code.UNAVAILABLE && e.reason == null) channel.resetConnectBackoff()
                 e
             }
             if (latest.view.phase == Phase.PHASE_OVER) break
+            val heard = changed || opened.elapsedNow() >= policy.liveness
+            val refused = cause is AllFivesException && cause.reason == ErrorReason.TOO_MANY_WATCHES
+            failures = if (heard && !refused) 1 else failures + 1
+            currentCoroutineContext().ensureActive() // a collector gone: no banner
             onRewatch(cause)
-            delay(policy.backoff(++failures))
+            delay(policy.backoff(failures, okEnd = cause == null))
         }
     }
 
@@ -286,7 +319,8 @@ class AllFivesRepository(
      * One Watch stream from [from]'s state id: each message to [onMessage] (a change,
      * or null for a heartbeat or presence) until it returns true, the stream ends (OK:
      * returns), fails ([AllFivesException]) or is silent for [liveness]
-     * ([WatchSilentException]).
+     * ([WatchSilentException]). Each change is made a [Table] as it arrives, so that
+     * its [Table.receivedAt] does not include the time it waited for the collector.
      */
     private suspend fun watchOnce(
         from: Table,
@@ -299,59 +333,81 @@ class AllFivesRepository(
         // The stream's end, OK or not, as its last element: an error ends this stream
         // only, never the scope around it.
         val messages = stub.watch(request.build())
-            .map { Result.success(it) }
-            .catch { if (it is CancellationException) throw it else emit(Result.failure(it)) }
+            .map { message ->
+                val change = if (message.hasChange()) message.change else null
+                Result.success(change?.let { Table(it.state.ifEmpty(from.state), it.view, it.eventsList, catchUp = it.catchUp) })
+            }
+            .catch { emit(Result.failure(failure(it))) }
             .produceIn(this)
         try {
             while (true) {
                 val next = withTimeoutOrNull(liveness) { messages.receiveCatching() }
                     ?: throw WatchSilentException(liveness)
-                val message = next.getOrNull()?.getOrElse { throw AllFivesException.from(it) } ?: break
-                val change = if (message.hasChange()) message.change else null
-                val table = change?.let { Table(it.state.ifEmpty(from.state), it.view, it.eventsList, catchUp = it.catchUp) }
+                val table = next.getOrNull()?.getOrThrow() ?: if (next.isClosed) break else null
                 if (onMessage(table)) break
             }
         } finally {
             messages.cancel() // ends the call when it is still open
         }
     }
+
+    /** The collector's exception, carried out of the stream's scope unchanged. */
+    private class CollectorFailed(override val cause: Throwable) : Exception(cause)
+
+    private fun ByteString.ifEmpty(other: ByteString): ByteString = if (isEmpty) other else this
     // [END kotlin_follow]
 }
-
-private fun ByteString.ifEmpty(other: ByteString): ByteString = if (isEmpty) other else this
 
 // [START kotlin_follow_policy]
 /**
  * How [AllFivesRepository.follow] keeps a match followed. The server sends a heartbeat
  * on a quiet stream every --watch-heartbeat-secs (15 s by default): a stream that
  * says nothing for [liveness] (three of them) is taken for a dead connection. The wait
- * between streams is a [jitteredBackoff] from [firstBackoff] up to [maxBackoff].
+ * between streams is a [jitteredBackoff] from [firstBackoff] up to [maxBackoff]: after
+ * an error, between half and all of its step (the first 1 to 2 s); after an OK end,
+ * anywhere up to its step, so that the devices of a replica that drained do not all
+ * come back at once.
  */
 data class FollowPolicy(
     val liveness: Duration = 45.seconds,
-    val firstBackoff: Duration = 250.milliseconds,
+    val firstBackoff: Duration = 2.seconds,
     val maxBackoff: Duration = 15.seconds,
     val random: Random = Random.Default,
 ) {
-    /** The wait before the next stream after [failures] streams in a row heard nothing
-     * (1 after one that did: an OK end after changes). */
-    fun backoff(failures: Int): Duration = jitteredBackoff(failures, firstBackoff, maxBackoff, random)
+    /** The wait before the next stream, the [failures]-th in a row that brought no change
+     * (1 after one that did); [okEnd]: the stream ended with OK. */
+    fun backoff(failures: Int, okEnd: Boolean = false): Duration =
+        jitteredBackoff(failures, firstBackoff, maxBackoff, random, full = okEnd)
 }
-// [END kotlin_follow_policy]
 
 /**
  * The wait before try [attempt] + 1: a step of [first] doubled at each try up to [max],
- * and a random part of it (between half and all), so that devices cut off together do
- * not come back together.
+ * and a random part of it (between half and all; [full]: between none and all), so
+ * that devices cut off together do not come back together.
  */
-fun jitteredBackoff(attempt: Int, first: Duration, max: Duration, random: Random = Random.Default): Duration {
+fun jitteredBackoff(attempt: Int, first: Duration, max: Duration, random: Random = Random.Default, full: Boolean = false): Duration {
     val step = first * (1L shl (attempt - 1).coerceIn(0, 30)).toDouble()
-    val capped = if (step > max) max else step
-    return capped / 2 + capped / 2 * random.nextDouble()
+    val capped = (if (step > max) max else step).toDouble(DurationUnit.MILLISECONDS)
+    val lowest = if (full) 0.0 else capped / 2
+    return (if (capped > lowest) random.nextDouble(lowest, capped) else capped).milliseconds
 }
 
-private class CollectorFailed(override val cause: Throwable) : Exception(cause)
+/**
+ * Whether a Watch refusal ends [AllFivesRepository.follow]: a reason that watching again
+ * cannot change (the match forgotten, the seat's credential refused or missing, a bot's
+ * seat, a damaged or foreign token, a server without a match store, a request it cannot
+ * read), or a server without Watch. Anything else, even an INTERNAL without a reason (a
+ * proxy's reset stream, a captive portal's page), is tried again: Watch changes nothing.
+ */
+val AllFivesException.endsFollow: Boolean
+    get() = code == Status.Code.UNIMPLEMENTED || reason in setOf(
+        ErrorReason.MATCH_FORGOTTEN, ErrorReason.CREDENTIAL_REQUIRED, ErrorReason.CREDENTIAL_INVALID,
+        ErrorReason.SEAT_IS_BOT, ErrorReason.STORE_REQUIRED, ErrorReason.TOKEN_MALFORMED,
+        ErrorReason.TOKEN_UNKNOWN_KEY, ErrorReason.TOKEN_UNSUPPORTED_VERSION, ErrorReason.TOKEN_INVALID,
+        ErrorReason.INVALID_FIELD, ErrorReason.MALFORMED_REQUEST,
+    )
 
 /** A Watch stream said nothing, not even a heartbeat, for [silentFor]: the connection is taken for dead. */
 class WatchSilentException(val silentFor: Duration) :
     Exception("the stream said nothing, not even a heartbeat, for $silentFor")
+// [END kotlin_follow_policy]
