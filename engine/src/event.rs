@@ -20,13 +20,15 @@ pub enum HandEnd {
     Forfeit { seat: Seat },
 }
 
-/// The close of a hand: how it ended, every hand shown, and the settlement.
+/// The close of a hand: how it ended, every hand shown (none for a forfeit), and the
+/// settlement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HandResult {
     /// 1-based number of the hand.
     pub hand: u32,
     pub end: HandEnd,
-    /// Every seat's remaining tiles, shown to everyone (seats past `players` are empty).
+    /// Every seat's remaining tiles, shown to everyone (seats past `players` are empty;
+    /// every seat's empty for a forfeit, whose tiles stay face down).
     pub hands: [TileSet; 4],
     /// Score change per side from settlement (zero when the target ended the hand).
     pub settlement: [i32; 4],

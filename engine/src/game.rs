@@ -175,7 +175,8 @@ impl Game {
         }
     }
 
-    /// How the last hand ended, once it has (every hand is shown then).
+    /// How the last hand ended, once it has (every hand is shown then, but for a
+    /// forfeit's).
     pub fn last_result(&self) -> Option<&HandResult> {
         self.hand.as_ref().and_then(|h| h.result.as_ref())
     }
@@ -397,7 +398,7 @@ impl Game {
         Ok(())
     }
 
-    /// `seat` forfeits (section 11): a hand in play ends unsettled, every hand shown,
+    /// `seat` forfeits (section 11): a hand in play ends unsettled, no hand shown,
     /// and the match ends; the winner is the other side, or with three or four sides
     /// the highest score among the others, a tie going to the side that comes first
     /// in turn order after the forfeiting seat.

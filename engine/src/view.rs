@@ -42,7 +42,8 @@ pub struct View<'a> {
     /// It is the viewer's turn and it holds nothing playable: it must draw.
     pub must_draw: bool,
     pub winner: Option<Side>,
-    /// How the last hand ended, with every hand shown, once it has ended.
+    /// How the last hand ended, with every hand shown (none for a forfeit), once it has
+    /// ended.
     pub last_result: Option<HandResult>,
     /// The seat that forfeited the match, and why.
     pub forfeit: Option<(Seat, Why)>,

@@ -214,23 +214,45 @@ impl Api {
         Err(stale)
     }
 
-    /// The judge of the call the store recorded from the state `from` (its match and
-    /// state id), at the time that call was judged (its last written time): with a
-    /// store, for a clocked match whose head was made from `from`; else `None`.
-    async fn recorded_from(
+    /// A move refused as too late (`refused`, TURN_TIMED_OUT, made from the state
+    /// `from`) asked of the store: if its head was made from that state, the judge of
+    /// the call it recorded, at the earliest time that call's written time (whole
+    /// seconds, rounded up) stands for, to judge the move again as of it (a retry of
+    /// the same move, taken in time, is then answered with the recorded state; any
+    /// other call from that state still finds the move late, or its state not the
+    /// head's). If the store holds another state not made from it, the token is stale:
+    /// `STATE_STALE`. Else (no store, no answer, the token the head) `refused`.
+    async fn judged_again(
         &self,
-        from: (state::MatchId, state::StateId),
+        refused: ApiError,
         call: &CallContext,
-    ) -> Option<clocks::Judge> {
-        let store = self.store.as_ref()?;
-        let head = within(call, store.latest(&from.0)).await.ok()??;
-        if head.previous != Some(from.1) {
-            return None;
+    ) -> Result<clocks::Judge, ApiError> {
+        let ApiError::TurnTimedOut { from, .. } = refused else {
+            return Err(refused);
+        };
+        let Some(store) = &self.store else {
+            return Err(refused);
+        };
+        let Ok(Some(head)) = within(call, store.latest(&from.0)).await else {
+            return Err(refused);
+        };
+        if head.state == from.1 {
+            return Err(refused);
         }
-        let opened = self.tokens.open(&head.token).ok()?;
+        if head.previous != Some(from.1) {
+            return Err(ApiError::StateStale(head.state));
+        }
+        let Ok(opened) = self.tokens.open(&head.token) else {
+            return Err(refused);
+        };
         let last = opened.clocks.as_ref().map(|c| c.last());
         self.tokens.keep(opened);
-        Some(self.policy.judge(last?.saturating_mul(1000)))
+        match last {
+            Some(secs) => Ok(self
+                .policy
+                .judge(secs.saturating_mul(1000).saturating_sub(999))),
+            None => Err(refused),
+        }
     }
 
     /// The queue its HARD searches run in (for the metrics' gauges).

@@ -81,12 +81,16 @@ impl Api {
             // A move refused as too late may be the retry of the same move, taken in
             // time and recorded, whose answer was lost: judged as of the recorded one,
             // it is answered with the recorded state (`Api::recorded_already`), as a
-            // retry made within the time is. Anything else is refused as it was.
-            Err(ApiError::TurnTimedOut { from, .. })
-                if let Some(then) = self.recorded_from(from, &call).await
-                    && let Ok(step) = begin(&self.tokens, &then, &req) =>
-            {
-                step.shown_at(&judge)
+            // retry made within the time is (`Api::judged_again`).
+            Err(late @ ApiError::TurnTimedOut { .. }) => {
+                let again = match self.judged_again(late, &call).await {
+                    Ok(then) => begin(&self.tokens, &then, &req).map(|s| s.shown_at(&judge)),
+                    Err(refused) => Err(refused),
+                };
+                match again {
+                    Ok(step) => step,
+                    Err(error) => return traced(&self.metrics, &call, seat, || Err(error)),
+                }
             }
             Err(error) => return traced(&self.metrics, &call, seat, || Err(error)),
         };

@@ -93,7 +93,7 @@ pub enum StoreRefusal {
 /// made from (none for NewGame's), how many of the current hand's events the call that
 /// made it caused, that call's seat events (a seat's absence, a bot taking it, its
 /// player's return: what replaying the hand does not tell) as the service writes them
-/// (`service::watch::seat_events`, opaque here), and its token.
+/// (`service::seat_events::written`, opaque here), and its token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Head {
     pub state: StateId,

@@ -143,6 +143,9 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
+/// How many matches' lease renewals a replica sends to a cluster at once.
+const RENEWALS_IN_FLIGHT: usize = 32;
+
 impl RedisStore {
     /// Connects to the server at `urls` (one), or with `cluster` to the cluster whose
     /// nodes include them, for the calls and for the subscriptions; fails if it
@@ -291,9 +294,12 @@ impl RedisStore {
         self.pipe::<()>(&pipe).await
     }
 
-    /// Renews this replica's leases for the seats it watches, a pipeline a match (a
-    /// cluster takes no pipeline over several slots), each with the key's time to
-    /// live; the first refusal is answered, after every match was tried.
+    /// Renews this replica's leases for the seats it watches, each match's hash with
+    /// its time to live, in one transaction a match: all in one round trip on a
+    /// standalone server; on a cluster (which takes no pipeline over several slots)
+    /// a pipeline a match, [`RENEWALS_IN_FLIGHT`] at once, so that a replica's many
+    /// matches are renewed within the time a few round trips take. The first refusal
+    /// is answered, after every match was tried.
     pub async fn renew(
         &self,
         seats: &[(MatchId, u8)],
@@ -305,17 +311,41 @@ impl RedisStore {
         for (match_id, seat) in seats {
             by_match.entry(*match_id).or_default().push(*seat);
         }
-        let mut refused = Ok(());
-        for (match_id, seats) in by_match {
-            let key = RedisStore::presence_key(&match_id);
-            let mut pipe = redis::pipe();
-            pipe.atomic();
+        let renewal = |pipe: &mut redis::Pipeline, match_id: &MatchId, seats: &[u8]| {
+            let key = RedisStore::presence_key(match_id);
             for seat in seats {
                 pipe.hset(&key, format!("w:{seat}:{replica:x}"), until)
                     .ignore();
             }
             pipe.pexpire(&key, ttl_ms).ignore();
-            if let Err(refusal) = self.pipe::<()>(&pipe).await {
+        };
+        if !self.cluster() {
+            if by_match.is_empty() {
+                return Ok(());
+            }
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            for (match_id, seats) in &by_match {
+                renewal(&mut pipe, match_id, seats);
+            }
+            return self.pipe::<()>(&pipe).await;
+        }
+        let mut refused = Ok(());
+        let mut renewing = tokio::task::JoinSet::new();
+        for (match_id, seats) in by_match {
+            if renewing.len() >= RENEWALS_IN_FLIGHT
+                && let Some(Ok(Err(refusal))) = renewing.join_next().await
+            {
+                refused = Err(refusal);
+            }
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            renewal(&mut pipe, &match_id, &seats);
+            let store = self.clone();
+            renewing.spawn(async move { store.pipe::<()>(&pipe).await });
+        }
+        while let Some(done) = renewing.join_next().await {
+            if let Ok(Err(refusal)) = done {
                 refused = Err(refusal);
             }
         }

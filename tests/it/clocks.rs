@@ -1025,8 +1025,8 @@ async fn a_clocked_call_made_again_is_answered_the_same_with_a_store() {
 /// A move taken within the grace whose answer was lost, made again once the grace has
 /// passed, is answered with the recorded state, judged as of the move it repeats, its
 /// clocks shown at the time it came; with the timeout claimed from the same state
-/// instead, the late move is refused as it was. (Seen to fail with the retry judged
-/// as it arrives: TURN_TIMED_OUT.)
+/// instead, the late move is refused, its token stale. (Seen to fail with the retry
+/// judged as it arrives: TURN_TIMED_OUT.)
 #[tokio::test]
 async fn a_move_taken_in_time_made_again_after_the_grace_is_answered_the_same() {
     let clock = ServerClock::manual(T0);
@@ -1034,9 +1034,10 @@ async fn a_move_taken_in_time_made_again_after_the_grace_is_answered_the_same() 
     let rules = || clocked(2, twenty_thirty(), None);
     let (state, view, creds) = dealt(&mut client, &clock, rules(), 97).await;
     let turn = view.turn.expect("on turn");
-    // Deadline T0 + 50 s; claimable from T0 + 52 s.
-    clock.set(T0 + 51_000);
-    let (_, first, _) = my_move(&mut client, &state, turn, &creds)
+    // Deadline T0 + 50 s; claimable from T0 + 52 s. Taken at T0 + 51.5 s, written as
+    // T0 + 52 s (whole seconds, rounded up): judged again as of T0 + 51.001 s.
+    clock.set(T0 + 51_500);
+    let (moved, first, _) = my_move(&mut client, &state, turn, &creds)
         .await
         .expect("within the grace");
     clock.set(T0 + 53_000);
@@ -1045,8 +1046,22 @@ async fn a_move_taken_in_time_made_again_after_the_grace_is_answered_the_same() 
         .expect("the same move, answered again");
     assert_eq!(again.state_id, first.state_id);
     assert_eq!(clock_of(&again).now_ms, T0 + 53_000, "shown as it is now");
+    // Once the match has moved on from the recorded state, the late move's token is
+    // stale, and said so.
+    if let Some(next) = first.turn
+        && first.phase == pb::Phase::Playing as i32
+    {
+        my_move(&mut client, &moved, next, &creds)
+            .await
+            .expect("the next move, in time");
+        let refused = my_move(&mut client, &state, turn, &creds)
+            .await
+            .unwrap_err();
+        assert_eq!(reason(&refused), "STATE_STALE");
+    }
 
-    // The other seat claimed the timeout from that state: the late move stays refused.
+    // The other seat claimed the timeout from that state: the late move is refused,
+    // the match having moved on from its token (never taken).
     let (state, view, creds) = dealt(&mut client, &clock, rules(), 98).await;
     let turn = view.turn.expect("on turn");
     clock.set(T0 + 52_000);
@@ -1057,7 +1072,7 @@ async fn a_move_taken_in_time_made_again_after_the_grace_is_answered_the_same() 
     let refused = my_move(&mut client, &state, turn, &creds)
         .await
         .unwrap_err();
-    assert_eq!(reason(&refused), "TURN_TIMED_OUT");
+    assert_eq!(reason(&refused), "STATE_STALE");
 }
 
 /// A named seat a bot takes keeps its name, and its tokens open on any replica (not
