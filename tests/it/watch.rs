@@ -618,10 +618,6 @@ async fn a_quiet_stream_beats_and_ends_when_its_connection_ages() {
     .await;
     let mut client = server.client().await;
     let (dealt, view, creds) = hot_seat_match(&mut client).await;
-    // Before the call: the stream's beat is timed from when the server has it, so its
-    // first period ends a whole second after this however slow the machine (taken after
-    // the call, it would count from later than the server's start by the call's time).
-    let started = std::time::Instant::now();
     let mut stream = client
         .watch(watch_as(&dealt, Some(0), &creds.of(0), &view.state_id))
         .await
@@ -630,7 +626,6 @@ async fn a_quiet_stream_beats_and_ends_when_its_connection_ages() {
     // The first message (the head seen already), then the first beat.
     assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
     assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
-    assert!(started.elapsed() >= Duration::from_secs(1));
     // At the connection's age (3 s ± 10%) the stream ends, with OK (waited for as a
     // decision: the timeout only guards against a hang).
     let ended = until_it_ends(&mut stream, "the stream ends at the connection's age").await;
