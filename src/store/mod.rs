@@ -176,13 +176,21 @@ impl MatchStore {
     /// A store in this process's memory holding at most `capacity` matches, each
     /// forgotten `ttl` after its last move, and their invite codes under `rules`.
     pub fn memory(capacity: NonZeroUsize, ttl: Duration, rules: InviteRules) -> MatchStore {
+        let kind = Kind::Memory(
+            memory::MemoryStore::new(capacity, ttl),
+            invites::MemoryInvites::new(capacity, rules),
+        );
+        MatchStore::of(kind, Changes::new(None), 0)
+    }
+
+    /// A store of `kind` whose changes reach this process's watchers through
+    /// `changes`, this replica named `replica` in its presence leases, on the system's
+    /// clock.
+    fn of(kind: Kind, changes: Arc<Changes>, replica: u64) -> MatchStore {
         MatchStore {
-            kind: Kind::Memory(
-                memory::MemoryStore::new(capacity, ttl),
-                invites::MemoryInvites::new(capacity, rules),
-            ),
-            changes: Changes::new(None),
-            local: Arc::new(presence::Local::new(0)),
+            kind,
+            changes,
+            local: Arc::new(presence::Local::new(replica)),
             departures: presence::MemoryDepartures::default(),
             clock: crate::server_clock::ServerClock::system(),
             #[cfg(feature = "server")]
@@ -210,18 +218,8 @@ impl MatchStore {
         let (store, changes) = redis::RedisStore::connect(urls, cluster, ttl, rules).await?;
         let mut replica = [0u8; 8];
         crate::state::random::fill(&mut replica);
-        let local = Arc::new(presence::Local::new(u64::from_le_bytes(replica)));
-        Ok(MatchStore {
-            kind: Kind::Redis(store),
-            changes,
-            local,
-            departures: presence::MemoryDepartures::default(),
-            clock: crate::server_clock::ServerClock::system(),
-            #[cfg(feature = "server")]
-            pending: Arc::default(),
-            #[cfg(feature = "server")]
-            writer: std::sync::OnceLock::new(),
-        })
+        let replica = u64::from_le_bytes(replica);
+        Ok(MatchStore::of(Kind::Redis(store), changes, replica))
     }
 
     /// Starts this replica's presence writer (Redis; nothing for the memory store):
