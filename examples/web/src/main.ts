@@ -49,6 +49,7 @@ import { ErrorReason } from "./gen/allfives/v1/allfives_pb.js";
 import { normaliseCode } from "./code.js";
 import { Countdown, claimWhenDue, monotonicMs, retryable } from "./clock.js";
 import { PresenceClock, clockText } from "./times.js";
+import { renderSVG } from "uqr";
 
 const params = new URLSearchParams(window.location.search);
 // By default the service on the page's own host (127.0.0.1 when the page is opened
@@ -162,14 +163,20 @@ let suggested: LegalMove | undefined;
 let hint = "";
 /** A call is in flight. */
 let calling = false;
+/** The focus goes back to the table's next control once the page is idle again (a
+ * move made from the table, a match started): see render(). */
+let refocus = false;
 /** Answers being played back (one at a time, in the order they came). */
 let playingBack = 0;
 let playbacks: Promise<void> = Promise.resolve();
-/** The page takes no input: a call in flight, or an answer being played back. */
-const isBusy = () => calling || playingBack > 0;
-/** Says on the page (data-state) whether it is busy: the tests wait for idle. */
+/** A call in flight, or an answer being played back. */
+const working = () => calling || playingBack > 0;
+/** The page takes no input: a call in flight, an answer being played back, or the
+ * server out of reach (offline(): the moves wait until the connection is back). */
+const isBusy = () => working() || offline();
+/** Says on the page (data-state) whether it is working: the tests wait for idle. */
 function settle() {
-  document.body.dataset.state = isBusy() ? "busy" : "idle";
+  document.body.dataset.state = working() ? "busy" : "idle";
 }
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -199,8 +206,12 @@ class PageRefusal extends Error {}
  * Returns the error, if there was one.
  */
 async function call(what: () => Promise<void>): Promise<unknown> {
-  if (isBusy()) return undefined;
+  if (working()) return undefined;
   calling = true;
+  // A move made from the table (or Draw, Deal, Rematch): the focus comes back to the
+  // table's next control once the answer is shown (the table is drawn anew meanwhile).
+  const active = document.activeElement;
+  if (active && (tableContent.contains(active) || ["draw", "deal", "rematch", "suggest"].includes(active.id))) refocus = true;
   settle();
   showError("");
   const from = game && b64(game.view.stateId);
@@ -221,6 +232,13 @@ async function call(what: () => Promise<void>): Promise<unknown> {
     if (reasonOf(err) === ErrorReason.STATE_STALE && from !== undefined) catchUpAfterStale(from);
     // The page's own move came too late: the match goes on only once the timeout is claimed.
     if (reasonOf(err) === ErrorReason.TURN_TIMED_OUT) claimOwnTimeout();
+    // The server restarted (its token key new) or forgot the match: the match is gone.
+    if (game && matchGone(err)) lose(err);
+    // No answer at all: the page is out of reach until its stream opens again.
+    else if (game && network && watching && !watchGaveUp) {
+      setConnected(false);
+      wakeWatch();
+    }
     console.warn("allfives call failed:", err);
     return err;
   } finally {
@@ -255,6 +273,7 @@ function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event
   you = held.seat;
   for (const e of logged(events)) game.log.push(logLine(e, view));
   if (!spectating()) save();
+  setConnected(true);
   watch();
 }
 
@@ -403,7 +422,7 @@ function seatChanges(before: GameView | undefined, at: GameView): LogLine[] {
 
 // --- Following the play: each tile placed in turn, the points called. ---------------
 /** What the table shows of the last answer while it is played back. */
-let shown: { upTo?: number; callout?: { seat: number; points: number } } = {};
+let shown: { upTo?: number; callout?: { seat: number; points: number }; view?: GameView } = {};
 const STEP_MS = 450;
 const motion = () => !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 
@@ -418,12 +437,15 @@ async function playBack(events: Event[], view: GameView) {
   const plays = events.slice(dealt + 1).flatMap((e) => (e.kind.case === "tilePlayed" ? [e.kind.value] : []));
   const called = (p?: { seat: number; points: number }) => (p && p.points > 0 ? { seat: p.seat, points: p.points } : undefined);
   const last = Math.max(-1, ...view.layout.map((t) => t.order));
+  const hand = events.slice(dealt + 1);
   const run = async () => {
     if (motion() && plays.length > 1 && view.layout.length >= plays.length) {
       for (const [i, p] of plays.entries()) {
-        shown = { upTo: last - (plays.length - 1 - i), callout: called(p) };
+        shown = { upTo: last - (plays.length - 1 - i), callout: called(p), view: stepView(view, hand, i) };
         document.body.dataset.shown = String(shown.upTo! + 1);
-        drawTable();
+        // The table, the status line and the controls as of this tile: one truth.
+        if (game?.view === view) render();
+        else drawShown();
         sound();
         await sleep(STEP_MS);
       }
@@ -445,6 +467,76 @@ async function playBack(events: Event[], view: GameView) {
     settle();
   }
 }
+
+/**
+ * The match as it stood just after the `i`-th tile played of an answer's hand events
+ * (`hand`: those after its last deal), from the answer's `view` (the end): what came
+ * after that tile undone. Each later tile goes back to its seat's hand and its points
+ * off its side's score, each later draw back to the boneyard, a later hand's end's
+ * settlement off the scores; the count is the one that tile made; the seat on turn is
+ * the next to act (or the view's own, if none did). Nothing is playable meanwhile.
+ * The last tile with nothing after it: the view itself.
+ */
+function stepView(view: GameView, hand: Event[], i: number): GameView | undefined {
+  const at = hand.map((e) => e.kind.case === "tilePlayed").reduce<number[]>((found, played, j) => (played ? [...found, j] : found), [])[i];
+  const after = hand.slice(at + 1);
+  const play = hand[at].kind.value as { count: number };
+  if (!after.some((e) => ["tilePlayed", "tileDrawn", "passed", "handEnded"].includes(e.kind.case ?? ""))) return undefined;
+  const handSizes = [...view.handSizes];
+  let boneyardSize = view.boneyardSize;
+  const scores = view.scores.map((s) => ({ ...s }));
+  const side = (seat: number) => scores.find((s) => s.seats.includes(seat));
+  let turn: number | undefined;
+  for (const e of after) {
+    const k = e.kind;
+    if (k.case === "tilePlayed") {
+      handSizes[k.value.seat]++;
+      const s = side(k.value.seat);
+      if (s) s.score -= k.value.points;
+    } else if (k.case === "tileDrawn") {
+      handSizes[k.value.seat]--;
+      boneyardSize++;
+    } else if (k.case === "handEnded") {
+      for (const a of view.lastHand?.settlement ?? []) {
+        const s = scores.find((x) => x.side === a.side);
+        if (s) s.score -= a.points;
+      }
+    }
+    if (turn === undefined && (k.case === "tilePlayed" || k.case === "tileDrawn" || k.case === "passed")) turn = k.value.seat;
+  }
+  return {
+    ...view,
+    phase: Phase.PLAYING,
+    turn: turn ?? view.turn,
+    count: play.count,
+    handSizes,
+    boneyardSize,
+    scores,
+    legalMoves: [],
+    mustDraw: false,
+    winnerSeats: [],
+    winnerSide: undefined,
+  };
+}
+
+/**
+ * The table drawn as it is on screen: the answer's state as of the tile played back
+ * (shown.view), or, while the server is out of reach, with nothing playable.
+ */
+function drawShown() {
+  const g = game;
+  const step = g && (shown.view ?? (offline() ? { ...g.view, legalMoves: [], mustDraw: false } : undefined));
+  if (!g || !step) return drawTable();
+  const real = g.view;
+  g.view = step;
+  try {
+    drawTable();
+  } finally {
+    g.view = real;
+  }
+}
+/** The view the page shows: the one played back to, else the state taken. */
+const onScreen = (g: Game): GameView => shown.view ?? g.view;
 
 /** A short click for a placed tile, if sound is on (off by default). */
 let audio: AudioContext | undefined;
@@ -550,9 +642,14 @@ function startMatch(rules: NonNullable<GameView["rules"]> | Record<string, unkno
     startGame({ state: answer.state, credential: answer.credentials[0].credential, seat: 0, local }, answer.view!);
     hideForms();
     // With a friend's seat open, the first hand waits for the friend (see arrive()).
-    if (!hasOpenSeat(answer.view!)) await take(await client.deal({ state: game!.state, ...me() }, opts()));
+    if (!hasOpenSeat(answer.view!)) {
+      refocus = true; // on the table's first control once dealt
+      await take(await client.deal({ state: game!.state, ...me() }, opts()));
+    } else inviteInView = true;
   });
 }
+/** The invite was just made: once shown, it is scrolled into view and focused. */
+let inviteInView = false;
 
 function newMatch(data: FormData) {
   const players = Number(data.get("players"));
@@ -820,7 +917,57 @@ async function refresh() {
     refreshing = false;
   }
 }
+// --- Telling the player it is their turn while the tab is hidden. --------------------
+const NOTIFY_KEY = "allfives-notify";
+/** The state whose turn was told by a notification (once a state). */
+let toldState: string | undefined;
+/**
+ * While the tab is hidden and it is this page's turn (the answer played back, the page
+ * free to move), the tab's title says so ("● Your turn — All Fives"), and, if the player
+ * asked for it (the checkbox, which asks the browser's permission), a notification once
+ * for that turn. The title is the page's own again once shown.
+ */
+function tellTurn() {
+  const g = game;
+  const v = g && onScreen(g);
+  const due = document.hidden && v !== undefined && v.phase === Phase.PLAYING && v.turn === you && !isBusy() && handover() === undefined;
+  const title = due ? `● ${T.titleYourTurn} — ${T.appTitle}` : T.appTitle;
+  if (document.title !== title) document.title = title;
+  if (!due || !g) return;
+  const state = b64(g.view.stateId);
+  if (toldState === state) return;
+  toldState = state;
+  if ($<HTMLInputElement>("notify").checked && "Notification" in window && Notification.permission === "granted") {
+    try {
+      new Notification(T.appTitle, { body: T.titleYourTurn, tag: "allfives-turn" });
+    } catch (err) {
+      console.warn("allfives: no notification:", err); // (Android's Chrome wants a service worker's)
+    }
+  }
+}
+$<HTMLInputElement>("notify").checked = localStorage.getItem(NOTIFY_KEY) === "on" && "Notification" in window && Notification.permission === "granted";
+$<HTMLInputElement>("notify").addEventListener("change", (e) => {
+  const box = e.currentTarget as HTMLInputElement;
+  localStorage.setItem(NOTIFY_KEY, box.checked ? "on" : "off");
+  if (!box.checked || !("Notification" in window)) {
+    if (box.checked) {
+      box.checked = false;
+      $("hint").textContent = T.notifyDenied;
+    }
+    return;
+  }
+  // Asked only here, from the player's own tap.
+  void Notification.requestPermission().then((answer) => {
+    if (answer !== "granted") {
+      box.checked = false;
+      localStorage.setItem(NOTIFY_KEY, "off");
+      $("hint").textContent = T.notifyDenied;
+    }
+  });
+});
+
 document.addEventListener("visibilitychange", () => {
+  tellTurn();
   if (document.visibilityState !== "visible") return;
   wakeWatch();
   void refresh();
@@ -1020,14 +1167,19 @@ let watching: AbortController | undefined;
 /** The last Presence the page's stream brought, for its match (none while the stream is down). */
 let presence: { match: string; clock: PresenceClock } | undefined;
 /**
- * How long a Watch stream may say nothing (the server sends a heartbeat every 15 s by
- * default) before the page takes its connection for dead, as one a phone left behind
- * on another network is, without a word, and watches again.
+ * How long a Watch stream may say nothing before the page takes its connection for
+ * dead, as one a phone left behind on another network is, without a word, says so and
+ * watches again: twice the heartbeat the server says it sends (Heartbeat.interval_ms),
+ * or 45 s (three of the server's default 15 s heartbeats) from a server that does not say.
  */
 const SILENT_STREAM_MS = 45_000;
 /** The server's heartbeat: a stream open this long (or that brought a change after its
  * first message) lived, and its end starts the backoff over. */
 const HEARTBEAT_MS = 15_000;
+/** The heartbeat the server said it keeps (Heartbeat.interval_ms), 0 until it says. */
+let heartbeatMs = 0;
+const silentAfter = () => (heartbeatMs > 0 ? 2 * heartbeatMs : SILENT_STREAM_MS);
+const heartbeat = () => (heartbeatMs > 0 ? heartbeatMs : HEARTBEAT_MS);
 /** When the page's stream last brought a message (Date.now(), which runs on through a
  * device's sleep), or was opened. */
 let lastHeard = 0;
@@ -1065,7 +1217,6 @@ function watch() {
   watching?.abort();
   wakeNap?.(); // the loop stopped ends its wait now
   presence = undefined;
-  setConnected(true);
   watchGaveUp = false;
   lastHeard = Date.now();
   const g = game;
@@ -1086,7 +1237,13 @@ function watch() {
       const attempt = new AbortController();
       const end = () => attempt.abort();
       stop.signal.addEventListener("abort", end);
-      let silence = window.setTimeout(end, SILENT_STREAM_MS);
+      // A stream silent too long: the connection is taken for lost, and said so.
+      let silent = false;
+      const hush = () => {
+        silent = true;
+        end();
+      };
+      let silence = window.setTimeout(hush, silentAfter());
       let heard = false;
       // Whether this stream lived (see HEARTBEAT_MS): only then does the backoff start over.
       let lived = false;
@@ -1099,10 +1256,16 @@ function watch() {
           : { state: g.state, viewer: you, credential: g.credential, lastStateId: g.view.stateId, presence: true };
         for await (const message of client.watch(request, { signal: attempt.signal })) {
           const receivedAt = monotonicMs();
+          if (message.kind.case === "heartbeat") {
+            // A server that says how often it beats (Heartbeat.interval_ms; read so
+            // that a page built before the field still runs).
+            const said = (message.kind.value as { intervalMs?: number }).intervalMs ?? 0;
+            if (said > 0) heartbeatMs = said;
+          }
           window.clearTimeout(silence);
-          silence = window.setTimeout(end, SILENT_STREAM_MS);
+          silence = window.setTimeout(hush, silentAfter());
           lastHeard = Date.now();
-          if ((heard && message.kind.case === "change") || lastHeard - openedAt >= HEARTBEAT_MS) lived = true;
+          if ((heard && message.kind.case === "change") || lastHeard - openedAt >= heartbeat()) lived = true;
           if (!heard) {
             heard = true;
             document.body.dataset.watching = "yes";
@@ -1127,6 +1290,7 @@ function watch() {
         endedOk = true;
       } catch (err) {
         if (stop.signal.aborted || game !== g) return;
+        if (silent) setConnected(false);
         document.body.dataset.watching = "no";
         // What the page knew of who is watching may be out of date from here.
         presence = undefined;
@@ -1140,11 +1304,12 @@ function watch() {
         }
         if (refusesSaved(err) || reason === ErrorReason.MATCH_FORGOTTEN) {
           watchGaveUp = true;
-          setConnected(true);
-          showError(sentenceFor(err));
+          lose(err);
           return;
         }
-        // A stream that failed before its first message: the server cannot be reached.
+        // A stream that failed before its first message: the server cannot be reached
+        // (one cut after it had heard is opened again at once, 0.25 to 0.5 s, and says
+        // so if that one fails too).
         if (!heard) setConnected(false);
         console.warn("allfives watch ended:", err);
       } finally {
@@ -1152,7 +1317,7 @@ function watch() {
         stop.signal.removeEventListener("abort", end);
       }
       if (stop.signal.aborted || game !== g) return;
-      if (lived || Date.now() - openedAt >= HEARTBEAT_MS) pause = 500;
+      if (lived || Date.now() - openedAt >= heartbeat()) pause = 500;
       if (endedOk) {
         // Ended with OK: the server drains or ages its connection, and every page of
         // it comes back; a short wait, different on each (0.02 to 0.2 s), spreads them.
@@ -1175,7 +1340,7 @@ function watch() {
  */
 function wakeWatch() {
   if (!game || !watching || watchGaveUp || game.view.phase === Phase.OVER) return;
-  if (Date.now() - lastHeard > HEARTBEAT_MS + 5_000) watch();
+  if (Date.now() - lastHeard > heartbeat() + 5_000) watch();
   else wakeNap?.();
 }
 
@@ -1185,18 +1350,70 @@ function wakeWatch() {
  * meanwhile goes too.
  */
 let offlineSaid = false;
+/** Once back after being out of reach, the page says so for a moment (BACK_SAID_MS). */
+let backSaid = false;
+let backTimer: number | undefined;
+const BACK_SAID_MS = 5000;
+/** The page's match cannot reach the server now: its moves wait (isBusy). */
+const offline = () => offlineSaid && game !== undefined && !watchGaveUp;
 function setConnected(connected: boolean) {
   if (connected && offlineSaid && errorIsNetwork) showError("");
+  const changed = offlineSaid === connected;
+  const wasOffline = offlineSaid;
   offlineSaid = !connected;
+  window.clearTimeout(backTimer);
+  backSaid = connected && wasOffline && game !== undefined;
+  if (backSaid) {
+    backTimer = window.setTimeout(() => {
+      backSaid = false;
+      sayOffline();
+    }, BACK_SAID_MS);
+  }
   sayOffline();
+  if (changed && game) {
+    document.body.dataset.connected = String(connected);
+    render();
+  }
 }
 /**
- * The reconnecting line, in the page's language. Its live region stays on the page,
- * its text set and cleared: a region shown with its text already in place is often
- * not read out. Set only when it changes (else it may be read out again).
+ * The reconnecting line, in the page's language (and for a moment once back: "Connected
+ * again."). Its live region stays on the page, its text set and cleared: a region shown
+ * with its text already in place is often not read out. Set only when it changes (else
+ * it may be read out again).
  */
 function sayOffline() {
-  setText($("offline"), offlineSaid ? T.reconnecting : "");
+  setText($("offline"), offlineSaid ? T.reconnecting : backSaid ? T.reconnected : "");
+  $("offline").classList.toggle("back", !offlineSaid && backSaid);
+}
+
+/** A refusal that says the page's match is no longer on the server: a server started
+ * again (its token key new, its memory store empty) or one that forgot the match. */
+function matchGone(err: unknown): boolean {
+  const reason = reasonOf(err);
+  return reason === ErrorReason.TOKEN_UNKNOWN_KEY || reason === ErrorReason.MATCH_FORGOTTEN || (game !== undefined && refusesSaved(err));
+}
+/**
+ * The page's match is gone from the server: one state only, a player's sentence and the
+ * way on (the new-match form), the old table taken away (no tiles, no buttons).
+ */
+function lose(err: unknown) {
+  const reason = reasonOf(err);
+  watching?.abort();
+  watching = undefined;
+  wakeNap?.();
+  stopClaim();
+  forget();
+  game = undefined;
+  presence = undefined;
+  offlineSaid = false;
+  backSaid = false;
+  sayOffline();
+  shown = {};
+  render();
+  keepTicking();
+  showForm();
+  showError(reason === ErrorReason.TOKEN_UNKNOWN_KEY || reason === ErrorReason.MATCH_FORGOTTEN ? T.matchGone : sentenceFor(err));
+  document.body.dataset.phase = "GONE";
 }
 /** An element's text, set only if it changes (a live region's is read out again). */
 function setText(el: HTMLElement, text: string) {
@@ -1341,6 +1558,14 @@ function minutesLeft(expiresAt: number | undefined): number {
   return Math.max(1, Math.ceil(((expiresAt ?? 0) - Date.now()) / 60_000));
 }
 
+/** Whether the device has a share sheet (the Web Share API: phones, some desktops). */
+const canShare = () => typeof navigator.share === "function";
+/** The invite link as a QR code (uqr's SVG), for a phone at the same table to scan. */
+function qrBlock(link: string): string {
+  const svg = renderSVG(link, { ecc: "L", border: 2 });
+  return `<figure class="qr" data-testid="invite-qr" role="img" aria-label="${esc(T.qrLabel)}">${svg}<figcaption>${esc(T.qrCaption)}</figcaption></figure>`;
+}
+
 /** The code, large and spaced to read out (a screen reader spells it), with Copy. */
 function codeBlock(v: GameView): string {
   if (code?.match !== v.matchId) return "";
@@ -1433,29 +1658,42 @@ function render() {
   if (g) setNames(g.view);
   $("game").hidden = !g;
   $("new-match-button").hidden = !g;
-  if (!g) return;
-  const v = g.view;
+  if (!g) {
+    $("handover").hidden = true;
+    tellTurn();
+    return;
+  }
+  document.body.dataset.phase = Phase[g.view.phase];
+  document.body.dataset.moves = String(g.view.moves);
+  document.body.dataset.hand = String(g.view.handNumber);
+  document.body.dataset.stateId = b64(g.view.stateId);
+  document.body.dataset.yourTurn = String(g.view.phase === Phase.PLAYING && g.view.turn === you);
+  // What the page shows: the state played back to (an answer's tiles arrive one by
+  // one), so the status line, the buttons and the table all tell the same moment.
+  const v = onScreen(g);
   const playing = v.phase === Phase.PLAYING;
   const yours = playing && v.turn === you;
-  document.body.dataset.phase = Phase[v.phase];
-  document.body.dataset.moves = String(v.moves);
-  document.body.dataset.hand = String(v.handNumber);
-  document.body.dataset.stateId = b64(v.stateId);
-  document.body.dataset.yourTurn = String(yours);
 
   // Keep the keyboard's place across the redraw; when the focused tile or end is gone
   // (played), go on to what comes next: a playable tile, Draw, or Deal.
   const active = document.activeElement as HTMLElement | null;
   const focused = active?.dataset?.key;
   const wasHere = focused !== undefined || active?.id === "draw" || active?.id === "deal";
-  drawTable();
+  drawShown();
   const busy = isBusy();
   $<HTMLButtonElement>("draw").disabled = busy || !(yours && v.mustDraw);
   $<HTMLButtonElement>("suggest").disabled = busy || !yours;
-  renderHandEnd(g);
+  // The hand's end's body is written anew: a button of it that had the focus keeps it.
+  const inBody = $("hand-end-body").contains(document.activeElement) ? document.activeElement?.id : undefined;
+  renderHandEnd(g, v);
+  if (inBody) document.getElementById(inBody)?.focus({ preventScroll: true });
   const again = focused ? (tableContent.querySelector(`[data-key="${focused}"]`) as SVGGElement | null) : null;
   if (again) again.focus({ preventScroll: true });
-  else if (wasHere && !busy) focusNext(v);
+  else if ((wasHere || refocus) && !busy) {
+    refocus = false;
+    focusNext(v);
+  }
+  tellTurn();
   $("hint").textContent = hint;
   setText($("status"), statusLine(v));
   document.body.dataset.spectating = String(spectating());
@@ -1567,7 +1805,7 @@ function focusNext(v: GameView) {
   if (v.phase === Phase.OVER) $("rematch").focus({ preventScroll: true });
   else if (v.phase === Phase.DEALING) $("deal").focus({ preventScroll: true });
   else if (v.mustDraw) $("draw").focus({ preventScroll: true });
-  else (tableContent.querySelector("g.in-hand.playable") as SVGGElement | null)?.focus({ preventScroll: true });
+  else (tableContent.querySelector<SVGGElement>("g.in-hand.playable") ?? tableContent.querySelector<SVGGElement>("g.in-hand"))?.focus({ preventScroll: true });
 }
 
 function statusLine(v: GameView): string {
@@ -1576,6 +1814,7 @@ function statusLine(v: GameView): string {
 }
 function statusWords(v: GameView): string {
   if (v.phase === Phase.OVER) return T.matchOver(winnerText(v));
+  if (offline()) return T.statusOffline;
   if (hasOpenSeat(v)) return T.waitingInvite;
   if (v.phase === Phase.DEALING) return v.handNumber === 0 ? T.waitingDeal : T.handIsOver;
   if (spectating()) return T.watchingTurn(seatName(v.turn ?? 0, you), false);
@@ -1601,8 +1840,7 @@ function miniTile(t: Tile): string {
     `<text x="10" y="15" text-anchor="middle" font-size="13">${t.a}</text><text x="30" y="15" text-anchor="middle" font-size="13">${t.b}</text></svg>`;
 }
 
-function renderHandEnd(g: Game) {
-  const v = g.view;
+function renderHandEnd(g: Game, v: GameView) {
   const box = $("hand-end");
   const result = v.lastHand;
   box.hidden = v.phase === Phase.PLAYING;
@@ -1622,9 +1860,17 @@ function renderHandEnd(g: Game) {
       ? `<p>${T.openSeatsWatching(list(lang, open))}</p>`
       : `<p>${T.openSeatsInvite(list(lang, open))}</p>` +
         `<p class="invite"><input id="invite-link" readonly aria-label="${esc(T.inviteLink)}" value="${esc(inviteLink(g))}"/>` +
+        (canShare() ? `<button type="button" id="share-invite">${esc(T.share)}</button>` : "") +
         `<button type="button" id="copy-invite">${esc(T.copy)}</button></p>` +
+        qrBlock(inviteLink(g)) +
         codeBlock(v);
     askCode(g);
+    if (inviteInView && !spectating()) {
+      // Just made: the invite in view (below the fold on a phone), its first button focused.
+      inviteInView = false;
+      box.scrollIntoView({ block: "start" });
+      ($("share-invite") ?? $("copy-invite")).focus({ preventScroll: true });
+    }
     return;
   }
   if (!result) {
@@ -1846,6 +2092,11 @@ $("hand-end").addEventListener("click", (e) => {
     );
     return;
   }
+  if ((e.target as Element).id === "share-invite") {
+    // The phone's share sheet; where it fails (not allowed, or dismissed), Copy stays.
+    void navigator.share({ title: T.appTitle, text: T.shareText, url: $<HTMLInputElement>("invite-link").value }).catch(() => {});
+    return;
+  }
   if ((e.target as Element).id !== "copy-invite") return;
   const link = $<HTMLInputElement>("invite-link");
   link.select();
@@ -1936,6 +2187,7 @@ function applyLanguage() {
   document.documentElement.lang = lang;
   document.documentElement.dir = dir(lang);
   document.title = T.appTitle;
+  tellTurn();
   const words = (el: Element, attr: string) => T[el.getAttribute(attr) as TextKey];
   for (const el of document.querySelectorAll("[data-t]")) el.textContent = words(el, "data-t");
   for (const el of document.querySelectorAll("[data-t-placeholder]")) el.setAttribute("placeholder", words(el, "data-t-placeholder"));

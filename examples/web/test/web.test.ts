@@ -21,6 +21,7 @@ import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { AbsenceRule, AllFivesService, End, Phase, type GameView, type ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
 import { en } from "../src/lang/en.js";
 import { LANGUAGES, type Lang } from "../src/lang/index.js";
+import { networkTests } from "./network.test.js";
 
 function env(name: string): string {
   const value = process.env[name];
@@ -1786,4 +1787,24 @@ webTest("a page on an origin the server does not allow fails with a clear messag
   assert.ok(await page.locator("#game").isHidden(), "no table without a match");
   await page.screenshot({ path: join(OUTPUT, "5-origin-not-allowed.png") });
   await page.context().close();
+});
+
+// The page on a real network (issue 42): test/network.test.ts, in this browser.
+networkTests({
+  PAGE_URL,
+  SERVER_URL,
+  OUTPUT,
+  WAIT,
+  webTest,
+  open,
+  at,
+  idle,
+  body,
+  newMatch,
+  act,
+  cuttableProxy,
+  savedSeat,
+  serverScore,
+  client,
+  phone: SIZES[0].options,
 });

@@ -301,6 +301,23 @@ export const en = {
   originRefused: (server: string, origin: string) =>
     `The game server at ${server} is running but does not allow pages from ${origin} to call it. ` +
     `Start it with --cors-origins ${origin} (or without --cors-origins, which allows every origin).`,
+  // The page on a real network (issue 42): the connection, a match gone, the invite shared, the turn told, how to play.
+  statusOffline: "No connection to the server: your moves wait until it is back.",
+  reconnected: "Connected again.",
+  matchGone: "This match is no longer on the server (it was started again, or forgot the match). Start a new match below.",
+  share: "Share",
+  shareText: "Join my All Fives match",
+  qrLabel: "The invite link as a QR code",
+  qrCaption: "Or scan this code with the other phone's camera.",
+  titleYourTurn: "Your turn",
+  notifyTurn: "Tell me when it is my turn",
+  notifyDenied: "This browser will not show notifications here; the tab's title still says when it is your turn.",
+  howToTitle: "How to play",
+  howToCount: "The count: after every tile, add up the open ends of the line. When the count is a multiple of five (5, 10, 15…), whoever placed the tile scores that many points at once.",
+  howToSpinner: "The spinner: the first double of a hand. It lies crosswise and counts all its pips while one of its sides is free; once both its sides are joined it opens two more ends, up and down.",
+  howToDraw: "Drawing and passing: with no tile that fits, you draw from the boneyard until one fits, and play it; when the boneyard is empty, you pass.",
+  howToEnd: "The end of a hand: a player places their last tile (domino), or nobody can play (blocked). Then every hand is shown.",
+  howToSettle: "Settlement: the pips left in each hand, rounded to five, come off that player's own score, or, under the other rule, go to whoever went out. The first to reach the target wins the match.",
 };
 
 /** What every language defines: English's keys, each with English's type. */

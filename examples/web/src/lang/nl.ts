@@ -280,4 +280,21 @@ export const nl = {
   originRefused: (server: string, origin: string) =>
     `De spelserver op ${server} draait, maar staat pagina's van ${origin} niet toe hem aan te roepen. ` +
     `Start hem met --cors-origins ${origin} (of zonder --cors-origins, dat elke herkomst toestaat).`,
+  // De pagina op een echt netwerk (issue 42).
+  statusOffline: "Geen verbinding met de server: je zetten wachten tot die terug is.",
+  reconnected: "Weer verbonden.",
+  matchGone: "Deze partij staat niet meer op de server (die is opnieuw gestart, of is de partij vergeten). Begin hieronder een nieuwe partij.",
+  share: "Delen",
+  shareText: "Speel mee in mijn partij Alle Vijven",
+  qrLabel: "De uitnodigingslink als QR-code",
+  qrCaption: "Of scan deze code met de camera van de andere telefoon.",
+  titleYourTurn: "Jij bent aan de beurt",
+  notifyTurn: "Laat het me weten als ik aan de beurt ben",
+  notifyDenied: "Deze browser toont hier geen meldingen; de titel van het tabblad zegt nog steeds wanneer je aan de beurt bent.",
+  howToTitle: "Zo speel je",
+  howToCount: "De telling: tel na elke steen de open einden van de rij op. Is de telling een veelvoud van vijf (5, 10, 15…), dan krijgt wie de steen legde meteen zoveel punten.",
+  howToSpinner: "De spinner: de eerste dubbele steen van een hand. Hij ligt dwars en telt al zijn ogen zolang een van zijn zijden vrij is; zodra beide zijden bezet zijn, opent hij nog twee einden, omhoog en omlaag.",
+  howToDraw: "Kopen en passen: past geen steen, dan koop je uit de pot tot er een past, en die speel je; is de pot leeg, dan pas je.",
+  howToEnd: "Het einde van een hand: een speler legt zijn laatste steen (domino), of niemand kan nog spelen (geblokkeerd). Dan worden alle handen getoond.",
+  howToSettle: "De afrekening: de ogen die in elke hand over zijn, afgerond op vijf, gaan van de eigen score af, of gaan volgens de andere regel naar wie uitging. Wie als eerste het doel haalt, wint de partij.",
 } satisfies Words;

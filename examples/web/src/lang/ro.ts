@@ -283,4 +283,21 @@ export const ro = {
   originRefused: (server: string, origin: string) =>
     `Serverul de joc de la ${server} rulează, dar nu permite paginilor de la ${origin} să-l apeleze. ` +
     `Pornește-l cu --cors-origins ${origin} (sau fără --cors-origins, care permite orice origine).`,
+  // Pagina într-o rețea reală (issue 42).
+  statusOffline: "Nu există legătură cu serverul: mutările tale așteaptă până revine.",
+  reconnected: "Legătura a revenit.",
+  matchGone: "Meciul acesta nu mai este pe server (a fost pornit din nou sau a uitat meciul). Începe un meci nou mai jos.",
+  share: "Trimite",
+  shareText: "Vino în meciul meu de Cinciurile",
+  qrLabel: "Linkul de invitație drept cod QR",
+  qrCaption: "Sau scanează acest cod cu camera celuilalt telefon.",
+  titleYourTurn: "E rândul tău",
+  notifyTurn: "Anunță-mă când e rândul meu",
+  notifyDenied: "Acest browser nu arată notificări aici; titlul filei tot spune când e rândul tău.",
+  howToTitle: "Cum se joacă",
+  howToCount: "Totalul: după fiecare piesă, adună capetele deschise ale liniei. Când totalul este multiplu de cinci (5, 10, 15…), cine a pus piesa primește imediat atâtea puncte.",
+  howToSpinner: "Pivotul: prima dublă a unei mâini. Stă de-a curmezișul și numără toate punctele ei cât timp una dintre laturi e liberă; după ce ambele laturi sunt legate, deschide încă două capete, sus și jos.",
+  howToDraw: "Tras și pas: fără o piesă care se potrivește, tragi din rezervă până vine una care se potrivește și o joci; când rezerva e goală, dai pas.",
+  howToEnd: "Sfârșitul mâinii: un jucător pune ultima lui piesă (domino) sau nimeni nu mai poate juca (blocat). Apoi toate mâinile sunt arătate.",
+  howToSettle: "Socoteala: punctele rămase în fiecare mână, rotunjite la cinci, se scad din scorul jucătorului sau, după cealaltă regulă, le primește cel care a terminat. Primul care atinge ținta câștigă meciul.",
 } satisfies Words;

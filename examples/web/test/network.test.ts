@@ -1,0 +1,288 @@
+// Browser tests of the page on a real network (issue 42): what it shows while an
+// answer's tiles are played back, a connection cut and back, the server started again,
+// the turn told while the tab is hidden, a friend's invite on a phone. Run from
+// test/web.test.ts (networkTests(h), at its end), so they share its browser and its
+// helpers (the bundle .ci/web builds is web.test.ts's). ALLFIVES_BIN (exported by
+// .ci/web) is the server binary the restart test starts and stops itself.
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import type { Client } from "@connectrpc/connect";
+import type { AllFivesService, ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
+import { en } from "../src/lang/en.js";
+
+type ContextOptions = NonNullable<Parameters<Browser["newContext"]>[0]>;
+/** What web.test.ts lends these tests. */
+export interface Harness {
+  PAGE_URL: string;
+  SERVER_URL: string;
+  OUTPUT: string;
+  WAIT: { timeout: number };
+  webTest: (name: string, timeout: number, body: () => Promise<void>) => void;
+  open: (url: string, options?: ContextOptions) => Promise<Page>;
+  at: (page: string, server: string, extra?: string) => string;
+  idle: (page: Page) => Promise<void>;
+  body: (page: Page) => Promise<{ phase?: string; moves?: string; hand?: string; stateId?: string; yourTurn?: string }>;
+  newMatch: (page: Page, rules: { name?: string; players: number; bots: string[]; target?: number; handSize?: string }) => Promise<void>;
+  act: (page: Page, touch?: boolean) => Promise<"dealt" | "drew" | "played" | "over">;
+  cuttableProxy: (url: string) => Promise<{ url: string; cut: () => void; restore: () => void; close: () => Promise<void> }>;
+  savedSeat: (page: Page) => Promise<{ state: Uint8Array; viewer: number; credential: Uint8Array }>;
+  serverScore: (page: Page) => Promise<ScoreResponse>;
+  client: Client<typeof AllFivesService>;
+  phone: ContextOptions;
+}
+
+/** The page's "your turn" sentences of the status line. */
+const YOUR_TURN = [en.chooseTile, en.chooseEnd, en.yourLead, en.mustDraw];
+const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
+
+/** What a page's moves look like: Draw and Suggest, and the tiles lit as playable. */
+async function moves(page: Page) {
+  return {
+    draw: await page.locator("#draw").isEnabled(),
+    suggest: await page.locator("#suggest").isEnabled(),
+    lit: await page.locator("g.in-hand.playable").count(),
+  };
+}
+
+/**
+ * The page's own move made from Node with its saved token (the page hears of it only
+ * by its stream): the first legal tile, else a draw. Returns the state id it made
+ * (the bots' replies made within the call included).
+ */
+async function moveFromNode(h: Harness, page: Page): Promise<string> {
+  const seat = await h.savedSeat(page);
+  const view = (await h.client.score(seat, { timeoutMs: 10_000 })).view!;
+  const [move] = view.legalMoves;
+  const by = { state: seat.state, seat: seat.viewer, credential: seat.credential };
+  const answer = move
+    ? await h.client.play({ ...by, tile: move.tile, end: move.end }, { timeoutMs: 10_000 })
+    : await h.client.draw(by, { timeoutMs: 10_000 });
+  return b64(answer.view!.stateId);
+}
+
+/** A server of our own (memory store), on `port` (0: the system's choice); resolves once serving. */
+async function startServer(port: number): Promise<{ proc: ChildProcess; url: string; port: number }> {
+  const bin = process.env.ALLFIVES_BIN;
+  if (!bin) throw new Error("ALLFIVES_BIN is not set: run the tests with bash .ci/web");
+  const proc = spawn(bin, ["--addr", `127.0.0.1:${port}`, "--metrics-addr", "off", "--shutdown-delay-ms", "0", "--match-store", "memory"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const got = await new Promise<number>((resolve, reject) => {
+    let log = "";
+    const timer = setTimeout(() => reject(new Error(`the server did not say it was serving within 30 s:\n${log}`)), 30_000);
+    const read = (chunk: Buffer) => {
+      log += chunk.toString();
+      const m = /serving addr=127\.0\.0\.1:(\d+)/.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    };
+    proc.stdout!.on("data", read);
+    proc.stderr!.on("data", read);
+    proc.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the server exited (${code}) at start:\n${log}`));
+    });
+  });
+  proc.removeAllListeners("exit");
+  return { proc, url: `http://127.0.0.1:${got}`, port: got };
+}
+function stopServer(proc: ChildProcess): Promise<void> {
+  return new Promise((done) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return done();
+    proc.once("exit", () => done());
+    proc.kill("SIGKILL");
+  });
+}
+
+export function networkTests(h: Harness) {
+  const { PAGE_URL, SERVER_URL, OUTPUT, WAIT } = h;
+
+  // While an answer's tiles are played back one by one, the page shows one moment: the
+  // status line, the seats' tile counts, the count and the scores are those of the
+  // tile on the table, and "your turn" only once the next tile to come is the player's.
+  // Checked at every change of the page (a MutationObserver), against the hand's
+  // events as the server tells them (Score, include_hand_events).
+  h.webTest("network: while an answer's tiles are played back, the status, tile counts, count and scores are those of the tile shown", 90_000, async () => {
+    const page = await h.open(h.at(PAGE_URL, SERVER_URL), { viewport: { width: 1280, height: 860 }, reducedMotion: "no-preference" });
+    await h.newMatch(page, { players: 2, bots: ["1"] });
+    await page.evaluate(() => {
+      const w = window as unknown as { records: object[] };
+      w.records = [];
+      const text = (sel: string) => document.querySelector(sel)?.textContent ?? "";
+      new MutationObserver(() => {
+        if (!document.body.dataset.shown) return;
+        w.records.push({
+          hand: document.body.dataset.hand,
+          placed: document.querySelectorAll("#table g.placed").length,
+          inHand: document.querySelectorAll("#table g.in-hand").length,
+          lit: document.querySelectorAll("#table g.in-hand.playable").length,
+          opponents: [...document.querySelectorAll("#table [data-testid^=hand-size-]")].map((e) => Number(e.getAttribute("data-count"))),
+          boneyard: text("#table [data-testid=boneyard]"),
+          count: text("#table [data-testid=count]"),
+          scores: [...document.querySelectorAll("#table [data-testid^=score-side]")].map((e) => [e.getAttribute("data-testid"), e.textContent]),
+          status: text("#status"),
+        });
+      }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+    });
+    for (let i = 0; i < 3; i++) {
+      if ((await h.body(page)).phase !== "PLAYING") break;
+      await h.act(page);
+    }
+    const events = (await h.serverScore(page)).handEvents;
+    const plays = events.flatMap((e) => (e.kind.case === "tilePlayed" ? [e.kind.value] : []));
+    type Record = { hand: string; placed: number; inHand: number; lit: number; opponents: number[]; boneyard: string; count: string; scores: [string, string][]; status: string };
+    const records = (await page.evaluate(() => (window as unknown as { records: object[] }).records)) as Record[];
+    const steps = records.filter((r) => r.hand === "1");
+    assert.ok(new Set(steps.map((r) => r.placed)).size >= 3, `tiles played back at three steps at least: ${steps.map((r) => r.placed)}`);
+    for (const r of steps) {
+      const k = r.placed; // the tiles on the table: the hand's first k plays
+      const at = `with ${k} tiles on the table`;
+      assert.equal(r.count, en.count(plays[k - 1].count), `the count ${at}`);
+      const scored = (seat: number) => plays.slice(0, k).filter((p) => p.seat === seat).reduce((sum, p) => sum + p.points, 0);
+      for (const [id, words] of r.scores) {
+        const side = Number(/(\d+)$/.exec(id)![1]);
+        assert.equal(Number(/(-?\d+)$/.exec(words)![1]), scored(side), `side ${side}'s score ${at} ("${words}")`);
+      }
+      const boneyard = Number(/(\d+)/.exec(r.boneyard)![1]);
+      assert.equal(k + r.inHand + r.opponents.reduce((a, b) => a + b, 0) + boneyard, 28, `every tile somewhere ${at}: ${JSON.stringify(r)}`);
+      // "Your turn" (and lit tiles) only when the next tile to come is the player's own.
+      const nextIsMine = plays[k] === undefined || plays[k].seat === 0;
+      if (!nextIsMine) {
+        assert.ok(!YOUR_TURN.includes(r.status), `the status ${at}, the bot's tile still to come: "${r.status}"`);
+        assert.equal(r.lit, 0, `no tile lit ${at}, the bot's tile still to come`);
+      }
+    }
+    console.log(`  ${steps.length} played-back moments checked`);
+  });
+
+  // A connection cut by a TCP proxy (not setOffline, which leaves an open stream alone):
+  // the page says so before the connection comes back, without a tap, and holds its
+  // moves; meanwhile the player's move is made from Node; restored, the page says it is
+  // back and shows the match as it now is.
+  h.webTest("network: a connection cut is said at once and the moves held; back, the page says so and catches up", 90_000, async () => {
+    const proxy = await h.cuttableProxy(SERVER_URL);
+    try {
+      const page = await h.open(h.at(PAGE_URL, proxy.url));
+      await h.newMatch(page, { players: 2, bots: ["1"] });
+      await page.waitForFunction(() => document.body.dataset.yourTurn === "true" && document.body.dataset.watching === "yes", null, WAIT);
+      assert.deepEqual(Object.values(await moves(page)).some(Boolean), true, "a move to make before the cut");
+      proxy.cut();
+      // The sign, within the heartbeat bound (a hang guard only: the cut is said as the
+      // stream breaks), BEFORE the connection is restored.
+      await page.locator("#offline", { hasText: en.reconnecting }).waitFor({ timeout: 30_000 });
+      assert.equal(await page.locator("#status").innerText(), en.statusOffline, "the status says the moves wait");
+      assert.deepEqual(await moves(page), { draw: false, suggest: false, lit: 0 }, "no move offered while cut off");
+      await page.screenshot({ path: join(OUTPUT, "18-network-cut.png") });
+      const made = await moveFromNode(h, page);
+      proxy.restore();
+      await page.locator("#offline", { hasText: en.reconnected }).waitFor({ timeout: 30_000 });
+      await page.waitForFunction((want) => document.body.dataset.stateId === want, made, { timeout: 30_000 });
+      await h.idle(page);
+      assert.notEqual(await page.locator("#status").innerText(), en.statusOffline);
+      if ((await h.body(page)).yourTurn === "true") assert.equal((await moves(page)).suggest, true, "the moves offered again");
+      await page.screenshot({ path: join(OUTPUT, "18-network-back.png") });
+      await page.locator("#offline", { hasText: en.reconnected }).waitFor({ state: "hidden", timeout: 30_000 });
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  // The server stopped (the page says so without a tap, its moves held), then started
+  // again on the same port: a new random token key and an empty memory store. The page
+  // shows one state: the player's sentence and the new-match form, the old table gone;
+  // a new match from there plays.
+  h.webTest("network: the server down is said without a tap; started again, the page shows one state, the match gone and a way on", 90_000, async () => {
+    let server = await startServer(0);
+    try {
+      const page = await h.open(h.at(PAGE_URL, server.url));
+      await h.newMatch(page, { players: 2, bots: ["1"] });
+      await page.waitForFunction(() => document.body.dataset.yourTurn === "true" && document.body.dataset.watching === "yes", null, WAIT);
+      await stopServer(server.proc);
+      await page.locator("#offline", { hasText: en.reconnecting }).waitFor({ timeout: 30_000 });
+      assert.equal(await page.locator("#status").innerText(), en.statusOffline, "the status says the moves wait, not whose turn");
+      assert.deepEqual(await moves(page), { draw: false, suggest: false, lit: 0 }, "no move offered with the server down");
+      assert.equal(await page.locator("#error").isVisible(), false, "no developer's sentence: the reconnecting line says it");
+      server = await startServer(server.port);
+      // Its waits between tries are 10 s at most: a generous hang guard.
+      await page.locator("#error", { hasText: en.matchGone }).waitFor({ timeout: 45_000 });
+      assert.ok(await page.locator("#game").isHidden(), "the old table is gone");
+      assert.equal(await page.locator("g.in-hand").count() && (await page.locator("g.in-hand").first().isVisible()), false, "no tile shown");
+      assert.ok(await page.locator("#draw").isHidden() && (await page.locator("#suggest").isHidden()), "no Draw nor Suggest");
+      assert.equal(await page.locator("#offline").innerText(), "", "no reconnecting line over it");
+      assert.ok(await page.locator("#new-match").isVisible(), "the way on: the new-match form");
+      await page.screenshot({ path: join(OUTPUT, "18-network-match-gone.png") });
+      const saved = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("allfives-web:")));
+      assert.deepEqual(saved, [], "the token forgotten");
+      await h.newMatch(page, { players: 2, bots: ["1"] });
+      assert.equal((await h.body(page)).phase, "PLAYING", "a new match plays");
+      assert.ok(await page.locator("#error").isHidden());
+    } finally {
+      await stopServer(server.proc);
+    }
+  });
+
+  // Hidden (visibility emulated), the tab's title says when it is the player's turn, and
+  // a notification once a turn if the player asked (the checkbox); shown, the title is
+  // the page's own. Starting a match puts the focus on the table's first control.
+  h.webTest("network: the turn told while the tab is hidden (title, notification), focus on the table after the start", 60_000, async () => {
+    const page = await h.open(h.at(PAGE_URL, SERVER_URL));
+    await page.evaluate(() => {
+      // The browser's notifications, recorded (and allowed) instead of shown.
+      const w = window as unknown as { told: string[]; Notification: unknown };
+      w.told = [];
+      w.Notification = class {
+        static permission = "granted";
+        static requestPermission = () => Promise.resolve("granted");
+        constructor(_title: string, options?: { body?: string }) {
+          w.told.push(options?.body ?? "");
+        }
+      };
+    });
+    await page.check("#notify");
+    await h.newMatch(page, { players: 2, bots: ["1"] });
+    await page.waitForFunction(() => document.body.dataset.yourTurn === "true", null, WAIT);
+    const focused = await page.evaluate(() => {
+      const a = document.activeElement as HTMLElement | null;
+      return a?.id || a?.getAttribute("class") || a?.tagName;
+    });
+    assert.match(String(focused), /^(draw|in-hand.*)$/, "the focus on the table's first control after the start");
+    assert.equal(await page.title(), en.appTitle);
+    const hide = (hidden: boolean) =>
+      page.evaluate((hidden) => {
+        Object.defineProperty(document, "hidden", { configurable: true, get: () => hidden });
+        Object.defineProperty(document, "visibilityState", { configurable: true, get: () => (hidden ? "hidden" : "visible") });
+        document.dispatchEvent(new Event("visibilitychange"));
+      }, hidden);
+    await hide(true);
+    assert.equal(await page.title(), `● ${en.titleYourTurn} — ${en.appTitle}`, "hidden on the player's turn");
+    // A move while hidden (the bot answers): the player's turn again, told once.
+    await h.act(page);
+    await page.waitForFunction(() => document.body.dataset.yourTurn === "true", null, WAIT);
+    assert.equal(await page.title(), `● ${en.titleYourTurn} — ${en.appTitle}`);
+    const told = await page.evaluate(() => (window as unknown as { told: string[] }).told);
+    assert.deepEqual(told, [en.titleYourTurn, en.titleYourTurn], "a notification a turn");
+    await hide(false);
+    assert.equal(await page.title(), en.appTitle, "shown: the page's own title");
+  });
+
+  // A friend's match made on a phone: the invite in view and focused, with its QR code.
+  h.webTest("network: on a phone, the invite just made is in view and focused, with a QR code of the link", 60_000, async () => {
+    const page = await h.open(h.at(PAGE_URL, SERVER_URL), h.phone);
+    await h.newMatch(page, { name: "Ana", players: 2, bots: ["friend"] });
+    const link = page.locator("#invite-link");
+    await link.waitFor(WAIT);
+    const box = (await link.boundingBox())!;
+    const height = page.viewportSize()!.height;
+    assert.ok(box.y >= 0 && box.y + box.height <= height, `the invite link in view: y ${box.y} of ${height}`);
+    const focused = await page.evaluate(() => document.activeElement?.id);
+    assert.ok(focused === "share-invite" || focused === "copy-invite", `focus on the invite's button: ${focused}`);
+    const qr = page.locator("[data-testid=invite-qr] svg");
+    assert.equal(await qr.count(), 1, "a QR code of the link");
+    assert.equal(await page.locator("[data-testid=invite-qr]").getAttribute("aria-label"), en.qrLabel);
+    await page.screenshot({ path: join(OUTPUT, "18-network-invite-phone.png"), scale: "css" });
+  });
+}
