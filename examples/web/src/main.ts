@@ -218,13 +218,21 @@ async function call(what: () => Promise<void>): Promise<unknown> {
   try {
     await what();
   } catch (err) {
+    // No answer at all.
     const network = isNetworkFailure(err);
-    const reach = network ? await whyUnreachable(SERVER) : undefined;
+    // Or the connection unavailable (UNAVAILABLE without a refusal of the server's own,
+    // nor a proxy's HTTP error): either way the page is out of reach for now.
+    const unavailable =
+      network ||
+      (err instanceof ConnectError && err.code === Code.Unavailable && reasonOf(err) === undefined && !/^HTTP \d{3}$/.test(err.rawMessage));
+    // A match under way reached the server before: a player's sentence, not why a
+    // server cannot be reached at all (kept for a page that never reached it).
+    const reach = network && !game ? await whyUnreachable(SERVER) : undefined;
     // A move made while the page claimed its own seat's timeout, refused because the
     // claim went first: it came too late, not after another device's move.
     const late = reasonOf(err) === ErrorReason.STATE_STALE && from !== undefined && ownClaimOf === from;
     showError(
-      err instanceof PageRefusal ? err.message : late ? T.refusals[ErrorReason.TURN_TIMED_OUT] : sentenceFor(err, reach),
+      err instanceof PageRefusal ? err.message : late ? T.refusals[ErrorReason.TURN_TIMED_OUT] : network && game ? T.moveLost : sentenceFor(err, reach),
       network,
     );
     // Another device or tab moved first: the stream brings the newer state (else the
@@ -235,7 +243,7 @@ async function call(what: () => Promise<void>): Promise<unknown> {
     // The server restarted (its token key new) or forgot the match: the match is gone.
     if (game && matchGone(err)) lose(err);
     // No answer at all: the page is out of reach until its stream opens again.
-    else if (game && network && watching && !watchGaveUp) {
+    else if (game && unavailable && watching && !watchGaveUp) {
       setConnected(false);
       wakeWatch();
     }
@@ -525,7 +533,8 @@ function stepView(view: GameView, hand: Event[], i: number): GameView | undefine
  */
 function drawShown() {
   const g = game;
-  const step = g && (shown.view ?? (offline() ? { ...g.view, legalMoves: [], mustDraw: false } : undefined));
+  // Cut off, nobody's turn is told (the page does not know it is still so) and nothing lit.
+  const step = g && (shown.view ?? (offline() ? { ...g.view, turn: undefined, legalMoves: [], mustDraw: false } : undefined));
   if (!g || !step) return drawTable();
   const real = g.view;
   g.view = step;
@@ -1660,6 +1669,7 @@ function render() {
   $("new-match-button").hidden = !g;
   if (!g) {
     $("handover").hidden = true;
+    setText($("status"), ""); // no match: nothing of one said
     tellTurn();
     return;
   }

@@ -213,6 +213,7 @@ export function networkTests(h: Harness) {
       assert.equal(await page.locator("g.in-hand").count() && (await page.locator("g.in-hand").first().isVisible()), false, "no tile shown");
       assert.ok(await page.locator("#draw").isHidden() && (await page.locator("#suggest").isHidden()), "no Draw nor Suggest");
       assert.equal(await page.locator("#offline").innerText(), "", "no reconnecting line over it");
+      assert.equal(await page.locator("#status").innerText(), "", "no status of the match gone");
       assert.ok(await page.locator("#new-match").isVisible(), "the way on: the new-match form");
       await page.screenshot({ path: join(OUTPUT, "18-network-match-gone.png") });
       const saved = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("allfives-web:")));

@@ -318,6 +318,7 @@ export const en = {
   howToDraw: "Drawing and passing: with no tile that fits, you draw from the boneyard until one fits, and play it; when the boneyard is empty, you pass.",
   howToEnd: "The end of a hand: a player places their last tile (domino), or nobody can play (blocked). Then every hand is shown.",
   howToSettle: "Settlement: the pips left in each hand, rounded to five, come off that player's own score, or, under the other rule, go to whoever went out. The first to reach the target wins the match.",
+  moveLost: "That did not reach the server: the connection was lost. Try again once it is back.",
 };
 
 /** What every language defines: English's keys, each with English's type. */

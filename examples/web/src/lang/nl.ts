@@ -297,4 +297,5 @@ export const nl = {
   howToDraw: "Kopen en passen: past geen steen, dan koop je uit de pot tot er een past, en die speel je; is de pot leeg, dan pas je.",
   howToEnd: "Het einde van een hand: een speler legt zijn laatste steen (domino), of niemand kan nog spelen (geblokkeerd). Dan worden alle handen getoond.",
   howToSettle: "De afrekening: de ogen die in elke hand over zijn, afgerond op vijf, gaan van de eigen score af, of gaan volgens de andere regel naar wie uitging. Wie als eerste het doel haalt, wint de partij.",
+  moveLost: "Dat heeft de server niet bereikt: de verbinding is weggevallen. Probeer het opnieuw zodra die terug is.",
 } satisfies Words;

@@ -300,4 +300,5 @@ export const ro = {
   howToDraw: "Tras și pas: fără o piesă care se potrivește, tragi din rezervă până vine una care se potrivește și o joci; când rezerva e goală, dai pas.",
   howToEnd: "Sfârșitul mâinii: un jucător pune ultima lui piesă (domino) sau nimeni nu mai poate juca (blocat). Apoi toate mâinile sunt arătate.",
   howToSettle: "Socoteala: punctele rămase în fiecare mână, rotunjite la cinci, se scad din scorul jucătorului sau, după cealaltă regulă, le primește cel care a terminat. Primul care atinge ținta câștigă meciul.",
+  moveLost: "Mutarea nu a ajuns la server: legătura s-a pierdut. Încearcă din nou după ce revine.",
 } satisfies Words;
