@@ -106,9 +106,10 @@ export function networkTests(h: Harness) {
   // tile on the table, and "your turn" only once the next tile to come is the player's.
   // Checked at every change of the page (a MutationObserver), against the hand's
   // events as the server tells them (Score, include_hand_events).
-  h.webTest("network: while an answer's tiles are played back, the status, tile counts, count and scores are those of the tile shown", 90_000, async () => {
+  // The hand is played to its end from the table: the focus is then on Deal the next hand.
+  h.webTest("network: while an answer's tiles are played back, the status, tile counts, count and scores are those of the tile shown; at the hand's end the focus is on Deal", 90_000, async () => {
     const page = await h.open(h.at(PAGE_URL, SERVER_URL), { viewport: { width: 1280, height: 860 }, reducedMotion: "no-preference" });
-    await h.newMatch(page, { players: 2, bots: ["1"] });
+    await h.newMatch(page, { players: 2, bots: ["1"], handSize: "3" });
     await page.evaluate(() => {
       const w = window as unknown as { records: object[] };
       w.records = [];
@@ -128,10 +129,12 @@ export function networkTests(h: Harness) {
         });
       }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
     });
-    for (let i = 0; i < 3; i++) {
-      if ((await h.body(page)).phase !== "PLAYING") break;
+    // The first hand played to its end from the table.
+    for (let i = 0; (await h.body(page)).phase === "PLAYING"; i++) {
+      assert.ok(i < 40, "the hand did not end");
       await h.act(page);
     }
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "deal", "the focus on Deal the next hand at the hand's end");
     const events = (await h.serverScore(page)).handEvents;
     const plays = events.flatMap((e) => (e.kind.case === "tilePlayed" ? [e.kind.value] : []));
     type Record = { hand: string; placed: number; inHand: number; lit: number; opponents: number[]; boneyard: string; count: string; scores: [string, string][]; status: string };
