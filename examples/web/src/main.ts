@@ -631,7 +631,19 @@ function handEnd(reason: HandEndReason, wentOut?: number, reached?: number, forf
  * other person's seat open for them to join (the invite is shown again).
  */
 function rematch() {
-  const v = game!.view;
+  const g = game!;
+  // A friends' match: the server's Rematch, the same table and seats for everyone (the
+  // first to ask offers it, the others accept by asking too). Against bots alone, or at
+  // one screen, a new match as below.
+  if (friendsRematch(g)) {
+    return call(async () => {
+      const answer = await client.rematch({ state: g.state, seat: you, credential: g.credential }, opts());
+      offer = undefined;
+      refocus = true;
+      startGame({ state: answer.state, credential: answer.credential!.credential, seat: you }, answer.view!);
+    });
+  }
+  const v = g.view;
   const seats: { claim?: boolean; bot?: BotLevel; displayName?: string }[] = v.seats.map((s) =>
     s.seat === you || game!.local?.has(s.seat) ? { claim: true } : s.kind === SeatKind.BOT ? { bot: s.bot } : { claim: false },
   );
@@ -642,6 +654,14 @@ function rematch() {
   if (name) turned[0] = { ...turned[0], displayName: name };
   return startMatch(v.rules!, turned);
 }
+
+/** A friends' match (another person's seat, not at this screen): its rematch is Rematch's. */
+const friendsRematch = (g: Game) => !spectating() && !g.local && g.view.seats.some((s) => s.seat !== you && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT));
+/** Another seat offered this finished match's rematch (WatchResponse.rematch). */
+let offer: { from: string; matchId: string; seat: number } | undefined;
+/** Whether the page's stream stays open: until the match is over, and after it in a
+ * friends' match, where a friend's rematch offer comes by it. */
+const watchesOn = (g: Game) => g.view.phase !== Phase.OVER || friendsRematch(g);
 
 function startMatch(rules: NonNullable<GameView["rules"]> | Record<string, unknown>, seats: object[]) {
   return call(async () => {
@@ -1241,7 +1261,7 @@ function watch() {
     while (!stop.signal.aborted && game === g) {
       // Every change read so far taken first: the stream opens from the latest.
       await taking;
-      if (stop.signal.aborted || game !== g || g.view.phase === Phase.OVER) return;
+      if (stop.signal.aborted || game !== g || !watchesOn(g)) return;
       // This stream's own end: the page's (stop), or a silence too long.
       const attempt = new AbortController();
       const end = () => attempt.abort();
@@ -1287,8 +1307,14 @@ function watch() {
               .catch((err) => console.warn("allfives: a pushed change not taken:", err))
               .then(() => {
                 // The match is over: nothing more will change; the stream is closed.
-                if (game === g && g.view.phase === Phase.OVER && !stop.signal.aborted) stop.abort();
+                if (game === g && !watchesOn(g) && !stop.signal.aborted) stop.abort();
               });
+          } else if (message.kind.case === "rematch") {
+            // A friend asked for the rematch: this page offers to accept it.
+            offer = { from: g.view.matchId, matchId: message.kind.value.matchId, seat: message.kind.value.seat };
+            taking = taking.then(() => {
+              if (game === g) render();
+            });
           } else if (message.kind.case === "presence") {
             presence = { match: g.view.matchId, clock: new PresenceClock(message.kind.value, receivedAt) };
             renderPresence();
@@ -1348,7 +1374,7 @@ function watch() {
  * opened again at once, its backoff started over; one still trying stops waiting.
  */
 function wakeWatch() {
-  if (!game || !watching || watchGaveUp || game.view.phase === Phase.OVER) return;
+  if (!game || !watching || watchGaveUp || !watchesOn(game)) return;
   if (Date.now() - lastHeard > heartbeat() + 5_000) watch();
   else wakeNap?.();
 }
@@ -1677,6 +1703,7 @@ function render() {
   document.body.dataset.moves = String(g.view.moves);
   document.body.dataset.hand = String(g.view.handNumber);
   document.body.dataset.stateId = b64(g.view.stateId);
+  document.body.dataset.match = g.view.matchId;
   document.body.dataset.yourTurn = String(g.view.phase === Phase.PLAYING && g.view.turn === you);
   // What the page shows: the state played back to (an answer's tiles arrive one by
   // one), so the status line, the buttons and the table all tell the same moment.
@@ -1823,7 +1850,11 @@ function statusLine(v: GameView): string {
   return v.phase === Phase.PLAYING && v.turn === you && lowSaid === b64(v.stateId) ? `${line} ${T.timeLow(howLong(LOW_MS))}` : line;
 }
 function statusWords(v: GameView): string {
-  if (v.phase === Phase.OVER) return T.matchOver(winnerText(v));
+  if (v.phase === Phase.OVER) {
+    // A friend's rematch offer, said where the player looks first too.
+    const offered = offer?.from === v.matchId && !spectating() ? offer : undefined;
+    return offered ? `${T.matchOver(winnerText(v))} ${T.rematchOffered(seatName(offered.seat, you))}` : T.matchOver(winnerText(v));
+  }
   if (offline()) return T.statusOffline;
   if (hasOpenSeat(v)) return T.waitingInvite;
   if (v.phase === Phase.DEALING) return v.handNumber === 0 ? T.waitingDeal : T.handIsOver;
@@ -1858,6 +1889,12 @@ function renderHandEnd(g: Game, v: GameView) {
   const waiting = hasOpenSeat(v);
   dealButton.hidden = v.phase === Phase.OVER || waiting;
   $("rematch").hidden = v.phase !== Phase.OVER || spectating();
+  // A friend's offer of the rematch: said, and Rematch becomes Accept.
+  const offered = offer !== undefined && offer.from === v.matchId && v.phase === Phase.OVER && !spectating() ? offer : undefined;
+  const offerLine = $("rematch-offer");
+  offerLine.hidden = offered === undefined;
+  setText(offerLine, offered ? T.rematchOffered(seatName(offered.seat, you)) : "");
+  setText($("rematch"), offered ? T.acceptRematch : T.rematch);
   if (spectating()) dealButton.hidden = true;
   $<HTMLButtonElement>("rematch").disabled = isBusy();
   dealButton.disabled = isBusy();
@@ -2125,7 +2162,11 @@ $("new-match-button").addEventListener("click", () => {
   showError("");
   showForm();
 });
-$("cancel-new-match").addEventListener("click", hideForms);
+$("cancel-new-match").addEventListener("click", () => {
+  hideForms();
+  // Back where the player was: the button that opened the form.
+  $("new-match-button").focus({ preventScroll: true });
+});
 (form.elements.namedItem("players") as HTMLSelectElement).addEventListener("change", seatsFields);
 form.addEventListener("submit", (e) => {
   e.preventDefault();

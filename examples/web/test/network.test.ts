@@ -7,9 +7,11 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
+import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import type { Browser, Page } from "playwright-core";
-import type { Client } from "@connectrpc/connect";
-import type { AllFivesService, ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
+import { createClient, type Client } from "@connectrpc/connect";
+import { createGrpcWebTransport } from "@connectrpc/connect-web";
+import { AllFivesService as AllFivesServiceDesc, type AllFivesService, type ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
 import { en } from "../src/lang/en.js";
 
 type ContextOptions = NonNullable<Parameters<Browser["newContext"]>[0]>;
@@ -31,6 +33,8 @@ export interface Harness {
   serverScore: (page: Page) => Promise<ScoreResponse>;
   client: Client<typeof AllFivesService>;
   phone: ContextOptions;
+  /** The service's methods each page called, in order. */
+  called: Map<Page, string[]>;
 }
 
 /** The page's "your turn" sentences of the status line. */
@@ -62,11 +66,52 @@ async function moveFromNode(h: Harness, page: Page): Promise<string> {
   return b64(answer.view!.stateId);
 }
 
+/**
+ * A TCP proxy to `url` that can go silent without a word, as a phone's connection left
+ * behind on another network does: `freeze()` stops forwarding on every connection open
+ * through it (none is closed) and holds every new one unanswered; `thaw()` closes the
+ * frozen ones and lets new ones through.
+ */
+async function silentProxy(url: string) {
+  const target = new URL(url);
+  const open = new Set<Socket>();
+  let frozen = false;
+  const server = createServer((inbound) => {
+    open.add(inbound);
+    inbound.on("close", () => open.delete(inbound));
+    inbound.on("error", () => {});
+    if (frozen) return; // held: no answer, no close
+    const outbound = connect(Number(target.port), target.hostname);
+    open.add(outbound);
+    outbound.on("close", () => open.delete(outbound));
+    outbound.on("error", () => inbound.destroy());
+    inbound.on("error", () => outbound.destroy());
+    inbound.on("close", () => outbound.destroy());
+    outbound.on("close", () => inbound.destroy());
+    inbound.on("data", (d) => void (!frozen && outbound.write(d)));
+    outbound.on("data", (d) => void (!frozen && inbound.write(d)));
+  });
+  await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    freeze: () => void (frozen = true),
+    thaw: () => {
+      frozen = false;
+      for (const socket of open) socket.destroy();
+    },
+    close: () =>
+      new Promise<void>((closed) => {
+        for (const socket of open) socket.destroy();
+        server.close(() => closed());
+      }),
+  };
+}
+
 /** A server of our own (memory store), on `port` (0: the system's choice); resolves once serving. */
-async function startServer(port: number): Promise<{ proc: ChildProcess; url: string; port: number }> {
+async function startServer(port: number, flags: string[] = []): Promise<{ proc: ChildProcess; url: string; port: number }> {
   const bin = process.env.ALLFIVES_BIN;
   if (!bin) throw new Error("ALLFIVES_BIN is not set: run the tests with bash .ci/web");
-  const proc = spawn(bin, ["--addr", `127.0.0.1:${port}`, "--metrics-addr", "off", "--shutdown-delay-ms", "0", "--match-store", "memory"], {
+  const proc = spawn(bin, ["--addr", `127.0.0.1:${port}`, "--metrics-addr", "off", "--shutdown-delay-ms", "0", "--match-store", "memory", ...flags], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const got = await new Promise<number>((resolve, reject) => {
@@ -99,7 +144,7 @@ function stopServer(proc: ChildProcess): Promise<void> {
 }
 
 export function networkTests(h: Harness) {
-  const { PAGE_URL, SERVER_URL, OUTPUT, WAIT } = h;
+  const { PAGE_URL, SERVER_URL, OUTPUT, WAIT, called } = h;
 
   // While an answer's tiles are played back one by one, the page shows one moment: the
   // status line, the seats' tile counts, the count and the scores are those of the
@@ -194,6 +239,41 @@ export function networkTests(h: Harness) {
     }
   });
 
+  // A connection gone silent without a word (no close, no reset: a phone left behind on
+  // another network), on a server beating every 2 s (--watch-heartbeat-secs 2, said in
+  // Heartbeat.interval_ms): the page takes it for lost after two heartbeats' silence,
+  // says so before the connection comes back and holds its moves; thawed, it says it is
+  // back and shows the move made meanwhile from Node.
+  h.webTest("network: a connection gone silent is said within two heartbeats, the moves held; back, the page catches up", 90_000, async () => {
+    const server = await startServer(0, ["--watch-heartbeat-secs", "2"]);
+    const proxy = await silentProxy(server.url);
+    try {
+      const page = await h.open(h.at(PAGE_URL, proxy.url));
+      await h.newMatch(page, { players: 2, bots: ["1"] });
+      await page.waitForFunction(() => document.body.dataset.yourTurn === "true" && document.body.dataset.watching === "yes", null, WAIT);
+      // A heartbeat heard first (the page learns the interval from it).
+      await page.waitForTimeout(2500);
+      proxy.freeze();
+      // Two heartbeats (4 s) and a margin: the 45 s of a server that does not say its
+      // interval would fail this hang guard.
+      await page.locator("#offline", { hasText: en.reconnecting }).waitFor({ timeout: 20_000 });
+      assert.equal(await page.locator("#status").innerText(), en.statusOffline);
+      assert.deepEqual(await moves(page), { draw: false, suggest: false, lit: 0 }, "no move offered while silent");
+      const seat = await h.savedSeat(page);
+      const direct = createClient(AllFivesServiceDesc, createGrpcWebTransport({ baseUrl: server.url }));
+      const view = (await direct.score(seat, { timeoutMs: 10_000 })).view!;
+      const [move] = view.legalMoves;
+      const by = { state: seat.state, seat: seat.viewer, credential: seat.credential };
+      const answer = move ? await direct.play({ ...by, tile: move.tile, end: move.end }, { timeoutMs: 10_000 }) : await direct.draw(by, { timeoutMs: 10_000 });
+      proxy.thaw();
+      await page.locator("#offline", { hasText: en.reconnected }).waitFor({ timeout: 30_000 });
+      await page.waitForFunction((want) => document.body.dataset.stateId === want, b64(answer.view!.stateId), { timeout: 30_000 });
+    } finally {
+      await proxy.close();
+      await stopServer(server.proc);
+    }
+  });
+
   // The server stopped (the page says so without a tap, its moves held), then started
   // again on the same port: a new random token key and an empty memory store. The page
   // shows one state: the player's sentence and the new-match form, the old table gone;
@@ -271,6 +351,56 @@ export function networkTests(h: Harness) {
     assert.deepEqual(told, [en.titleYourTurn, en.titleYourTurn], "a notification a turn");
     await hide(false);
     assert.equal(await page.title(), en.appTitle, "shown: the page's own title");
+  });
+
+  // Two friends play a short match (target 25); at its end Ana's Rematch (the server's
+  // Rematch) takes her page to the new match, and Bob's page, told by its stream, says
+  // "Ana offers a rematch" with Accept; accepted, both are in the new match in the
+  // same seats, and a move on one is pushed to the other.
+  h.webTest("network: a friends' rematch offered on one page and accepted on the other: both in the new match, same seats, moves pushed", 120_000, async () => {
+    const ana = await h.open(h.at(PAGE_URL, SERVER_URL));
+    await h.newMatch(ana, { name: "Ana", players: 2, bots: ["friend"], target: 25 });
+    const bob = await h.open(await ana.locator("#invite-link").inputValue());
+    await bob.fill("#join input[name=name]", "Bob");
+    await bob.click("#join button[type=submit]");
+    await h.idle(bob);
+    const data = (page: Page) => page.evaluate(() => ({ ...document.body.dataset }));
+    for (let i = 0; (await data(ana)).phase !== "OVER"; i++) {
+      assert.ok(i < 400, "the match did not end");
+      const [a, b] = [await data(ana), await data(bob)];
+      if (a.stateId !== b.stateId) await ana.waitForTimeout(100); // a push on its way
+      else if (a.phase === "DEALING" && a.hand !== "0") await h.act(ana);
+      else if (a.yourTurn === "true") await h.act(ana);
+      else if (b.yourTurn === "true") await h.act(bob);
+      else await ana.waitForTimeout(100);
+    }
+    await bob.waitForFunction(() => document.body.dataset.phase === "OVER", null, WAIT);
+    const finished = (await data(ana)).match;
+    await ana.click("#rematch");
+    await h.idle(ana);
+    assert.equal(await ana.locator("#error").isVisible(), false, "Ana's rematch made");
+    const rematch = (await data(ana)).match;
+    assert.notEqual(rematch, finished, "Ana's page in a new match");
+    assert.equal((await data(ana)).seat, "0");
+    // Bob's page is told, and offers to accept.
+    await bob.locator("#rematch-offer", { hasText: "Ana offers a rematch: the same table again." }).waitFor(WAIT);
+    assert.equal(await bob.locator("#rematch").innerText(), en.acceptRematch);
+    assert.match(await bob.locator("#status").innerText(), /Ana offers a rematch: the same table again\.$/, "said on the status line too");
+    await bob.screenshot({ path: join(OUTPUT, "18-network-rematch-offer.png"), fullPage: true });
+    await bob.click("#rematch");
+    await h.idle(bob);
+    assert.deepEqual([(await data(bob)).match, (await data(bob)).seat], [rematch, "1"], "Bob in the new match, in his seat");
+    assert.ok(called.get(bob)!.includes("Rematch") && !called.get(bob)!.includes("NewGame"), "Bob's page accepted by Rematch");
+    // Ana deals; the first move is pushed to the other page.
+    await ana.click("#deal");
+    await h.idle(ana);
+    await bob.waitForFunction((want) => document.body.dataset.stateId === want, (await data(ana)).stateId, WAIT);
+    const mover = (await data(ana)).yourTurn === "true" ? ana : bob;
+    const other = mover === ana ? bob : ana;
+    const callsBefore = called.get(other)!.filter((m) => m !== "Watch").length;
+    await h.act(mover);
+    await other.waitForFunction((want) => document.body.dataset.stateId === want, (await data(mover)).stateId, WAIT);
+    assert.equal(called.get(other)!.filter((m) => m !== "Watch").length, callsBefore, "the move pushed, not asked for");
   });
 
   // A friend's match made on a phone: the invite in view and focused, with its QR code.

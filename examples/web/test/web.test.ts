@@ -1807,4 +1807,5 @@ networkTests({
   serverScore,
   client,
   phone: SIZES[0].options,
+  called,
 });

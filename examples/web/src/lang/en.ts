@@ -319,6 +319,8 @@ export const en = {
   howToEnd: "The end of a hand: a player places their last tile (domino), or nobody can play (blocked). Then every hand is shown.",
   howToSettle: "Settlement: the pips left in each hand, rounded to five, come off that player's own score, or, under the other rule, go to whoever went out. The first to reach the target wins the match.",
   moveLost: "That did not reach the server: the connection was lost. Try again once it is back.",
+  rematchOffered: (who: string) => `${who} offers a rematch: the same table again.`,
+  acceptRematch: "Accept the rematch",
 };
 
 /** What every language defines: English's keys, each with English's type. */

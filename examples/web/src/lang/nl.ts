@@ -298,4 +298,6 @@ export const nl = {
   howToEnd: "Het einde van een hand: een speler legt zijn laatste steen (domino), of niemand kan nog spelen (geblokkeerd). Dan worden alle handen getoond.",
   howToSettle: "De afrekening: de ogen die in elke hand over zijn, afgerond op vijf, gaan van de eigen score af, of gaan volgens de andere regel naar wie uitging. Wie als eerste het doel haalt, wint de partij.",
   moveLost: "Dat heeft de server niet bereikt: de verbinding is weggevallen. Probeer het opnieuw zodra die terug is.",
+  rematchOffered: (who: string) => `${who} stelt een revanche voor: dezelfde tafel opnieuw.`,
+  acceptRematch: "Revanche aannemen",
 } satisfies Words;

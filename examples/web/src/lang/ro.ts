@@ -301,4 +301,6 @@ export const ro = {
   howToEnd: "Sfârșitul mâinii: un jucător pune ultima lui piesă (domino) sau nimeni nu mai poate juca (blocat). Apoi toate mâinile sunt arătate.",
   howToSettle: "Socoteala: punctele rămase în fiecare mână, rotunjite la cinci, se scad din scorul jucătorului sau, după cealaltă regulă, le primește cel care a terminat. Primul care atinge ținta câștigă meciul.",
   moveLost: "Mutarea nu a ajuns la server: legătura s-a pierdut. Încearcă din nou după ce revine.",
+  rematchOffered: (who: string) => `${who} propune o revanșă: aceeași masă din nou.`,
+  acceptRematch: "Acceptă revanșa",
 } satisfies Words;
