@@ -251,8 +251,8 @@ export function networkTests(h: Harness) {
       const page = await h.open(h.at(PAGE_URL, proxy.url));
       await h.newMatch(page, { players: 2, bots: ["1"] });
       await page.waitForFunction(() => document.body.dataset.yourTurn === "true" && document.body.dataset.watching === "yes", null, WAIT);
-      // A heartbeat heard first (the page learns the interval from it).
-      await page.waitForTimeout(2500);
+      // A heartbeat heard first: the page learns the interval from it.
+      await page.waitForFunction(() => document.body.dataset.heartbeatMs === "2000", null, WAIT);
       proxy.freeze();
       // Two heartbeats (4 s) and a margin: the 45 s of a server that does not say its
       // interval would fail this hang guard.
