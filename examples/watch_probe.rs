@@ -115,8 +115,8 @@ async fn probe(args: Args) -> Result<String, String> {
                         .ok_or("the stream ended")?;
                     match message.kind {
                         Some(Kind::Heartbeat(_)) => heartbeats += 1,
-                        // Not asked for.
-                        Some(Kind::Presence(_)) => {}
+                        // Not asked for; no match here ends.
+                        Some(Kind::Presence(_) | Kind::Rematch(_)) => {}
                         Some(Kind::Change(change)) => {
                             let view = change.view.ok_or("a change without a view")?;
                             if view.state_id != id || view.previous_state_id != last {

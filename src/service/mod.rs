@@ -24,6 +24,7 @@ pub mod codec;
 pub mod convert;
 pub mod invites;
 pub mod moves;
+pub mod rematch;
 pub mod searches;
 pub mod seat_events;
 pub mod seats;
@@ -467,6 +468,13 @@ impl AllFivesService for Api {
     ) -> Result<Response<pb::ReturnToSeatResponse>, Status> {
         self.changing(req, |r| Some(r.seat), moves::return_to_seat)
             .await
+    }
+
+    async fn rematch(
+        &self,
+        req: Request<pb::RematchRequest>,
+    ) -> Result<Response<pb::RematchResponse>, Status> {
+        self.rematch_call(req).await
     }
 
     async fn score(

@@ -117,6 +117,10 @@ struct Followed {
     players: usize,
     /// The presence last sent (none yet).
     presence: Option<Vec<pb::SeatPresence>>,
+    /// The match was over when the stream opened: a rematch may be on offer already.
+    over: bool,
+    /// The match's rematch offer was sent.
+    offered: bool,
     /// A seat's stream: its place in the match's presence, given back when it ends.
     _present: Option<crate::store::presence::Present>,
 }
@@ -200,7 +204,7 @@ impl Api {
             Some(seen) if seen == head.state => {
                 // Seen already: the credential is checked all the same.
                 watched(&self.tokens, &self.judge(), &watch, &head, false)?;
-                heartbeat()
+                heartbeat(self.watch_heartbeat)
             }
             seen => {
                 let catch_up = seen.is_none() || head.previous != seen;
@@ -213,13 +217,14 @@ impl Api {
                 )?)
             }
         };
-        let players = match self.tokens.open(&head.token) {
+        let (players, over) = match self.tokens.open(&head.token) {
             Ok(opened) => {
                 let players = opened.game.rules().players;
+                let over = opened.game.phase() == crate::engine::Phase::Over;
                 self.tokens.keep(opened);
-                players
+                (players, over)
             }
-            Err(_) => 0,
+            Err(_) => (0, false),
         };
         // Counted among the seat's devices once its first message is made.
         let present = seat
@@ -233,6 +238,8 @@ impl Api {
             permit,
             players,
             presence: None,
+            over,
+            offered: false,
             _present: present,
         };
         Ok((first, followed, on_connection))
@@ -254,9 +261,14 @@ async fn latest(store: &MatchStore, watch: &Watch) -> Result<Head, ApiError> {
     }
 }
 
-fn heartbeat() -> pb::WatchResponse {
+/// A heartbeat, saying the server's heartbeat `period` (so a client knows how long a
+/// silence means a lost stream).
+fn heartbeat(period: Duration) -> pb::WatchResponse {
+    let interval_ms = u32::try_from(period.as_millis()).unwrap_or(u32::MAX);
     pb::WatchResponse {
-        kind: Some(pb::watch_response::Kind::Heartbeat(pb::Heartbeat {})),
+        kind: Some(pb::watch_response::Kind::Heartbeat(pb::Heartbeat {
+            interval_ms,
+        })),
     }
 }
 
@@ -285,12 +297,19 @@ impl Follower {
         {
             return;
         }
+        // A finished match's rematch, offered before the stream opened.
+        if self.followed.over
+            && let Some(Next::Message(message)) = self.rematch().await
+            && !self.send(message).await
+        {
+            return;
+        }
         loop {
             let message = tokio::select! {
                 () = self.closing.closed() => return,
                 () = self.sender.closed() => return,
                 () = self.followed.permit.told_to_end() => return self.end_crowded(),
-                _ = beat.tick() => Some(Next::Message(Box::new(Ok(heartbeat())))),
+                _ = beat.tick() => Some(Next::Message(Box::new(Ok(heartbeat(period))))),
                 // Who is watching, read again on a period that moves do not put off:
                 // a replica that died sends no notice, its leases only lapse.
                 _ = recheck.tick(), if self.followed.watch.presence => self.presence().await,
@@ -307,6 +326,7 @@ impl Follower {
                         self.resync().await
                     }
                     Ok(Notice::Presence) => self.presence().await,
+                    Ok(Notice::Rematch) => self.rematch().await,
                     Err(RecvError::Closed) => return,
                 },
             };
@@ -402,6 +422,28 @@ impl Follower {
         };
         Some(Next::Message(Box::new(Ok(pb::WatchResponse {
             kind: Some(pb::watch_response::Kind::Presence(presence)),
+        }))))
+    }
+
+    /// The match's rematch offer, once a seat asked for it, if not sent yet (and the
+    /// store answered: a store that did not is asked again at the next offer's notice).
+    async fn rematch(&mut self) -> Option<Next> {
+        if self.followed.offered {
+            return None;
+        }
+        let store = &self.followed.store;
+        let asked = store.rematch_offer(&self.followed.watch.match_id);
+        let offer = tokio::time::timeout(crate::store::RESPONSE_TIMEOUT, asked)
+            .await
+            .ok()?
+            .ok()??;
+        self.followed.offered = true;
+        let offer = pb::RematchOffer {
+            match_id: offer.match_id.hex().as_str().to_owned(),
+            seat: u32::from(offer.seat),
+        };
+        Some(Next::Message(Box::new(Ok(pb::WatchResponse {
+            kind: Some(pb::watch_response::Kind::Rematch(offer)),
         }))))
     }
 

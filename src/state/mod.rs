@@ -10,6 +10,8 @@
 //! - [`seats`]: who plays each seat, and the seats' credentials.
 //! - [`lineage`]: state ids, which tell a match's branches apart.
 //! - [`claim`]: the credential and seed of a claim made with a claim key (repeatable).
+//! - [`rematch`]: the match that follows a finished one, the same for every seat that
+//!   asks, derived from its secret.
 //! - [`random`]: the random bytes of nonces, match ids and seeds (`rand`'s `ThreadRng`),
 //!   and of secrets and credentials (the operating system's).
 
@@ -21,6 +23,7 @@ pub mod match_id;
 pub mod names;
 pub mod plaintext;
 pub mod random;
+pub mod rematch;
 pub mod seats;
 pub mod token;
 

@@ -36,6 +36,8 @@ pub enum Notice {
     Resync,
     /// Which seats have a device watching changed: read the presence again.
     Presence,
+    /// A seat asked for the finished match's rematch: read the offer.
+    Rematch,
 }
 
 /// What the store's subscriber is asked to do (in this order).

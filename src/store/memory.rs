@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
-use super::{Head, MatchId, Move, Stale, StoreRefusal};
+use super::{Head, MatchId, Move, RematchOffer, Stale, StoreRefusal};
 
 /// At most `capacity` heads (the one moved longest ago forgotten first), each
 /// forgotten `ttl` after its last move.
@@ -22,6 +22,8 @@ pub struct MemoryStore {
 struct KeptHead {
     head: Head,
     moved: Instant,
+    /// Its rematch, once a seat asked for it (a finished match's).
+    rematch: Option<RematchOffer>,
 }
 
 impl MemoryStore {
@@ -66,6 +68,7 @@ impl MemoryStore {
             KeptHead {
                 head: head.clone(),
                 moved: now,
+                rematch: None,
             },
         );
         Ok(Some(head))
@@ -77,6 +80,26 @@ impl MemoryStore {
             .get(match_id)
             .filter(|kept| now.saturating_duration_since(kept.moved) < self.ttl)
             .map(|kept| kept.head.clone())
+    }
+
+    /// Keeps `offer` as the match's rematch unless one is kept already (nothing for a
+    /// match not held).
+    pub fn offer_rematch(&self, match_id: &MatchId, offer: RematchOffer, now: Instant) {
+        let mut heads = self.heads.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(kept) = heads
+            .peek_mut(match_id)
+            .filter(|kept| now.saturating_duration_since(kept.moved) < self.ttl)
+        {
+            kept.rematch.get_or_insert(offer);
+        }
+    }
+
+    pub fn rematch_offer(&self, match_id: &MatchId, now: Instant) -> Option<RematchOffer> {
+        let heads = self.heads.lock().unwrap_or_else(PoisonError::into_inner);
+        heads
+            .peek(match_id)
+            .filter(|kept| now.saturating_duration_since(kept.moved) < self.ttl)
+            .and_then(|kept| kept.rematch)
     }
 
     /// Matches held now (forgotten ones included until they are pushed out).

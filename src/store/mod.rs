@@ -24,7 +24,8 @@
 //! of this process follow their matches there.
 //!
 //! The store also keeps the matches' invite codes ([`invites`]): a short code a friend
-//! types, mapped to its match for a while.
+//! types, mapped to its match for a while; and a finished match's rematch once a seat
+//! asked for it ([`RematchOffer`]), told to the finished match's watchers.
 
 pub mod changes;
 pub mod invites;
@@ -87,6 +88,33 @@ pub enum StoreRefusal {
     /// (`invites`).
     #[error("too many invite codes were tried in vain this minute ({})", .0.as_str())]
     RateLimited(RateLimit),
+}
+
+/// A finished match's rematch, once a seat asked for it (`Rematch`): the rematch's id
+/// and the seat that asked first. Kept beside the finished match's head for as long as
+/// a head lives, and told to its watchers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RematchOffer {
+    pub match_id: MatchId,
+    pub seat: u8,
+}
+
+impl RematchOffer {
+    /// The offer as the Redis store keeps it: the seat, then the rematch's id.
+    pub fn to_bytes(self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(1 + crate::state::MATCH_ID_LEN);
+        bytes.push(self.seat);
+        bytes.extend_from_slice(&self.match_id.0);
+        bytes
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Option<RematchOffer> {
+        let (seat, id) = bytes.split_first()?;
+        Some(RematchOffer {
+            match_id: MatchId(id.try_into().ok()?),
+            seat: *seat,
+        })
+    }
 }
 
 /// A match's latest state as the store holds it: its id, the id of the state it was
@@ -377,6 +405,39 @@ impl MatchStore {
         }
     }
 
+    /// Keeps `offer` as the finished match's rematch, unless one is kept already (the
+    /// first seat to ask made it), and tells the finished match's watchers on every
+    /// replica. Made again by every ask, so an offer whose telling was lost is told
+    /// again.
+    pub async fn offer_rematch(
+        &self,
+        finished: &MatchId,
+        offer: RematchOffer,
+    ) -> Result<(), StoreRefusal> {
+        match &self.kind {
+            Kind::Memory(store, _) => {
+                store.offer_rematch(finished, offer, Instant::now());
+                self.changes.publish(finished, Notice::Rematch);
+                Ok(())
+            }
+            #[cfg(feature = "server")]
+            Kind::Redis(store) => store.offer_rematch(finished, offer).await,
+        }
+    }
+
+    /// The finished match's rematch, if a seat asked for it (and the store still holds
+    /// the finished match).
+    pub async fn rematch_offer(
+        &self,
+        finished: &MatchId,
+    ) -> Result<Option<RematchOffer>, StoreRefusal> {
+        match &self.kind {
+            Kind::Memory(store, _) => Ok(store.rematch_offer(finished, Instant::now())),
+            #[cfg(feature = "server")]
+            Kind::Redis(store) => store.rematch_offer(finished).await,
+        }
+    }
+
     /// Whether the store answers (a Redis `PING`; the memory store always does).
     pub async fn ping(&self) -> Result<(), StoreRefusal> {
         match &self.kind {
@@ -468,5 +529,18 @@ mod tests {
         let mut torn = head.to_bytes();
         torn.truncate(Head::PREFIX + 3);
         assert_eq!(Head::from_bytes(&torn), None);
+    }
+
+    #[test]
+    fn a_rematch_offer_comes_back_from_its_bytes() {
+        let offer = RematchOffer {
+            match_id: MatchId([7; crate::state::MATCH_ID_LEN]),
+            seat: 3,
+        };
+        assert_eq!(RematchOffer::from_bytes(&offer.to_bytes()), Some(offer));
+        let mut short = offer.to_bytes();
+        short.pop();
+        assert_eq!(RematchOffer::from_bytes(&short), None);
+        assert_eq!(RematchOffer::from_bytes(&[]), None);
     }
 }

@@ -114,6 +114,9 @@ return {'unknown'}
 
 /// The message on a match's channel that its presence changed (a head is longer).
 const PRESENCE_NOTICE: &[u8] = b"P";
+/// The message on a match's channel saying a seat asked for its rematch (no head is one
+/// byte long).
+const REMATCH_NOTICE: &[u8] = b"R";
 
 /// A connection to a Redis-protocol server, or to a cluster: both multiplexed, shared
 /// by every call, and reconnecting by themselves.
@@ -240,6 +243,55 @@ impl RedisStore {
     /// slot.
     pub fn presence_key(match_id: &MatchId) -> String {
         format!("allfives:{{{}}}:presence", match_id)
+    }
+
+    /// The key of a finished match's rematch offer, beside its head, in its slot.
+    pub fn rematch_key(match_id: &MatchId) -> String {
+        format!("allfives:{{{}}}:rematch", match_id)
+    }
+
+    /// Keeps `offer` as the match's rematch unless one is kept (`SET NX`, with the
+    /// heads' time to live), and tells every replica's watchers of the match (a
+    /// message `R` on its channel), in one transaction.
+    pub async fn offer_rematch(
+        &self,
+        match_id: &MatchId,
+        offer: super::RematchOffer,
+    ) -> Result<(), StoreRefusal> {
+        let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        pipe.cmd("SET")
+            .arg(RedisStore::rematch_key(match_id))
+            .arg(offer.to_bytes())
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl_ms)
+            .ignore();
+        let publish = if self.cluster() {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        };
+        pipe.cmd(publish)
+            .arg(RedisStore::channel(match_id))
+            .arg(REMATCH_NOTICE)
+            .ignore();
+        self.pipe::<()>(&pipe).await
+    }
+
+    pub async fn rematch_offer(
+        &self,
+        match_id: &MatchId,
+    ) -> Result<Option<super::RematchOffer>, StoreRefusal> {
+        match self.get(RedisStore::rematch_key(match_id)).await? {
+            None => Ok(None),
+            Some(bytes) => super::RematchOffer::from_bytes(&bytes)
+                .map(Some)
+                .ok_or_else(|| {
+                    StoreRefusal::Unavailable("the store holds a rematch that is not one".into())
+                }),
+        }
     }
 
     /// A pipeline run on the store; any error of the store's is its unavailability.
@@ -370,14 +422,19 @@ impl RedisStore {
             .map_err(|e| StoreRefusal::Unavailable(e.to_string()))
     }
 
-    pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, StoreRefusal> {
+    /// The bytes under `key`, if any.
+    async fn get(&self, key: String) -> Result<Option<Vec<u8>>, StoreRefusal> {
         let mut get = redis::cmd("GET");
-        get.arg(RedisStore::head_key(match_id));
-        let head: redis::RedisResult<Option<Vec<u8>>> = match self.connection.clone() {
+        get.arg(key);
+        let value: redis::RedisResult<Option<Vec<u8>>> = match self.connection.clone() {
             Connection::Single(mut c) => get.query_async(&mut c).await,
             Connection::Cluster(mut c) => get.query_async(&mut c).await,
         };
-        match head.map_err(|e| StoreRefusal::Unavailable(e.to_string()))? {
+        value.map_err(|e| StoreRefusal::Unavailable(e.to_string()))
+    }
+
+    pub async fn latest(&self, match_id: &MatchId) -> Result<Option<Head>, StoreRefusal> {
+        match self.get(RedisStore::head_key(match_id)).await? {
             None => Ok(None),
             Some(bytes) => Head::from_bytes(&bytes).map(Some).ok_or_else(|| {
                 StoreRefusal::Unavailable("the store holds a head that is not one".into())
@@ -596,6 +653,8 @@ async fn heard(connection: &mut Connection, changes: &Arc<Changes>, push: PushIn
             };
             if payload == PRESENCE_NOTICE {
                 changes.publish(&match_id, Notice::Presence);
+            } else if payload == REMATCH_NOTICE {
+                changes.publish(&match_id, Notice::Rematch);
             } else if let Some(head) = Head::from_bytes(&payload) {
                 changes.publish(&match_id, Notice::Moved(Arc::new(head)));
             }

@@ -28,6 +28,7 @@ mod metrics;
 mod overload;
 mod playthroughs;
 mod presence;
+mod rematch;
 mod search_queue;
 mod seat_events;
 mod seats;

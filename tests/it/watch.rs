@@ -35,7 +35,7 @@ async fn next_change(stream: &mut Streaming<pb::WatchResponse>) -> pb::WatchChan
     loop {
         match next(stream).await {
             Kind::Change(change) => return change,
-            Kind::Heartbeat(_) | Kind::Presence(_) => continue,
+            Kind::Heartbeat(_) | Kind::Presence(_) | Kind::Rematch(_) => continue,
         }
     }
 }
@@ -80,7 +80,7 @@ impl Device {
                 .expect("a message in time");
             match message.map(|m| m.and_then(|m| m.kind)) {
                 Ok(Some(Kind::Change(change))) => break change,
-                Ok(Some(Kind::Heartbeat(_) | Kind::Presence(_))) => continue,
+                Ok(Some(Kind::Heartbeat(_) | Kind::Presence(_) | Kind::Rematch(_))) => continue,
                 // Ended (OK) at the connection's age, or cut as it closed: again.
                 Ok(None) | Err(_) => {
                     let req = watch_as(
@@ -623,9 +623,14 @@ async fn a_quiet_stream_beats_and_ends_when_its_connection_ages() {
         .await
         .expect("Watch")
         .into_inner();
-    // The first message (the head seen already), then the first beat.
-    assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
-    assert!(matches!(next(&mut stream).await, Kind::Heartbeat(_)));
+    // The first message (the head seen already), then the first beat: each says the
+    // server's period, so a client knows how long a silence means a lost stream.
+    for _ in 0..2 {
+        match next(&mut stream).await {
+            Kind::Heartbeat(beat) => assert_eq!(beat.interval_ms, 1_000),
+            other => panic!("not a heartbeat: {other:?}"),
+        }
+    }
     // At the connection's age (3 s ± 10%) the stream ends, with OK (waited for as a
     // decision: the timeout only guards against a hang).
     let ended = until_it_ends(&mut stream, "the stream ends at the connection's age").await;
