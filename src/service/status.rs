@@ -523,6 +523,173 @@ mod tests {
         assert_eq!(ErrorReason::TokenInvalid.as_str_name(), "TOKEN_INVALID");
     }
 
+    /// One refusal of every kind the service makes, each reason at least once.
+    fn one_of_each() -> Vec<ApiError> {
+        let tile = Tile::DOUBLE_BLANK;
+        let mut all: Vec<ApiError> = [
+            E::NotYourTurn { seat: 1, turn: 0 },
+            E::WrongPhase {
+                phase: Phase::Dealing,
+            },
+            E::GameOver,
+            E::TileNotInHand(tile),
+            E::TileDoesNotMatch { tile, end: None },
+            E::EndNotOpen(crate::engine::End::Up),
+            E::MustPlay,
+            E::AmbiguousEnd(tile),
+            E::BoneyardEmpty,
+            E::InvalidSeat {
+                seat: 5,
+                players: 2,
+            },
+        ]
+        .into_iter()
+        .map(ApiError::from)
+        .collect();
+        all.extend([
+            ApiError::field("seat", "x"),
+            ApiError::Token(TokenError::Malformed),
+            ApiError::Token(TokenError::UnknownKey(3)),
+            ApiError::Token(TokenError::UnsupportedVersion(9)),
+            ApiError::Token(TokenError::Invalid),
+            ApiError::Token(TokenError::Random),
+            ApiError::Denied(Denied::CredentialRequired(1)),
+            ApiError::Denied(Denied::CredentialInvalid(1)),
+            ApiError::Denied(Denied::SeatIsBot(1)),
+            ApiError::SeedNotAllowed,
+            ApiError::SeatsOpen,
+            ApiError::SeatTaken(1),
+            ApiError::Malformed("x".into()),
+            ApiError::Overloaded,
+            ApiError::SearchQueueFull,
+            ApiError::BodyTimeout,
+            ApiError::StateStale([0; 16]),
+            ApiError::StoreUnavailable("x".into()),
+            ApiError::MatchForgotten,
+            ApiError::StoreRequired,
+            ApiError::TooManyWatches,
+            ApiError::InviteNotFound,
+            ApiError::InviteRateLimited(crate::store::RateLimit::Client),
+            ApiError::InviteRateLimited(crate::store::RateLimit::Deployment),
+            ApiError::NoOpenSeat,
+            ApiError::DeadlinePassed { server_limit: true },
+            ApiError::TimeoutNotDue {
+                claimable_at_ms: 2,
+                now_ms: 1,
+            },
+            ApiError::NoTurnClock,
+            ApiError::TurnTimedOut {
+                deadline_ms: 1,
+                from: (crate::state::MatchId::default(), [0; 16]),
+            },
+            ApiError::SeatNotHeld(1),
+            ApiError::ClockSkew,
+        ]);
+        all
+    }
+
+    /// The name of a gRPC status code, as the docs and the proto write it.
+    fn code_name(code: Code) -> &'static str {
+        match code {
+            Code::Ok => "OK",
+            Code::Cancelled => "CANCELLED",
+            Code::Unknown => "UNKNOWN",
+            Code::InvalidArgument => "INVALID_ARGUMENT",
+            Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            Code::NotFound => "NOT_FOUND",
+            Code::AlreadyExists => "ALREADY_EXISTS",
+            Code::PermissionDenied => "PERMISSION_DENIED",
+            Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            Code::FailedPrecondition => "FAILED_PRECONDITION",
+            Code::Aborted => "ABORTED",
+            Code::OutOfRange => "OUT_OF_RANGE",
+            Code::Unimplemented => "UNIMPLEMENTED",
+            Code::Internal => "INTERNAL",
+            Code::Unavailable => "UNAVAILABLE",
+            Code::DataLoss => "DATA_LOSS",
+            Code::Unauthenticated => "UNAUTHENTICATED",
+        }
+    }
+
+    /// Every place the docs or the proto name a status code with a reason ("`CANCELLED`
+    /// `REQUEST_BODY_TIMEOUT`", "DEADLINE_EXCEEDED (with REQUEST_TIMEOUT", a row of
+    /// clients.md's Errors table) gives the code the service answers that reason with:
+    /// the docs cannot drift from this file's own table (as clients.md once said
+    /// CANCELLED for a search the server's limit cut, which answers DEADLINE_EXCEEDED).
+    #[test]
+    fn the_code_the_docs_give_each_reason_is_the_one_it_is_answered_with() {
+        let mut answered = HashMap::new();
+        for error in one_of_each() {
+            let reason = error.reason();
+            let status = Status::from(error);
+            let code = code_name(status.code());
+            let was = answered.insert(reason, code);
+            assert!(
+                was.is_none_or(|w| w == code),
+                "{reason}: {was:?} and {code}"
+            );
+        }
+        // Every reason of the proto is among them, so a new one must be added above.
+        for n in 1.. {
+            let Ok(reason) = ErrorReason::try_from(n) else {
+                break;
+            };
+            assert!(
+                answered.contains_key(reason.as_str_name()),
+                "{} is not among one_of_each()",
+                reason.as_str_name()
+            );
+        }
+        let codes = "OK|CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|\
+                     ALREADY_EXISTS|PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|\
+                     ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|\
+                     UNAUTHENTICATED";
+        // A code, then (after backticks, a table's bar, an opening parenthesis, "with"
+        // or "reason") a word in capitals.
+        let pattern = format!(
+            r"(?-u)\b({codes})\b`?(?:\s*\|)?(?:\s*\(?\s*(?:with|reason)?)?\s*`?([A-Z][A-Z0-9_]+)\b"
+        );
+        let said = regex::Regex::new(&pattern).expect("the pattern");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = vec![root.join("proto/allfives/v1/allfives.proto")];
+        for dir in ["docs", "docs/quickstart"] {
+            for entry in std::fs::read_dir(root.join(dir)).expect("docs") {
+                let path = entry.expect("an entry").path();
+                if path.extension().is_some_and(|e| e == "md") {
+                    files.push(path);
+                }
+            }
+        }
+        let mut checked = 0;
+        let mut wrong = Vec::new();
+        for path in files {
+            let text = std::fs::read_to_string(&path).expect("readable");
+            let text = text.replace("//", " ");
+            for c in said.captures_iter(&text) {
+                let (code, reason) = (&c[1], &c[2]);
+                let Some(&right) = answered.get(reason) else {
+                    continue;
+                };
+                checked += 1;
+                if code != right {
+                    wrong.push(format!(
+                        "{}: {code} {reason} (answered {right})",
+                        path.display()
+                    ));
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "the docs give the wrong code:\n{}",
+            wrong.join("\n")
+        );
+        assert!(
+            checked > 50,
+            "only {checked} places checked: has the pattern broken?"
+        );
+    }
+
     #[test]
     fn malformed_input_names_the_field() {
         let status = Status::from(ApiError::from(E::InvalidOption {
