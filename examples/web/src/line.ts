@@ -256,7 +256,8 @@ export function turnBounds(width: number, height: number, margin = 8): Box {
  * scale and offset, kept as the line grows until it would leave the felt, then made
  * smaller (one of 1.5, 1.25, 1, then by tenths) and centred again. The fit is worked
  * out from the first tile on, so it is the same whenever the line is drawn.
- * `rescales` counts the fit's changes since the first tile.
+ * `rescales` counts the fit's changes since the first tile. A line that would be drawn
+ * smaller than `least` is drawn at `least` on a felt grown taller (`height`).
  */
 export function fitLine(
   layout: PlacedTile[],
@@ -264,8 +265,9 @@ export function fitLine(
   width: number,
   height: number,
   bounds: Box = turnBounds(width, height),
+  least = 0,
   margin = 8,
-): { line: Line; fit: Fit; rescales: number } {
+): { line: Line; fit: Fit; rescales: number; height: number } {
   const room: Box = { x: margin, y: margin, w: width - 2 * margin, h: height - 2 * margin };
   const sorted = [...layout].sort((p, q) => p.order - q.order);
   const full = layLine(sorted, bounds);
@@ -319,7 +321,14 @@ export function fitLine(
     if (fit) rescales++;
     fit = refit(shown, fit?.scale ?? SCALES[0]);
   }
-  return { line: full, fit, rescales };
+  // Never below `least`: the felt grows taller instead (the page then scrolls).
+  if (fit.scale < least - 1e-9) {
+    const bb = boundingBox(shown);
+    const scale = Math.min(least, room.w / bb.w);
+    const grown = Math.ceil(bb.h * scale + 2 * margin);
+    return { line: full, fit: { scale, x: room.x + room.w / 2 - (bb.x + bb.w / 2) * scale, y: margin - bb.y * scale }, rescales: rescales + 1, height: Math.max(height, grown) };
+  }
+  return { line: full, fit, rescales, height };
 }
 
 function intersect(a: Box, b: Box): Box | undefined {

@@ -95,6 +95,8 @@ function openEndName(end: End, pip: number, value: number): string {
 
 /** The least felt drawn, however little room the screen leaves (CSS pixels). */
 const LEAST_FELT = 96;
+/** A felt this tall or more has its line drawn no smaller than a readable tile. */
+const READABLE_FELT = 150;
 
 /**
  * What a hand keeps while it is played, so that its tiles keep their places: where the
@@ -227,7 +229,12 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   if (kept?.key === key) kept.felt = Math.min(kept.felt, fill);
   else kept = { key, bounds: turnBounds(feltW, fill), felt: fill };
   const area = { x: 8, y: feltY, w: feltW, h: kept.felt };
-  const { line, fit } = fitLine(layout, openEnds, area.w, area.h, kept.bounds);
+  // Tiles a finger can read (scale 1: 44 by 22 px): the felt grows for a line that
+  // would be smaller, unless the screen is too short to leave it a readable felt (a
+  // small phone: there the hand stays on the screen and the line is drawn smaller).
+  const least = kept.felt >= READABLE_FELT ? 1 : 0;
+  const { line, fit, height: feltH } = fitLine(layout, openEnds, area.w, area.h, kept.bounds, least);
+  area.h = feltH;
   const scale = fit.scale;
   const [tx, ty] = [area.x + fit.x, area.y + fit.y];
   const moves = ui.selected && playing ? view.legalMoves.filter((m) => m.tile && tileKey(m.tile) === ui.selected) : [];
@@ -257,7 +264,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   // targets (buttons inside the end's item), each at least 44 pixels square to touch.
   // A finished hand has no slots.
   const endItems: string[] = [];
-  const reach = 44 / scale;
+  const reach = 46 / scale; // (44 px, and a margin for rounding)
   for (const [end, box] of line.ends) {
     const move = moves.find((m) => m.end === end);
     const open = view.openEnds.find((e) => e.end === end);

@@ -167,10 +167,10 @@ async function lowContrast(page: Page): Promise<{ faults: string[]; checked: num
   });
 }
 
-/** The cells of the score sheets (the hand's end and the whole match's) whose text runs onto a second line. */
+/** The score cells of the score sheets (the hand's end and the whole match's) whose text runs onto a second line. */
 const wrappedCells = (page: Page) =>
   page.evaluate(() =>
-    [...document.querySelectorAll("table.sheet td, table.sheet th")].flatMap((cell) => {
+    [...document.querySelectorAll("table.sheet td")].flatMap((cell) => {
       if (!(cell as HTMLElement).offsetParent) return [];
       const range = document.createRange();
       range.selectNodeContents(cell);
