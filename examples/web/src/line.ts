@@ -4,7 +4,10 @@
 // from the spinner (UP, DOWN, across the spinner's own leg); within bounds, an arm that
 // reaches an edge turns clockwise, its next tile set across the end of the last one,
 // as players bend the line at the table's edge, and may turn again at the next edge.
-// Doubles lie across their leg. Pure: no DOM, so the tests check it directly.
+// Doubles lie across their leg. Each tile's place depends only on the tiles before it
+// (and the bounds), so a tile once placed never moves: the line is fitted to the felt
+// by one scale and offset of the whole (fitLine). Pure: no DOM, so the tests check it
+// directly.
 import { Arm, End, type PlacedTile } from "./gen/allfives/v1/allfives_pb.js";
 
 /** Half a tile's long side, in layout units. */

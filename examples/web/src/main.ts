@@ -1524,6 +1524,19 @@ let drawnState = "";
 let drawnFit = { key: "", transform: "" };
 let drawnRoom = 0;
 let roomCheck = false;
+let drawnUi: TableUi | undefined;
+/** The table drawn again, the same, if the room it has changed (the keyboard's place kept). */
+function checkRoom() {
+  const svg = $("table") as unknown as SVGSVGElement;
+  if (!game || !drawnUi || Math.abs(tableRoom(svg) - drawnRoom) < 1) return;
+  const focused = (document.activeElement as HTMLElement | null)?.dataset?.key;
+  drawTable(drawnUi);
+  if (focused) tableContent.querySelector<SVGGElement>(`[data-key="${focused}"]`)?.focus({ preventScroll: true });
+}
+// What is above the table and the bar below it change height without a redraw too (a
+// font arriving late, a hint said in the bar).
+new ResizeObserver(() => checkRoom()).observe(document.querySelector("header")!);
+for (const el of [$("status"), document.querySelector(".controls")!]) new ResizeObserver(() => checkRoom()).observe(el);
 function drawTable(again?: TableUi) {
   if (!game) return;
   const svg = $("table") as unknown as SVGSVGElement;
@@ -1565,14 +1578,12 @@ function drawTable(again?: TableUi) {
   // What the rest of the page shows is set after the table (the status line, the
   // clocks, the bar's hint): once it is, the table is drawn again, the same, if the
   // room it has changed, the keyboard's place kept.
+  drawnUi = ui;
   if (!roomCheck) {
     roomCheck = true;
     queueMicrotask(() => {
       roomCheck = false;
-      if (!game || Math.abs(tableRoom(svg) - drawnRoom) < 1) return;
-      const focused = (document.activeElement as HTMLElement | null)?.dataset?.key;
-      drawTable(ui);
-      if (focused) tableContent.querySelector<SVGGElement>(`[data-key="${focused}"]`)?.focus({ preventScroll: true });
+      checkRoom();
     });
   }
 }

@@ -1,9 +1,10 @@
 // The line of play's geometry (src/line.ts), without a browser: for random lines of up
 // to 28 tiles, shaped as the server lays them (a lead, LEFT and RIGHT arms, UP and DOWN
-// from a spinner, doubles across), on felts from a phone's width to a desktop's, the
-// fitted line has every tile and open-end slot inside the felt, none over another, at
-// a scale no smaller than 1 (a readable tile) but for under 1 in 100 (long lines with
-// many doubles on narrow tables, which no bending fits); and a short line stays straight.
+// from a spinner, doubles across), on felts from a small phone's to a desktop's, the
+// fitted line has every tile and open-end slot inside the felt, none over another (but
+// for under 1 in 600, hemmed in); every shorter line of the same tiles (the hand
+// earlier) has its tiles exactly where the longer one has them, at a scale no smaller;
+// the whole line is made smaller at most 8 times; and a short line stays straight.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
