@@ -260,7 +260,8 @@ export function turnBounds(width: number, height: number, margin = 8): Box {
  * smaller (one of 1.5, 1.25, 1, then by tenths) and centred again. The fit is worked
  * out from the first tile on, so it is the same whenever the line is drawn.
  * `rescales` counts the fit's changes since the first tile. A line that would be drawn
- * smaller than `least` is drawn at `least` on a felt grown taller (`height`).
+ * smaller than `least` is drawn larger on a felt grown taller (`height`), up to
+ * `tallest`.
  */
 export function fitLine(
   layout: PlacedTile[],
@@ -269,6 +270,7 @@ export function fitLine(
   height: number,
   bounds: Box = turnBounds(width, height),
   least = 0,
+  tallest = height,
   margin = 8,
 ): { line: Line; fit: Fit; rescales: number; height: number } {
   const room: Box = { x: margin, y: margin, w: width - 2 * margin, h: height - 2 * margin };
@@ -324,14 +326,38 @@ export function fitLine(
     if (fit) rescales++;
     fit = refit(shown, fit?.scale ?? SCALES[0]);
   }
-  // Never below `least`: the felt grows taller instead (the page then scrolls).
-  if (fit.scale < least - 1e-9) {
+  // Below `least`, the felt grows taller, up to `tallest`, for the line to be drawn
+  // as near `least` as that allows.
+  if (fit.scale < least - 1e-9 && tallest > height) {
     const bb = boundingBox(shown);
-    const scale = Math.min(least, room.w / bb.w);
-    const grown = Math.ceil(bb.h * scale + 2 * margin);
-    return { line: full, fit: { scale, x: room.x + room.w / 2 - (bb.x + bb.w / 2) * scale, y: margin - bb.y * scale }, rescales: rescales + 1, height: Math.max(height, grown) };
+    const scale = Math.min(least, room.w / bb.w, (tallest - 2 * margin) / bb.h);
+    if (scale > fit.scale) {
+      const grown = Math.max(height, Math.ceil(bb.h * scale + 2 * margin));
+      return { line: full, fit: { scale, x: room.x + room.w / 2 - (bb.x + bb.w / 2) * scale, y: grown / 2 - (bb.y + bb.h / 2) * scale }, rescales: rescales + 1, height: grown };
+    }
   }
   return { line: full, fit, rescales, height };
+}
+
+/**
+ * A finished line laid out afresh for a felt of `width` by `height` at scale 1 (no one
+ * plays on it: its tiles may move), bent within the felt's width or less of it (the
+ * arms then turn sooner), clockwise first or not: the first of these that fits, or
+ * undefined.
+ */
+export function settleLine(layout: PlacedTile[], openEnds: Set<End>, width: number, height: number, margin = 8): { line: Line; fit: Fit } | undefined {
+  const room: Box = { x: margin, y: margin, w: width - 2 * margin, h: height - 2 * margin };
+  const bounds = turnBounds(width, height, margin);
+  for (const widdershins of [false, true]) {
+    for (const inset of [1, 0.9, 0.8, 0.7, 0.6, 0.5]) {
+      const line = layLine(layout, { ...bounds, x: bounds.x * inset, w: bounds.w * inset }, widdershins);
+      const boxes = [...line.tiles.map((t) => t.box), ...[...line.ends].filter(([e]) => openEnds.has(e)).map(([, b]) => b)];
+      const bb = boundingBox(boxes);
+      const fit = { scale: 1, x: room.x + room.w / 2 - (bb.x + bb.w / 2), y: room.y + room.h / 2 - (bb.y + bb.h / 2) };
+      if (fits(boxes.map((b) => ({ ...b, x: b.x + fit.x, y: b.y + fit.y })), room)) return { line, fit };
+    }
+  }
+  return undefined;
 }
 
 function intersect(a: Box, b: Box): Box | undefined {

@@ -7,7 +7,7 @@ import { Arm, End, HandEndReason, Phase, SeatKind, type GameView, type LegalMove
 import { SEAT_COLOURS, endName, levelName, pipName, pointsWord, seatMark, seatName, tileName } from "./words.js";
 import { T, lang } from "./lang/index.js";
 import { list, num } from "./lang/util.js";
-import { U, fitLine, turnBounds, type Box } from "./line.js";
+import { U, fitLine, settleLine, turnBounds, type Box } from "./line.js";
 
 /** Below this width (CSS pixels), the compact table of a phone held upright. */
 export const COMPACT = 640;
@@ -95,8 +95,6 @@ function openEndName(end: End, pip: number, value: number): string {
 
 /** The least felt drawn, however little room the screen leaves (CSS pixels). */
 const LEAST_FELT = 96;
-/** A felt this tall or more has its line drawn no smaller than a readable tile. */
-const READABLE_FELT = 150;
 
 /**
  * What a hand keeps while it is played, so that its tiles keep their places: where the
@@ -229,11 +227,14 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   if (kept?.key === key) kept.felt = Math.min(kept.felt, fill);
   else kept = { key, bounds: turnBounds(feltW, fill), felt: fill };
   const area = { x: 8, y: feltY, w: feltW, h: kept.felt };
-  // Tiles a finger can read (scale 1: 44 by 22 px): the felt grows for a line that
-  // would be smaller, unless the screen is too short to leave it a readable felt (a
-  // small phone: there the hand stays on the screen and the line is drawn smaller).
-  const least = kept.felt >= READABLE_FELT ? 1 : 0;
-  const { line, fit, height: feltH } = fitLine(layout, openEnds, area.w, area.h, kept.bounds, least);
+  // A hand over: its line as near a readable size (scale 1: 44 by 22 px) as the room
+  // the screen leaves allows, the felt grown into it (no tile moves while the hand is
+  // played; without a room, as tall as that needs).
+  const tallest = playing ? area.h : ui.room === undefined ? area.h + 2000 : Math.max(area.h, fill);
+  let { line, fit, height: feltH } = fitLine(layout, openEnds, area.w, area.h, kept.bounds, 1, tallest);
+  // Still smaller than readable at a hand's end: laid afresh for the felt it may have.
+  const settled = !playing && fit.scale < 1 ? settleLine(layout, openEnds, area.w, tallest) : undefined;
+  if (settled) [line, fit, feltH] = [settled.line, settled.fit, tallest];
   area.h = feltH;
   const scale = fit.scale;
   const [tx, ty] = [area.x + fit.x, area.y + fit.y];
