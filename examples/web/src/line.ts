@@ -297,6 +297,9 @@ export function fitLine(
     if (fitsAt < 1 - 1e-9 && bb.w <= bounds.w && bb.h <= bounds.h) {
       all = grown;
       fitsAt = Math.min(most, 1, room.w / all.w, room.h / all.h);
+      // (On a felt so short that the room made the line much smaller, without it.)
+      const tight = Math.min(most, 1, room.w / bb.w, room.h / bb.h);
+      if (fitsAt < 0.75 * tight) [all, fitsAt] = [bb, tight];
       if (fitsAt >= 1 - 1e-9) return centred(all, 1);
       return centred(all, Math.max(0.05, Math.floor(fitsAt * 20 + 1e-9) / 20));
     }
