@@ -342,6 +342,18 @@ export function fitLine(
   return { line: full, fit, rescales, height };
 }
 
+/** Whether `boxes` placed by `fit` lie on a felt of `width` by `height` (less its margin). */
+export function fitHolds(fit: Fit, boxes: Box[], width: number, height: number, margin = 8): boolean {
+  const room: Box = { x: margin, y: margin, w: width - 2 * margin, h: height - 2 * margin };
+  return boxes.every((b) => inside({ x: fit.x + b.x * fit.scale, y: fit.y + b.y * fit.scale, w: b.w * fit.scale, h: b.h * fit.scale }, room));
+}
+
+/** `boxes` centred on a felt of `width` by `height` at `scale`. */
+export function centredAt(boxes: Box[], scale: number, width: number, height: number): Fit {
+  const bb = boundingBox(boxes);
+  return { scale, x: width / 2 - (bb.x + bb.w / 2) * scale, y: height / 2 - (bb.y + bb.h / 2) * scale };
+}
+
 /**
  * A finished line laid out afresh for a felt of `width` by `height` at scale 1 (no one
  * plays on it: its tiles may move), bent within the felt's width or less of it (the

@@ -7,7 +7,7 @@ import { Arm, End, HandEndReason, Phase, SeatKind, type GameView, type LegalMove
 import { SEAT_COLOURS, endName, levelName, pipName, pointsWord, seatMark, seatName, tileName } from "./words.js";
 import { T, lang } from "./lang/index.js";
 import { list, num } from "./lang/util.js";
-import { U, fitLine, settleLine, turnBounds, type Box } from "./line.js";
+import { U, centredAt, fitHolds, fitLine, settleLine, turnBounds, type Box, type Fit } from "./line.js";
 
 /** Below this width (CSS pixels), the compact table of a phone held upright. */
 export const COMPACT = 640;
@@ -93,15 +93,19 @@ function openEndName(end: End, pip: number, value: number): string {
   return T.openEnd(endName(end), pipName(pip), value);
 }
 
-/** The least felt drawn, however little room the screen leaves (CSS pixels). */
+/**
+ * The felt's least height (CSS pixels): kept before a hand's tiles are made narrower;
+ * below it only where even narrower tiles leave no more (the hand stays on the screen).
+ */
 const LEAST_FELT = 96;
+const SMALLEST_FELT = 64;
 
 /**
  * What a hand keeps while it is played, so that its tiles keep their places: where the
  * line's arms turn (from the felt as the hand began), and the felt's height, which may
  * shrink (the hand grows by drawing) but not grow back until the next hand.
  */
-let kept: { key: string; bounds: Box; felt: number } | undefined;
+let kept: { key: string; bounds: Box; felt: number; fit?: Fit } | undefined;
 
 /** The table drawn for the view, and its height (its width is `ui.width`). */
 export function renderTable(view: GameView, ui: TableUi): { svg: string; height: number } {
@@ -205,9 +209,10 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   };
   let tiles = rowsIn(compact ? 88 : 84);
   // On a phone whose screen has no room for another row (a small one, a hand grown by
-  // drawing), the tiles are made narrower (to 30 px) rather than the hand pushed off it.
+  // drawing), the tiles are made narrower (to 36 px, each still a 44 px target) rather
+  // than the hand pushed off it.
   const handRoom = ui.room === undefined ? Infinity : ui.room - (line2 + 12) - LEAST_FELT - capGap - handGap - 12;
-  while (compact && tiles.rows > 1 && tiles.rows * tiles.th + (tiles.rows - 1) * 40 > handRoom && tiles.th > 60) tiles = rowsIn(tiles.th - 4);
+  while (compact && tiles.rows > 1 && tiles.rows * tiles.th + (tiles.rows - 1) * 40 > handRoom && tiles.th > 72) tiles = rowsIn(tiles.th - 4);
   const { th, tw, step, perRow, rows } = tiles;
   const rowH = th + 40;
   const handBlock = capGap + handGap + rows * th + (rows - 1) * (rowH - th) + 12;
@@ -222,7 +227,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   const feltY = line2 + 12;
   const feltW = W - 16;
   const fixed = compact ? Math.max(240, Math.round(W * 0.72)) : 360;
-  const fill = ui.room === undefined ? fixed : Math.max(LEAST_FELT, Math.min(Math.round(W * 0.8), Math.floor(ui.room - feltY - handBlock)));
+  const fill = ui.room === undefined ? fixed : Math.max(SMALLEST_FELT, Math.min(Math.round(W * 0.8), Math.floor(ui.room - feltY - handBlock)));
   const key = `${view.matchId}|${view.handNumber}|${W}`;
   if (kept?.key === key) kept.felt = Math.min(kept.felt, fill);
   else kept = { key, bounds: turnBounds(feltW, fill), felt: fill };
@@ -232,6 +237,15 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   // played; without a room, as tall as that needs).
   const tallest = playing ? area.h : ui.room === undefined ? area.h + 2000 : Math.max(area.h, fill);
   let { line, fit, height: feltH } = fitLine(layout, openEnds, area.w, area.h, kept.bounds, 1, tallest);
+  // While the hand is played, the fit drawn last is kept while the line still lies on
+  // the felt with it, and never made larger (the felt may have shrunk since: a longer
+  // language's header, a hint in the bar).
+  if (playing && kept.fit) {
+    const boxes = [...line.tiles.map((t) => t.box), ...[...line.ends].filter(([e]) => openEnds.has(e)).map(([, b]) => b)];
+    if (fitHolds(kept.fit, boxes, area.w, area.h)) fit = kept.fit;
+    else if (fit.scale > kept.fit.scale) fit = centredAt(boxes, kept.fit.scale, area.w, area.h);
+  }
+  if (playing) kept.fit = fit;
   // Still smaller than readable at a hand's end: laid afresh for the felt it may have.
   const settled = !playing && fit.scale < 1 ? settleLine(layout, openEnds, area.w, tallest) : undefined;
   if (settled) [line, fit, feltH] = [settled.line, settled.fit, tallest];
@@ -357,6 +371,8 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
       `<g class="in-hand${can ? " playable" : ""}${chosen ? " chosen" : ""}${advised ? " advised" : ""}" role="button" tabindex="0"` +
         ` aria-label="${esc(label)}" aria-pressed="${chosen}" aria-disabled="${!can || ui.busy}" data-key="tile-${key}" data-tile="${key}">`,
       `<title>${esc(label)}</title>`,
+      // A tile made narrower is still a 44 px target (its gap is 8 px: none overlap).
+      tw < 44 ? `<rect x="${x + tw / 2 - 22}" y="${y}" width="44" height="${th}" class="hit"/>` : "",
       face(x, y, th, false, t.a, t.b),
       best ? `<text x="${x + tw / 2}" y="${y - 10}" text-anchor="middle" class="points" aria-hidden="true">+${best}</text>` : "",
       "</g>",

@@ -171,7 +171,7 @@ async function lowContrast(page: Page): Promise<{ faults: string[]; checked: num
 const wrappedCells = (page: Page) =>
   page.evaluate(() =>
     [...document.querySelectorAll("table.sheet td")].flatMap((cell) => {
-      if (!(cell as HTMLElement).offsetParent) return [];
+      if (!(cell as HTMLElement).offsetParent || !(cell as HTMLElement).innerText.trim()) return [];
       const range = document.createRange();
       range.selectNodeContents(cell);
       const rects = [...range.getClientRects()].filter((r) => r.width > 0);
