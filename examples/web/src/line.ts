@@ -290,27 +290,18 @@ export function fitLine(
     for (const scale of SCALES.filter((s) => s > 1 && s <= most)) {
       if (grown.w * scale <= room.w && grown.h * scale <= room.h) return centred(grown, scale);
     }
-    let all = boundingBox([bb, bounds]);
-    let fitsAt = Math.min(most, 1, room.w / all.w, room.h / all.h);
-    // A felt now smaller than where the arms turn (it shrank within the hand): centred
-    // on the line, with room for a tile more each way, as small as that needs.
-    if (fitsAt < 1 - 1e-9 && bb.w <= bounds.w && bb.h <= bounds.h) {
-      all = grown;
-      fitsAt = Math.min(most, 1, room.w / all.w, room.h / all.h);
-      // (On a felt so short that the room made the line much smaller, without it.)
-      const tight = Math.min(most, 1, room.w / bb.w, room.h / bb.h);
-      if (fitsAt < 0.75 * tight) [all, fitsAt] = [bb, tight];
-      if (fitsAt >= 1 - 1e-9) return centred(all, 1);
-      return centred(all, Math.max(0.05, Math.floor(fitsAt * 20 + 1e-9) / 20));
-    }
-    // Past where the arms turn, made smaller with room for two tiles more each way, not
-    // a little at every tile.
-    if (fitsAt < 1 - 1e-9 && !(bb.w <= bounds.w && bb.h <= bounds.h)) {
-      const more = { x: all.x - 2 * pad, y: all.y - 2 * pad, w: all.w + 4 * pad, h: all.h + 4 * pad };
-      return centred(all, Math.max(0.05, Math.floor(Math.min(fitsAt, room.w / more.w, room.h / more.h) * 20) / 20));
-    }
-    const scale = fitsAt >= 1 - 1e-9 ? 1 : Math.max(0.05, Math.floor(fitsAt * 20 + 1e-9) / 20);
-    return centred(all, scale);
+    const all = boundingBox([bb, bounds]);
+    const fitsAt = Math.min(most, 1, room.w / all.w, room.h / all.h);
+    if (fitsAt >= 1 - 1e-9) return centred(all, 1);
+    // Smaller than 1: with room for more tiles (a tile more each way within where the
+    // arms turn; two more each way past them), not a little smaller at every tile; but
+    // on a felt so short that this room would make the line much smaller, without it.
+    const inBounds = bb.w <= bounds.w && bb.h <= bounds.h;
+    const ahead = inBounds ? grown : { x: all.x - 2 * pad, y: all.y - 2 * pad, w: all.w + 4 * pad, h: all.h + 4 * pad };
+    const roomy = Math.min(most, 1, room.w / ahead.w, room.h / ahead.h);
+    const tight = Math.min(most, 1, room.w / bb.w, room.h / bb.h);
+    const [box, scale] = roomy >= (inBounds ? 0.75 : 0.5) * tight ? [inBounds ? ahead : all, roomy] : [bb, tight];
+    return centred(box, scale >= 1 - 1e-9 ? 1 : Math.max(0.05, Math.floor(scale * 20 + 1e-9) / 20));
   };
   // Each prefix of the line with every end's next slot (open yet or not): the fit
   // leaves room for the next tile wherever it goes.
