@@ -260,6 +260,19 @@ for (const size of SIZES) {
         }
         before = phase === "PLAYING" ? now : {};
         if (phase === "DEALING") {
+          // The hand's end told on the table covers no tile of the last line, and (this
+          // state drawn again by the language switch) does not arrive again.
+          const moment = await page.evaluate(() => {
+            const m = document.querySelector("g.moment");
+            if (!m) return ["no moment"];
+            const r = m.getBoundingClientRect();
+            const over = [...document.querySelectorAll("g.placed rect.face")].filter((f) => {
+              const q = f.getBoundingClientRect();
+              return r.left < q.right && q.left < r.right && r.top < q.bottom && q.top < r.bottom;
+            });
+            return [...(over.length ? [`the hand's end covers ${over.length} tiles`] : []), ...(m.classList.contains("arriving") ? ["the hand's end arrives again"] : [])];
+          });
+          assert.deepEqual(moment, [], `${code}, hand ${handNumber}'s end`);
           await page.selectOption("#lang", "ro");
           assert.deepEqual(await wrappedCells(page), [], "ro: score cells on one line");
           await press(page, "#deal");
