@@ -12,7 +12,7 @@ const args = new Set(process.argv.slice(2));
 if (args.has("--tests")) {
   rmSync(join(root, "test-dist"), { recursive: true, force: true });
   await esbuild.build({
-    entryPoints: [join(root, "test/web.test.ts"), join(root, "test/line.test.ts"), join(root, "test/lang.test.ts")],
+    entryPoints: [join(root, "test/web.test.ts"), join(root, "test/line.test.ts"), join(root, "test/lang.test.ts"), join(root, "test/layout.test.ts")],
     outdir: join(root, "test-dist"),
     outExtension: { ".js": ".mjs" },
     bundle: true,

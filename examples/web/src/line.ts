@@ -4,7 +4,10 @@
 // from the spinner (UP, DOWN, across the spinner's own leg); within bounds, an arm that
 // reaches an edge turns clockwise, its next tile set across the end of the last one,
 // as players bend the line at the table's edge, and may turn again at the next edge.
-// Doubles lie across their leg. Pure: no DOM, so the tests check it directly.
+// Doubles lie across their leg. Each tile's place depends only on the tiles before it
+// (and the bounds), so a tile once placed never moves: the line is fitted to the felt
+// by one scale and offset of the whole (fitLine). Pure: no DOM, so the tests check it
+// directly.
 import { Arm, End, type PlacedTile } from "./gen/allfives/v1/allfives_pb.js";
 
 /** Half a tile's long side, in layout units. */
@@ -103,17 +106,26 @@ class Chain {
     const straight = at(this.p, this.d, false);
     const bounds = this.bounds;
     if (!bounds) return straight;
-    const fine = (c: typeof straight) => inside(c.box, bounds) && clear(c.box, table, this.arm);
-    if (fine(straight)) return straight;
-    if (this.inLeg > 0 && this.far && this.turns < MAX_TURNS) {
+    const turns: (typeof straight)[] = [];
+    if (this.inLeg > 0 && this.far) {
       const [cx, cy] = this.far.at;
       const off = this.far.across / 2 + GAP;
       const ways = [clockwise(this.d), clockwise(clockwise(clockwise(this.d)))];
       if (this.widdershins) ways.reverse();
-      for (const d of ways) {
-        const turned = at([cx + d[0] * off, cy + d[1] * off], d, true);
-        if (fine(turned)) return turned;
-      }
+      for (const d of ways) turns.push(at([cx + d[0] * off, cy + d[1] * off], d, true));
+    }
+    const free = (c: typeof straight) => clear(c.box, table, this.arm);
+    const within = (c: typeof straight) => inside(c.box, bounds) && free(c);
+    // Straight on, or turned at the edge (at most MAX_TURNS times); where neither
+    // stays inside, straight on or turned onto free felt past the edge (the whole line
+    // is then drawn smaller), rather than over another tile.
+    const limited = this.turns < MAX_TURNS ? turns : [];
+    const found = [straight, ...limited].find(within) ?? [straight, ...turns].find(free);
+    if (found) return found;
+    // Hemmed in (rare): on along the same way past what is in it.
+    for (let k = 1; k <= 12; k++) {
+      const past = at([this.p[0] + this.d[0] * k * U, this.p[1] + this.d[1] * k * U], this.d, false);
+      if (free(past)) return past;
     }
     return straight;
   }
@@ -220,80 +232,146 @@ export function fits(boxes: Box[], bounds: Box): boolean {
   return true;
 }
 
-/** The scales tried, largest first; 1 is the smallest a tile is drawn at (readable). */
+/** The scales a line is drawn at, largest first; 1 is the least of a readable tile. */
 const SCALES = [1.5, 1.25, 1];
 
+/** How the line lies on the felt: felt = (x, y) + layout × scale (felt units, from its corner). */
+export interface Fit {
+  scale: number;
+  x: number;
+  y: number;
+}
+
+/** Where the arms turn, in layout units: a box around the lead's centre. */
+export function turnBounds(width: number, height: number, margin = 8): Box {
+  const w = width - 2 * margin;
+  // Not flatter than five tile widths: a felt squeezed short keeps a line that bends
+  // like a real one, then drawn smaller.
+  const h = Math.max(height - 2 * margin, 5 * U);
+  return { x: -w / 2, y: -h / 2, w, h };
+}
+
 /**
- * The line laid out to fit a felt of `width` by `height` (in the table's units, less a
- * margin): straight at the largest scale that fits; else bent at the largest; else, at
- * the smallest readable scale, on a felt grown taller until it fits; else (rarely)
- * smaller. Answers the line, its scale, and the felt's height (`height`, or more).
+ * The line laid out on a felt of `width` by `height`, so that a placed tile keeps its
+ * place: each tile is laid where the tiles before it leave room, its arm turning at
+ * `bounds` (where the arms turn, fixed for a hand: the felt as it was when the hand
+ * began), so no later tile moves it; and the whole line is fitted to the felt by one
+ * scale and offset, kept as the line grows until it would leave the felt, then made
+ * smaller (one of 1.5, 1.25, 1, then by tenths) and centred again. The fit is worked
+ * out from the first tile on, so it is the same whenever the line is drawn.
+ * `rescales` counts the fit's changes since the first tile. A line that would be drawn
+ * smaller than `least` is drawn larger on a felt grown taller (`height`), up to
+ * `tallest`.
  */
 export function fitLine(
   layout: PlacedTile[],
   openEnds: Set<End>,
   width: number,
   height: number,
+  bounds: Box = turnBounds(width, height),
+  least = 0,
+  tallest = height,
   margin = 8,
-): { line: Line; scale: number; height: number } {
-  const boxesOf = (line: Line) => [...line.tiles.map((t) => t.box), ...[...line.ends].filter(([e]) => openEnds.has(e) || e === End.UNSPECIFIED).map(([, b]) => b)];
-  const boundsAt = (scale: number, h: number): Box => {
-    const w = (width - 2 * margin) / scale;
-    const hh = (h - 2 * margin) / scale;
-    return { x: -w / 2, y: -hh / 2, w, h: hh };
+): { line: Line; fit: Fit; rescales: number; height: number } {
+  const room: Box = { x: margin, y: margin, w: width - 2 * margin, h: height - 2 * margin };
+  const sorted = [...layout].sort((p, q) => p.order - q.order);
+  const full = layLine(sorted, bounds);
+  const within = (fit: Fit, boxes: Box[]) =>
+    boxes.every((b) => inside({ x: fit.x + b.x * fit.scale, y: fit.y + b.y * fit.scale, w: b.w * fit.scale, h: b.h * fit.scale }, room));
+  // A new fit: larger than 1 while the line is short, centred on it with room for a
+  // tile more each way (no further than where the arms turn); at 1 or less, centred on
+  // where the arms turn (and on the line, where it ran past), so that the line then
+  // fits until it runs past them.
+  const centred = (box: Box, scale: number): Fit => ({ scale, x: room.x + room.w / 2 - (box.x + box.w / 2) * scale, y: room.y + room.h / 2 - (box.y + box.h / 2) * scale });
+  const refit = (boxes: Box[], most: number): Fit => {
+    const bb = boundingBox(boxes);
+    const pad = 2 * U + GAP;
+    const grown = boundingBox([bb, intersect({ x: bb.x - pad, y: bb.y - pad, w: bb.w + 2 * pad, h: bb.h + 2 * pad }, bounds) ?? bb]);
+    for (const scale of SCALES.filter((s) => s > 1 && s <= most)) {
+      if (grown.w * scale <= room.w && grown.h * scale <= room.h) return centred(grown, scale);
+    }
+    const all = boundingBox([bb, bounds]);
+    const fitsAt = Math.min(most, 1, room.w / all.w, room.h / all.h);
+    if (fitsAt >= 1 - 1e-9) return centred(all, 1);
+    // Smaller than 1: with room for more tiles (a tile more each way within where the
+    // arms turn; two more each way past them), not a little smaller at every tile; but
+    // on a felt so short that this room would make the line much smaller, without it.
+    const inBounds = bb.w <= bounds.w && bb.h <= bounds.h;
+    const ahead = inBounds ? grown : { x: all.x - 2 * pad, y: all.y - 2 * pad, w: all.w + 4 * pad, h: all.h + 4 * pad };
+    const roomy = Math.min(most, 1, room.w / ahead.w, room.h / ahead.h);
+    const tight = Math.min(most, 1, room.w / bb.w, room.h / bb.h);
+    const [box, scale] = roomy >= (inBounds ? 0.75 : 0.5) * tight ? [inBounds ? ahead : all, roomy] : [bb, tight];
+    return centred(box, scale >= 1 - 1e-9 ? 1 : Math.max(0.05, Math.floor(scale * 20 + 1e-9) / 20));
   };
-  // Bent within the felt's width, or within less of it (the arms then turn sooner,
-  // which can leave room where turning at the edge would not).
-  const tryAt = (scale: number, h: number, inset?: number, widdershins = false) => {
-    const bounds = boundsAt(scale, h);
-    const turnAt = inset === undefined ? undefined : { ...bounds, x: bounds.x * inset, w: bounds.w * inset };
-    const line = layLine(layout, turnAt, widdershins);
-    return fitsCentred(boxesOf(line), bounds) ? line : undefined;
-  };
-  for (const scale of SCALES) {
-    const line = tryAt(scale, height);
-    if (line) return { line, scale, height };
+  // Each prefix of the line with every end's next slot (open yet or not): the fit
+  // leaves room for the next tile wherever it goes.
+  let fit: Fit | undefined;
+  let rescales = 0;
+  for (let k = 1; k <= sorted.length; k++) {
+    const part = layLine(sorted.slice(0, k), bounds);
+    const boxes = [...part.tiles.map((t) => t.box), ...part.ends.values()];
+    if (fit && within(fit, boxes)) continue;
+    const next = refit(boxes, fit?.scale ?? SCALES[0]);
+    if (fit) rescales++;
+    fit = next;
   }
-  const INSETS = [1, 0.9, 0.8, 0.7, 0.6, 0.5];
-  for (const scale of SCALES) {
-    for (const widdershins of [false, true]) {
-      for (const inset of INSETS) {
-        const line = tryAt(scale, height, inset, widdershins);
-        if (line) return { line, scale, height };
-      }
+  const shown = [...full.tiles.map((t) => t.box), ...[...full.ends].filter(([e]) => openEnds.has(e) || e === End.UNSPECIFIED).map(([, b]) => b)];
+  if (!fit || !within(fit, shown)) {
+    if (fit) rescales++;
+    fit = refit(shown, fit?.scale ?? SCALES[0]);
+  }
+  // Below `least`, the felt grows taller, up to `tallest`, for the line to be drawn
+  // as near `least` as that allows.
+  if (fit.scale < least - 1e-9 && tallest > height) {
+    const bb = boundingBox(shown);
+    const scale = Math.min(least, room.w / bb.w, (tallest - 2 * margin) / bb.h);
+    if (scale > fit.scale) {
+      const grown = Math.max(height, Math.ceil(bb.h * scale + 2 * margin));
+      return { line: full, fit: { scale, x: room.x + room.w / 2 - (bb.x + bb.w / 2) * scale, y: grown / 2 - (bb.y + bb.h / 2) * scale }, rescales: rescales + 1, height: grown };
     }
   }
-  for (let h = height + 40; h < height + 2000; h += 40) {
-    for (const widdershins of [false, true]) {
-      for (const inset of INSETS) {
-        const line = tryAt(1, h, inset, widdershins);
-        if (line) return { line, scale: 1, height: h };
-      }
-    }
-  }
-  // A line no bending fits at a readable size (rare: about one random line in a
-  // hundred in the tests, long ones on narrow tables): smaller, rather than a tile over
-  // another.
-  for (let scale = 0.9; scale > 0.2; scale -= 0.1) {
-    for (const widdershins of [false, true]) {
-      for (const inset of INSETS) {
-        const line = tryAt(scale, height + 400, inset, widdershins);
-        if (line) return { line, scale, height: height + 400 };
-      }
-    }
-  }
-  return { line: layLine(layout, boundsAt(1, height)), scale: 1, height };
+  return { line: full, fit, rescales, height };
 }
 
-/** Whether the boxes, moved so that their bounding box is centred in `bounds`, fit. */
-function fitsCentred(boxes: Box[], bounds: Box): boolean {
-  const b = boundingBox(boxes);
-  const dx = bounds.x + bounds.w / 2 - (b.x + b.w / 2);
-  const dy = bounds.y + bounds.h / 2 - (b.y + b.h / 2);
-  return fits(
-    boxes.map((x) => ({ ...x, x: x.x + dx, y: x.y + dy })),
-    bounds,
-  );
+/** Whether `boxes` placed by `fit` lie on a felt of `width` by `height` (less its margin). */
+export function fitHolds(fit: Fit, boxes: Box[], width: number, height: number, margin = 8): boolean {
+  const room: Box = { x: margin, y: margin, w: width - 2 * margin, h: height - 2 * margin };
+  return boxes.every((b) => inside({ x: fit.x + b.x * fit.scale, y: fit.y + b.y * fit.scale, w: b.w * fit.scale, h: b.h * fit.scale }, room));
+}
+
+/** `boxes` centred on a felt of `width` by `height` at `scale`. */
+export function centredAt(boxes: Box[], scale: number, width: number, height: number): Fit {
+  const bb = boundingBox(boxes);
+  return { scale, x: width / 2 - (bb.x + bb.w / 2) * scale, y: height / 2 - (bb.y + bb.h / 2) * scale };
+}
+
+/**
+ * A finished line laid out afresh for a felt of `width` by `height` at scale 1 (no one
+ * plays on it: its tiles may move), bent within the felt's width or less of it (the
+ * arms then turn sooner), clockwise first or not: the first of these that fits, or
+ * undefined.
+ */
+export function settleLine(layout: PlacedTile[], openEnds: Set<End>, width: number, height: number, margin = 8): { line: Line; fit: Fit } | undefined {
+  const room: Box = { x: margin, y: margin, w: width - 2 * margin, h: height - 2 * margin };
+  const bounds = turnBounds(width, height, margin);
+  for (const widdershins of [false, true]) {
+    for (const inset of [1, 0.9, 0.8, 0.7, 0.6, 0.5]) {
+      const line = layLine(layout, { ...bounds, x: bounds.x * inset, w: bounds.w * inset }, widdershins);
+      const boxes = [...line.tiles.map((t) => t.box), ...[...line.ends].filter(([e]) => openEnds.has(e)).map(([, b]) => b)];
+      const bb = boundingBox(boxes);
+      const fit = { scale: 1, x: room.x + room.w / 2 - (bb.x + bb.w / 2), y: room.y + room.h / 2 - (bb.y + bb.h / 2) };
+      if (fits(boxes.map((b) => ({ ...b, x: b.x + fit.x, y: b.y + fit.y })), room)) return { line, fit };
+    }
+  }
+  return undefined;
+}
+
+function intersect(a: Box, b: Box): Box | undefined {
+  const x = Math.max(a.x, b.x);
+  const y = Math.max(a.y, b.y);
+  const w = Math.min(a.x + a.w, b.x + b.w) - x;
+  const h = Math.min(a.y + a.h, b.y + b.h) - y;
+  return w > 0 && h > 0 ? { x, y, w, h } : undefined;
 }
 
 export function boundingBox(boxes: Box[]): Box {

@@ -27,7 +27,7 @@ import {
   type Tile,
   type WatchChange,
 } from "./gen/allfives/v1/allfives_pb.js";
-import { renderTable, seatLabel, tileKey } from "./table.js";
+import { renderTable, seatLabel, tileKey, type TableUi } from "./table.js";
 import { LANGUAGES, T, dir, isLang, lang, pickLanguage, setLanguage, type TextKey } from "./lang/index.js";
 import { list, num } from "./lang/util.js";
 import {
@@ -1779,20 +1779,55 @@ function render() {
   planClaim();
 }
 
-/** The table, drawn to the width it has on the page (one unit a CSS pixel). */
+/**
+ * The height the table may take so that, with the page at its top, the table's foot
+ * (the hand) and the action bar below it are both on the screen: the screen's height
+ * less what is above the table and what lies between it and the bar's foot.
+ */
+function tableRoom(svg: SVGSVGElement): number {
+  const top = svg.getBoundingClientRect().top + window.scrollY;
+  const board = svg.parentElement!;
+  const gap = parseFloat(getComputedStyle(board).rowGap) || 0;
+  let below = 0;
+  for (let el = svg.nextElementSibling as HTMLElement | null; el; el = el.nextElementSibling as HTMLElement | null) {
+    if (el.offsetParent !== null || getComputedStyle(el).position === "sticky") below += el.offsetHeight + gap;
+    if (el.classList.contains("controls")) break;
+  }
+  return window.innerHeight - top - below - 4;
+}
+
+/** The table, drawn to the width it has on the page (one unit a CSS pixel) and to the room the screen leaves. */
 let drawnWidth = 0;
 let drawnState = "";
-function drawTable() {
+let drawnFit = { key: "", transform: "" };
+let drawnRoom = 0;
+let roomCheck = false;
+let drawnUi: TableUi | undefined;
+/** The table drawn again, the same, if the room it has changed (the keyboard's place kept). */
+function checkRoom() {
+  const svg = $("table") as unknown as SVGSVGElement;
+  if (!game || !drawnUi || Math.abs(tableRoom(svg) - drawnRoom) < 1) return;
+  const focused = (document.activeElement as HTMLElement | null)?.dataset?.key;
+  drawTable(drawnUi);
+  if (focused) tableContent.querySelector<SVGGElement>(`[data-key="${focused}"]`)?.focus({ preventScroll: true });
+}
+// What is above the table and the bar below it change height without a redraw too (a
+// font arriving late, a hint said in the bar).
+new ResizeObserver(() => checkRoom()).observe(document.querySelector("header")!);
+for (const el of [$("status"), document.querySelector(".controls")!]) new ResizeObserver(() => checkRoom()).observe(el);
+function drawTable(again?: TableUi) {
   if (!game) return;
   const svg = $("table") as unknown as SVGSVGElement;
   drawnWidth = svg.clientWidth || 1000;
   const state = b64(game.view.stateId);
   const fresh = state !== drawnState;
   drawnState = state;
+  drawnRoom = tableRoom(svg);
   // While the device is passed on, no hand is shown: the table as a spectator sees it.
-  const { svg: inner, height } = renderTable(game.view, {
+  const ui: TableUi = again ? { ...again, room: drawnRoom } : {
     you: handover() === undefined ? you : SPECTATOR,
     width: drawnWidth,
+    room: drawnRoom,
     selected,
     suggested,
     busy: isBusy(),
@@ -1800,10 +1835,35 @@ function drawTable() {
     upTo: shown.upTo,
     // Called once, as the move arrives (not again on every redraw).
     callout: fresh || shown.upTo !== undefined ? shown.callout : undefined,
-  });
+  };
+  const { svg: inner, height } = renderTable(game.view, ui);
   svg.setAttribute("viewBox", `0 0 ${Math.max(280, drawnWidth)} ${height}`);
   tableContent.innerHTML = inner;
+  // A line made smaller moves there from where it was (a CSS transition; none with
+  // reduced motion): the same hand's line, drawn anew, starts from the fit before.
+  const layout = tableContent.querySelector<SVGGElement>("g.layout");
+  const fitKey = `${game.view.matchId}|${game.view.handNumber}|${drawnWidth}`;
+  if (layout) {
+    const transform = layout.style.transform;
+    if (drawnFit.key === fitKey && drawnFit.transform && drawnFit.transform !== transform) {
+      layout.style.transform = drawnFit.transform;
+      layout.getBoundingClientRect(); // the start of the transition
+      layout.style.transform = transform;
+    }
+    drawnFit = { key: fitKey, transform };
+  }
   fitTexts(Math.max(280, drawnWidth));
+  // What the rest of the page shows is set after the table (the status line, the
+  // clocks, the bar's hint): once it is, the table is drawn again, the same, if the
+  // room it has changed, the keyboard's place kept.
+  drawnUi = ui;
+  if (!roomCheck) {
+    roomCheck = true;
+    queueMicrotask(() => {
+      roomCheck = false;
+      checkRoom();
+    });
+  }
 }
 
 /**
@@ -1817,6 +1877,19 @@ function fitTexts(width: number) {
     const size = box.querySelector<SVGTextElement>("text.hand-size");
     const detail = box.querySelector<SVGTextElement>("text.seat-detail");
     if (!size || !detail) continue;
+    // Each on a line of its own (a phone's), within the box: the level alone ("easy",
+    // not "easy bot"), then narrowed.
+    if (size.getAttribute("y") !== detail.getAttribute("y")) {
+      const boxWidth = Number(box.querySelector("rect.seat-box")?.getAttribute("width") ?? 0) - 16;
+      if (detail.getComputedTextLength() > boxWidth) detail.textContent = detail.getAttribute("data-short");
+      for (const text of [size, detail]) {
+        if (text.getComputedTextLength() > boxWidth && boxWidth > 0) {
+          text.setAttribute("textLength", String(boxWidth));
+          text.setAttribute("lengthAdjust", "spacingAndGlyphs");
+        }
+      }
+      continue;
+    }
     const room = () => Number(detail.getAttribute("x")) - Number(size.getAttribute("x")) - size.getComputedTextLength() - 10;
     if (detail.getComputedTextLength() > room()) detail.textContent = detail.getAttribute("data-short");
     if (detail.getComputedTextLength() > room()) size.textContent = size.getAttribute("data-count");
@@ -1835,6 +1908,12 @@ function fitTexts(width: number) {
     }
   }
 }
+// Drawn again when the screen's height changes (the table's room).
+let drawnScreen = window.innerHeight;
+window.addEventListener("resize", () => {
+  if (game && window.innerHeight !== drawnScreen) render();
+  drawnScreen = window.innerHeight;
+});
 // Drawn again when the page's width changes (a phone turned, a window resized).
 new ResizeObserver(() => {
   const width = ($("table") as unknown as SVGSVGElement).clientWidth;

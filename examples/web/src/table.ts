@@ -7,7 +7,7 @@ import { Arm, End, HandEndReason, Phase, SeatKind, type GameView, type LegalMove
 import { SEAT_COLOURS, endName, levelName, pipName, pointsWord, seatMark, seatName, tileName } from "./words.js";
 import { T, lang } from "./lang/index.js";
 import { list, num } from "./lang/util.js";
-import { U, boundingBox, fitLine } from "./line.js";
+import { U, centredAt, fitHolds, fitLine, settleLine, turnBounds, type Box, type Fit } from "./line.js";
 
 /** Below this width (CSS pixels), the compact table of a phone held upright. */
 export const COMPACT = 640;
@@ -15,6 +15,11 @@ export interface TableUi {
   you: number;
   /** The table's width in CSS pixels: the drawing is made to it, one unit a pixel. */
   width: number;
+  /**
+   * The height the table may take on the screen (CSS pixels): the felt takes what the
+   * opponents, the status line and the hand leave of it. Without, a felt of a fixed shape.
+   */
+  room?: number;
   /** The view is new on the page: its last placed tile arrives (a short animation). */
   fresh?: boolean;
   /** While an answer is played back: only the tiles placed up to this order. */
@@ -88,6 +93,20 @@ function openEndName(end: End, pip: number, value: number): string {
   return T.openEnd(endName(end), pipName(pip), value);
 }
 
+/**
+ * The felt's least height (CSS pixels): kept before a hand's tiles are made narrower;
+ * below it only where even narrower tiles leave no more (the hand stays on the screen).
+ */
+const LEAST_FELT = 96;
+const SMALLEST_FELT = 64;
+
+/**
+ * What a hand keeps while it is played, so that its tiles keep their places: where the
+ * line's arms turn (from the felt as the hand began), and the felt's height, which may
+ * shrink (the hand grows by drawing) but not grow back until the next hand.
+ */
+let kept: { key: string; bounds: Box; felt: number; fit?: Fit } | undefined;
+
 /** The table drawn for the view, and its height (its width is `ui.width`). */
 export function renderTable(view: GameView, ui: TableUi): { svg: string; height: number } {
   const parts: string[] = [];
@@ -104,7 +123,9 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   parts.push(`<g class="${compact ? "compact" : "wide"}">`);
 
   // --- The opponents along the top. ---
-  const oppH = compact ? 84 : 124;
+  // On a phone the hand size and the level each have a line of their own (a longer
+  // language's count and level do not fit side by side in a third of a phone).
+  const oppH = compact ? 92 : 124;
   const others = [...Array(players).keys()].filter((s) => s !== ui.you);
   const slot = W / Math.max(others.length, 1);
   others.forEach((seat, i) => {
@@ -134,13 +155,13 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
       `<rect x="${x0 + 4}" y="4" width="${slot - 8}" height="${oppH - 8}" rx="8" class="seat-box" style="stroke:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
       seatMark(seat, x0 + 18, 20, 7),
       `<text x="${x0 + 30}" y="25" class="seat-name" aria-hidden="true">${esc(name)}</text>`,
-      compact && detail ? `<text x="${x0 + slot - 12}" y="${oppH - 14}" class="seat-detail" data-short="${esc(short)}" aria-hidden="true" text-anchor="end">${esc(detail)}</text>` : "",
-      `<text x="${compact ? x0 + 12 : x0 + slot - 14}" y="${oppH - 14}" ${compact ? "" : 'text-anchor="end" '}class="hand-size" data-testid="hand-size-${seat}" data-count="${n}" aria-hidden="true">${esc(T.tiles(n))}</text>`,
+      compact && detail ? `<text x="${x0 + 12}" y="${oppH - 12}" class="seat-detail" data-short="${esc(short)}" aria-hidden="true">${esc(detail)}</text>` : "",
+      `<text x="${compact ? x0 + 12 : x0 + slot - 14}" y="${compact ? oppH - 30 : oppH - 14}" ${compact ? "" : 'text-anchor="end" '}class="hand-size" data-testid="hand-size-${seat}" data-count="${n}" aria-hidden="true">${esc(T.tiles(n))}</text>`,
     );
     const shown = ended ? revealed.get(seat) : undefined;
     const count = shown ? shown.length : n;
-    const top = compact ? 32 : 38;
-    const room = oppH - top - (compact ? 32 : 34);
+    const top = compact ? 31 : 38;
+    const room = compact ? 16 : oppH - top - 34;
     const tw = Math.max(4, Math.min(room / 2, (slot - 24) / Math.max(count, 1) - 3));
     for (let k = 0; k < count; k++) {
       const x = x0 + 12 + k * (tw + 3);
@@ -173,24 +194,67 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
       `${compact ? "" : `<tspan class="sep"> (${esc(T.targetIs(target))})</tspan>`}</text>`,
   );
 
-  // --- The line of play: bent at the felt's edges rather than shrunk below a
-  // readable size; the felt grows taller when even that is not enough. While an
-  // answer is played back, the tiles placed so far and no open end. ---
+  // --- The player's hand's size: in rows that fit the width, below the felt. ---
+  const spectator = ui.you < 0;
+  const hand = spectator ? [] : ended ? (revealed.get(ui.you) ?? view.hand) : view.hand;
+  // The caption (or a hand's end) under the felt, the room for a raised tile's points,
+  // the rows, a margin.
+  const capGap = compact ? 24 : 28;
+  const handGap = compact ? 36 : 42;
+  const rowsIn = (th: number) => {
+    const tw = th / 2;
+    const step = tw + (compact ? 8 : 10);
+    const perRow = Math.max(1, Math.floor((W - 16 + (step - tw)) / step));
+    return { th, tw, step, perRow, rows: Math.max(1, Math.ceil(hand.length / perRow)) };
+  };
+  let tiles = rowsIn(compact ? 88 : 84);
+  // On a phone whose screen has no room for another row (a small one, a hand grown by
+  // drawing), the tiles are made narrower (to 36 px, each still a 44 px target) rather
+  // than the hand pushed off it.
+  const handRoom = ui.room === undefined ? Infinity : ui.room - (line2 + 12) - LEAST_FELT - capGap - handGap - 12;
+  while (compact && tiles.rows > 1 && tiles.rows * tiles.th + (tiles.rows - 1) * 40 > handRoom && tiles.th > 72) tiles = rowsIn(tiles.th - 4);
+  const { th, tw, step, perRow, rows } = tiles;
+  const rowH = th + 40;
+  const handBlock = capGap + handGap + rows * th + (rows - 1) * (rowH - th) + 12;
+
+  // --- The line of play on the felt, which takes the room the rest leaves. Its tiles
+  // keep their places (see line.ts): where the arms turn is kept for the hand, and the
+  // felt does not grow back within it. While an answer is played back, the tiles
+  // placed so far and no open end. ---
   const replaying = ui.upTo !== undefined;
   const layout = replaying ? view.layout.filter((t) => t.order <= ui.upTo!) : view.layout;
   const openEnds = new Set(replaying ? [] : view.openEnds.map((e) => e.end));
   const feltY = line2 + 12;
   const feltW = W - 16;
-  const fitted = fitLine(layout, openEnds, feltW, compact ? Math.max(240, Math.round(W * 0.72)) : 360);
-  const { line, scale } = fitted;
-  const area = { x: 8, y: feltY, w: feltW, h: fitted.height };
-  const shown = [...line.tiles.map((t) => t.box), ...[...line.ends].filter(([e]) => openEnds.has(e) || e === End.UNSPECIFIED).map(([, b]) => b)];
-  const bb = boundingBox(shown);
-  const tx = area.x + area.w / 2 - (bb.x + bb.w / 2) * scale;
-  const ty = area.y + area.h / 2 - (bb.y + bb.h / 2) * scale;
+  const fixed = compact ? Math.max(240, Math.round(W * 0.72)) : 360;
+  const fill = ui.room === undefined ? fixed : Math.max(SMALLEST_FELT, Math.min(Math.round(W * 0.8), Math.floor(ui.room - feltY - handBlock)));
+  const key = `${view.matchId}|${view.handNumber}|${W}`;
+  if (kept?.key === key) kept.felt = Math.min(kept.felt, fill);
+  else kept = { key, bounds: turnBounds(feltW, fill), felt: fill };
+  const area = { x: 8, y: feltY, w: feltW, h: kept.felt };
+  // A hand over: its line as near a readable size (scale 1: 44 by 22 px) as the room
+  // the screen leaves allows, the felt grown into it (no tile moves while the hand is
+  // played; without a room, as tall as that needs).
+  const tallest = playing ? area.h : ui.room === undefined ? area.h + 2000 : Math.max(area.h, fill);
+  let { line, fit, height: feltH } = fitLine(layout, openEnds, area.w, area.h, kept.bounds, 1, tallest);
+  // While the hand is played, the fit drawn last is kept while the line still lies on
+  // the felt with it, and never made larger (the felt may have shrunk since: a longer
+  // language's header, a hint in the bar).
+  if (playing && kept.fit) {
+    const boxes = [...line.tiles.map((t) => t.box), ...[...line.ends].filter(([e]) => openEnds.has(e)).map(([, b]) => b)];
+    if (fitHolds(kept.fit, boxes, area.w, area.h)) fit = kept.fit;
+    else if (fit.scale > kept.fit.scale) fit = centredAt(boxes, kept.fit.scale, area.w, area.h);
+  }
+  if (playing) kept.fit = fit;
+  // Still smaller than readable at a hand's end: laid afresh for the felt it may have.
+  const settled = !playing && fit.scale < 1 ? settleLine(layout, openEnds, area.w, tallest) : undefined;
+  if (settled) [line, fit, feltH] = [settled.line, settled.fit, tallest];
+  area.h = feltH;
+  const scale = fit.scale;
+  const [tx, ty] = [area.x + fit.x, area.y + fit.y];
   const moves = ui.selected && playing ? view.legalMoves.filter((m) => m.tile && tileKey(m.tile) === ui.selected) : [];
   parts.push(`<rect x="${area.x}" y="${area.y}" width="${area.w}" height="${area.h}" rx="14" class="felt" aria-hidden="true"/>`);
-  parts.push(`<g class="layout" data-scale="${scale}" transform="translate(${tx} ${ty}) scale(${scale})">`);
+  parts.push(`<g class="layout" data-scale="${scale}" style="transform:translate(${tx}px, ${ty}px) scale(${scale})">`);
   // The placed tiles, in the order they were played: a list of its own. The last
   // placed is marked.
   const last = Math.max(-1, ...layout.map((t) => t.order));
@@ -215,7 +279,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   // targets (buttons inside the end's item), each at least 44 pixels square to touch.
   // A finished hand has no slots.
   const endItems: string[] = [];
-  const reach = 44 / scale;
+  const reach = 46 / scale; // (44 px, and a margin for rounding)
   for (const [end, box] of line.ends) {
     const move = moves.find((m) => m.end === end);
     const open = view.openEnds.find((e) => e.end === end);
@@ -267,33 +331,29 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
           : T.winMatchYou
         : T.winMatch(list(lang, winners.map((s) => seatName(s, ui.you))), winners.length)
       : T.handIsOverMoment(view.lastHand.hand);
-    const cy = area.y + area.h / 2;
+    // Under the felt, in the caption's place: the last line stays in view. It arrives
+    // once, with the state (not again at every redraw).
+    const top = area.y + area.h + 6;
+    const h = capGap + handGap - 20;
     parts.push(
-      `<g class="moment${over ? " match-over" : ""}" data-testid="moment" role="img" aria-label="${esc(title)}">`,
-      `<rect x="${area.x + 12}" y="${cy - 34}" width="${area.w - 24}" height="68" rx="12" class="moment-box"/>`,
-      `<text x="${area.x + area.w / 2}" y="${cy + 9}" text-anchor="middle" class="moment-text">${esc(title)}</text>`,
+      `<g class="moment${over ? " match-over" : ""}${ui.fresh ? " arriving" : ""}" data-testid="moment" role="img" aria-label="${esc(title)}">`,
+      `<rect x="${area.x}" y="${top}" width="${area.w}" height="${h}" rx="10" class="moment-box"/>`,
+      `<text x="${area.x + area.w / 2}" y="${top + h / 2 + (compact ? 6 : 8)}" text-anchor="middle" class="moment-text">${esc(title)}</text>`,
       "</g>",
     );
   }
 
-  // --- The player's hand along the bottom, in rows that fit the width. ---
-  const spectator = ui.you < 0;
-  const hand = spectator ? [] : ended ? (revealed.get(ui.you) ?? view.hand) : view.hand;
+  // --- The player's hand along the bottom. ---
   const playable = new Set(playing ? view.legalMoves.map((m) => tileKey(m.tile!)) : []);
   const youTurn = playing && view.turn === ui.you;
-  const capY = area.y + area.h + 28;
+  const capY = area.y + area.h + capGap;
+  const momentShown = !playing && view.lastHand !== undefined && !replaying;
   parts.push(
-    (spectator ? "" : seatMark(ui.you, 18, capY - 6, 7)) +
+    momentShown ? "" : (spectator ? "" : seatMark(ui.you, 18, capY - 6, 7)) +
       `<text x="${spectator ? 10 : 30}" y="${capY}" class="seat-name" data-testid="caption">${esc(spectator ? T.watchingNoHand : seatLabel(view, ui.you, ui.you))}` +
       `${youTurn ? ` · ${esc(view.mustDraw ? T.captionDraw : ui.selected ? T.captionEnd : T.captionTile)}` : ""}</text>`,
   );
-  const th = compact ? 88 : 84;
-  const tw = th / 2;
-  const step = tw + (compact ? 8 : 10);
-  const perRow = Math.max(1, Math.floor((W - 16 + (step - tw)) / step));
-  const rows = Math.max(1, Math.ceil(hand.length / perRow));
-  const handTop = capY + 42;
-  const rowH = th + 40;
+  const handTop = capY + handGap;
   parts.push(`<g class="hand" role="group" aria-label="${esc(T.yourHand(hand.length))}">`);
   hand.forEach((t, k) => {
     const key = tileKey(t);
@@ -311,6 +371,8 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
       `<g class="in-hand${can ? " playable" : ""}${chosen ? " chosen" : ""}${advised ? " advised" : ""}" role="button" tabindex="0"` +
         ` aria-label="${esc(label)}" aria-pressed="${chosen}" aria-disabled="${!can || ui.busy}" data-key="tile-${key}" data-tile="${key}">`,
       `<title>${esc(label)}</title>`,
+      // A tile made narrower is still a 44 px target (its gap is 8 px: none overlap).
+      tw < 44 ? `<rect x="${x + tw / 2 - 22}" y="${y}" width="44" height="${th}" class="hit"/>` : "",
       face(x, y, th, false, t.a, t.b),
       best ? `<text x="${x + tw / 2}" y="${y - 10}" text-anchor="middle" class="points" aria-hidden="true">+${best}</text>` : "",
       "</g>",
@@ -318,6 +380,6 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   });
   parts.push("</g>");
   parts.push("</g>");
-  const height = handTop + rows * th + (rows - 1) * (rowH - th) + 16;
+  const height = area.y + area.h + handBlock;
   return { svg: parts.join(""), height };
 }
