@@ -29,6 +29,10 @@ type FollowPolicy struct {
 	// OnRewatch, if set, is told why a stream ended (nil: an OK end; ErrSilent) before
 	// each wait.
 	OnRewatch func(cause error)
+	// OnMessage, if set, is told of every message as it arrives, before a change is
+	// handed on: a heartbeat (the stream is alive: clear a "reconnecting" banner), a
+	// rematch offer (WatchResponse.rematch, which Follow does not act on).
+	OnMessage func(*allfivesv1.WatchResponse)
 }
 
 // DefaultFollow: 2 × the default 15 s heartbeat period and some slack before a heartbeat
@@ -59,7 +63,7 @@ func (c *Client) Follow(ctx context.Context, req *allfivesv1.WatchRequest, view 
 	failures := 0 // streams in a row that brought no change and lived less than the liveness bound
 	for !over {
 		opened, changed := time.Now(), false
-		cause := c.watchOnce(ctx, req, &liveness, func(change *allfivesv1.WatchChange) error {
+		cause := c.watchOnce(ctx, req, &liveness, policy.OnMessage, func(change *allfivesv1.WatchChange) error {
 			if bytes.Equal(change.GetView().GetStateId(), req.LastStateId) {
 				return nil // already handed on
 			}
@@ -118,11 +122,12 @@ func (c *Client) Follow(ctx context.Context, req *allfivesv1.WatchRequest, view 
 	return nil
 }
 
-// watchOnce runs one Watch stream from req, giving each change to take until it
+// watchOnce runs one Watch stream from req, telling told of each message and giving
+// each change to take until it
 // returns an error, the stream ends (nil: an OK end), fails, or says nothing for
 // *liveness (ErrSilent); a heartbeat sets *liveness to twice its period.
 func (c *Client) watchOnce(ctx context.Context, req *allfivesv1.WatchRequest, liveness *time.Duration,
-	take func(*allfivesv1.WatchChange) error) error {
+	told func(*allfivesv1.WatchResponse), take func(*allfivesv1.WatchChange) error) error {
 	streamCtx, cancel := context.WithCancel(ctx) // no deadline: a stream lasts
 	defer cancel()
 	var silent atomic.Bool
@@ -141,6 +146,9 @@ func (c *Client) watchOnce(ctx context.Context, req *allfivesv1.WatchRequest, li
 			*liveness = 2 * time.Duration(beat.GetIntervalMs()) * time.Millisecond
 		}
 		timer.Reset(*liveness)
+		if told != nil {
+			told(m)
+		}
 		if change := m.GetChange(); change != nil {
 			err = take(change)
 		}
