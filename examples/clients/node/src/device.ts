@@ -33,7 +33,7 @@ import {
   type GameView,
   type WatchChange,
 } from "./gen/allfives/v1/allfives_pb.js";
-import { ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
+import { defaultFollowPolicy, follow, reasonOf } from "./follow.js";
 
 type Api = Client<typeof AllFivesService>;
 const CALL = { timeoutMs: 10_000 };
@@ -44,12 +44,6 @@ function check(condition: boolean, what: string): asserts condition {
 }
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The ErrorInfo reason of a refusal, if it has one. */
-function reasonOf(err: unknown): ErrorReason | undefined {
-  const info = ConnectError.from(err).findDetails(ErrorInfoSchema)[0];
-  return info ? ErrorReason[info.reason as keyof typeof ErrorReason] : undefined;
-}
 
 class Device {
   seat: number | undefined = 0;
@@ -62,7 +56,7 @@ class Device {
   calls = 0;
 
   constructor(
-    readonly api: Api,
+    public api: Api,
     readonly pauseMs: number,
   ) {}
 
@@ -102,7 +96,9 @@ class Device {
       } catch (err) {
         if (reasonOf(err) === ErrorReason.STATE_STALE) return;
         const code = ConnectError.from(err).code;
-        const retryable = [Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled].includes(code);
+        // Unknown: over gRPC-Web, a fetch that failed (its keep-alive connection closed
+        // by the server's connection age as it was sent); a move is safe to send again.
+        const retryable = [Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled, Code.Unknown].includes(code);
         if (!retryable || attempt >= 3) throw err;
         await sleep(100 * 2 ** attempt);
       }
@@ -133,25 +129,26 @@ class Device {
     }
   }
 
-  /** Follows the match to its end, playing its turns, watching again whenever a stream
-   * ends. */
-  async play(): Promise<void> {
-    while (!this.over()) {
-      const abort = new AbortController();
-      try {
-        for await (const message of this.watch(this.seat, this.token, this.view?.stateId ?? new Uint8Array(), abort.signal)) {
-          if (message.kind.case === "change") {
-            this.take(message.kind.value);
-            if (this.over()) break;
-          }
-          await this.act();
-        }
-      } catch (err) {
-        if (err instanceof Inconsistency) throw err;
-        await sleep(200); // the stream broke: watch again, as after a clean end
-      } finally {
-        abort.abort();
-      }
+  /** Follows the match to its end with the library's follow (which watches again
+   * whenever a stream ends), playing its turns. Short waits between streams, for a
+   * test's match; a device keeps defaultFollowPolicy. */
+  async play(connect: () => Api): Promise<void> {
+    const view = this.view;
+    check(view !== undefined, "no view to follow from");
+    await this.act();
+    this.watches++;
+    const changes = follow(
+      this.api,
+      { state: this.token, view, viewer: this.seat, credential: this.credential },
+      {
+        policy: { ...defaultFollowPolicy, firstBackoffMs: 20, maxBackoffMs: 500 },
+        onRewatch: () => this.watches++,
+        reconnect: () => (this.api = connect()),
+      },
+    );
+    for await (const change of changes) {
+      this.take(change);
+      await this.act();
     }
   }
 }
@@ -170,8 +167,9 @@ async function main(): Promise<number> {
     },
   });
   const baseUrl = `http://${args.addr}`;
-  const transport = args.transport === "grpc-web" ? createGrpcWebTransport({ baseUrl }) : createGrpcTransport({ baseUrl });
-  const device = new Device(createClient(AllFivesService, transport), Number(args["pause-ms"]));
+  const connect = () =>
+    createClient(AllFivesService, args.transport === "grpc-web" ? createGrpcWebTransport({ baseUrl }) : createGrpcTransport({ baseUrl }));
+  const device = new Device(connect(), Number(args["pause-ms"]));
   const started = Date.now();
   if (args.host) {
     check(args.invite !== undefined, "--host needs --invite FILE");
@@ -207,7 +205,7 @@ async function main(): Promise<number> {
     device.token = claimed.state;
     device.view = claimed.view;
   }
-  await device.play();
+  await device.play(connect);
   const view = device.view;
   check(view !== undefined, "no view");
   console.log(
