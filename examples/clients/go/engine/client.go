@@ -34,7 +34,7 @@ var DefaultRetry = Retry{Attempts: 4, Backoff: 200 * time.Millisecond, MaxBackof
 // Client calls one allfives server. It is safe for concurrent use; make one per
 // server and keep it.
 type Client struct {
-	conn    *redialer // nil for FromConn's clients
+	conn    *grpc.ClientConn
 	stub    allfivesv1.AllFivesServiceClient
 	timeout time.Duration
 	retry   Retry
@@ -48,8 +48,8 @@ type Client struct {
 // server closes it (age, idle, a restart), and resends a call the server refused
 // unprocessed during a graceful close. timeout bounds every attempt of every call.
 func Dial(addr string, timeout time.Duration, retry Retry) (*Client, error) {
-	conn := &redialer{addr: addr}
-	if err := conn.redial(); err != nil {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
 		return nil, err // a malformed address; nothing is dialled yet
 	}
 	c := FromConn(allfivesv1.NewAllFivesServiceClient(conn), timeout, retry)
@@ -72,35 +72,7 @@ func (c *Client) Close() error {
 	if c.conn == nil {
 		return nil
 	}
-	return c.conn.Load().Close()
-}
-
-// redialer is the client's channel, which Follow replaces with a new one when a stream
-// goes silent (a half-open connection: grpc-go has no call that drops one connection
-// of a channel and keeps the channel). Each call takes the channel current when it
-// starts; calls still open on the old one end with CANCELED, which call retries.
-type redialer struct {
-	addr string
-	atomic.Pointer[grpc.ClientConn]
-}
-
-func (r *redialer) redial() error {
-	conn, err := grpc.NewClient(r.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	if old := r.Swap(conn); old != nil {
-		old.Close()
-	}
-	return nil
-}
-
-func (r *redialer) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	return r.Load().Invoke(ctx, method, args, reply, opts...)
-}
-
-func (r *redialer) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	return r.Load().NewStream(ctx, desc, method, opts...)
+	return c.conn.Close()
 }
 
 // Calls is how many attempts this client made; Retries how many of them were retries.

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	allfivesv1 "example.com/allfives/goclient/gen/allfives/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -40,8 +42,8 @@ type FollowPolicy struct {
 var DefaultFollow = FollowPolicy{Liveness: 35 * time.Second, FirstBackoff: time.Second, MaxBackoff: 15 * time.Second}
 
 // ErrSilent is the cause OnRewatch is told of a stream that said nothing, not even a
-// heartbeat, for the liveness bound: the client's connection is taken for dead and
-// replaced.
+// heartbeat, for the liveness bound: its connection is taken for dead, and the next
+// stream goes on a new one.
 var ErrSilent = errors.New("the stream said nothing, not even a heartbeat, for the liveness bound")
 
 // Follow follows a match until it is over (a server with a match store): it calls
@@ -51,19 +53,47 @@ var ErrSilent = errors.New("the stream said nothing, not even a heartbeat, for t
 // that ends the match (at once if view is over). It watches again from the last
 // state_id seen after every stream that ends: with OK (the server drained, or the
 // connection aged), with an error (Watch changes nothing, so every error is tried
-// again) except a final one (EndsFollow), or silent for the liveness bound. Heartbeats
-// and rematch offers are not passed on. It returns onChange's error at once (the
+// again) except a final one (EndsFollow), or silent for a liveness bound. A dialled
+// client's streams go on a connection of Follow's own (closed when it returns), so that
+// a silent one can be replaced; the client's calls keep theirs. Heartbeats and rematch
+// offers are not passed on (FollowPolicy.OnMessage sees them). It returns onChange's error at once (the
 // stream cancelled), an *Error for a final refusal, and ctx.Err() when ctx ends.
 func (c *Client) Follow(ctx context.Context, req *allfivesv1.WatchRequest, view *allfivesv1.GameView,
 	policy FollowPolicy, onChange func(*allfivesv1.WatchChange) error) error {
 	req = proto.Clone(req).(*allfivesv1.WatchRequest)
 	req.LastStateId = view.GetStateId()
 	over := view.GetPhase() == allfivesv1.Phase_PHASE_OVER
+	// A dialled client's streams go on a connection of Follow's own, replaced by a new
+	// one after a silent stream (grpc-go has no call that drops a channel's connection
+	// and keeps the channel); FromConn's client watches on its own stub.
+	stub, conn := c.stub, (*grpc.ClientConn)(nil)
+	dial := func() error {
+		if c.conn == nil {
+			return nil
+		}
+		if conn != nil {
+			conn.Close()
+		}
+		var err error
+		conn, err = grpc.NewClient(c.conn.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err == nil {
+			stub = allfivesv1.NewAllFivesServiceClient(conn)
+		}
+		return err
+	}
+	if err := dial(); err != nil {
+		return err
+	}
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
 	liveness := policy.Liveness
 	failures := 0 // streams in a row that brought no change and lived less than the liveness bound
 	for !over {
 		opened, changed := time.Now(), false
-		cause := c.watchOnce(ctx, req, &liveness, policy.OnMessage, func(change *allfivesv1.WatchChange) error {
+		cause := c.watchOnce(ctx, stub, req, &liveness, policy.OnMessage, func(change *allfivesv1.WatchChange) error {
 			if bytes.Equal(change.GetView().GetStateId(), req.LastStateId) {
 				return nil // already handed on
 			}
@@ -90,8 +120,8 @@ func (c *Client) Follow(ctx context.Context, req *allfivesv1.WatchRequest, view 
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(cause, ErrSilent):
-			if c.conn != nil {
-				c.conn.redial() // the connection is dead: the next stream opens another
+			if err := dial(); err != nil { // the connection is dead: the next stream opens another
+				return err
 			}
 		case cause != nil:
 			e := FromError("Watch", cause)
@@ -100,8 +130,8 @@ func (c *Client) Follow(ctx context.Context, req *allfivesv1.WatchRequest, view 
 			}
 			// Unreachable: grpc-go's own reconnect backoff (up to two minutes) must not
 			// outlast this one's, so the next stream tries a connection at once.
-			if e.Code == codes.Unavailable && c.conn != nil {
-				c.conn.Load().ResetConnectBackoff()
+			if e.Code == codes.Unavailable && conn != nil {
+				conn.ResetConnectBackoff()
 			}
 		}
 		heard := changed || time.Since(opened) >= liveness
@@ -126,14 +156,15 @@ func (c *Client) Follow(ctx context.Context, req *allfivesv1.WatchRequest, view 
 // each change to take until it
 // returns an error, the stream ends (nil: an OK end), fails, or says nothing for
 // *liveness (ErrSilent); a heartbeat sets *liveness to twice its period.
-func (c *Client) watchOnce(ctx context.Context, req *allfivesv1.WatchRequest, liveness *time.Duration,
+func (c *Client) watchOnce(ctx context.Context, stub allfivesv1.AllFivesServiceClient, req *allfivesv1.WatchRequest, liveness *time.Duration,
 	told func(*allfivesv1.WatchResponse), take func(*allfivesv1.WatchChange) error) error {
 	streamCtx, cancel := context.WithCancel(ctx) // no deadline: a stream lasts
 	defer cancel()
 	var silent atomic.Bool
 	timer := time.AfterFunc(*liveness, func() { silent.Store(true); cancel() })
 	defer timer.Stop()
-	stream, err := c.Watch(streamCtx, req)
+	c.calls.Add(1)
+	stream, err := stub.Watch(streamCtx, req)
 	for err == nil {
 		var m *allfivesv1.WatchResponse
 		if m, err = stream.Recv(); err != nil {

@@ -92,6 +92,7 @@ func (d *device) act(ctx context.Context) error {
 	return nil
 }
 
+// [START go_watch]
 // follow follows the match as this device's seat until it is over, acting on its
 // turns, with the engine package's Follow: it watches again, from the last state_id
 // seen, each time a stream ends (the connection aged every second in CI). The waits
@@ -124,6 +125,8 @@ func (d *device) follow(ctx context.Context) error {
 	}
 	return nil
 }
+
+// [END go_watch]
 
 // twoDevices plays a match between two devices, one goroutine and one connection
 // each: the host makes the match (seat 0 claimed, seat 1 open) and an invite code; the
