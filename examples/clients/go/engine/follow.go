@@ -176,13 +176,13 @@ func (c *Client) watchOnce(ctx context.Context, stub allfivesv1.AllFivesServiceC
 		if beat := m.GetHeartbeat(); beat.GetIntervalMs() > 0 {
 			*liveness = 2 * time.Duration(beat.GetIntervalMs()) * time.Millisecond
 		}
-		timer.Reset(*liveness)
 		if told != nil {
 			told(m)
 		}
 		if change := m.GetChange(); change != nil {
 			err = take(change)
 		}
+		timer.Reset(*liveness) // the time the caller spent on a change does not count
 	}
 	switch {
 	case silent.Load() && ctx.Err() == nil:
