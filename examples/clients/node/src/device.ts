@@ -22,8 +22,8 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import {
   AllFivesService,
@@ -95,10 +95,11 @@ class Device {
         return;
       } catch (err) {
         if (reasonOf(err) === ErrorReason.STATE_STALE) return;
-        const code = ConnectError.from(err).code;
-        // Unknown: over gRPC-Web, a fetch that failed (its keep-alive connection closed
-        // by the server's connection age as it was sent); a move is safe to send again.
-        const retryable = [Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled, Code.Unknown].includes(code);
+        // A move is safe to send again (the same token, the same answer). Without a
+        // reason the failure is the transport's, not a refusal: a stream the server
+        // refused as its connection aged (INTERNAL, REFUSED_STREAM), a fetch that failed
+        // over gRPC-Web (UNKNOWN), UNAVAILABLE...
+        const retryable = err instanceof ConnectError && reasonOf(err) === undefined;
         if (!retryable || attempt >= 3) throw err;
         await sleep(100 * 2 ** attempt);
       }
@@ -132,7 +133,7 @@ class Device {
   /** Follows the match to its end with the library's follow (which watches again
    * whenever a stream ends), playing its turns. Short waits between streams, for a
    * test's match; a device keeps defaultFollowPolicy. */
-  async play(connect: () => Api): Promise<void> {
+  async play(reconnect: () => Api): Promise<void> {
     const view = this.view;
     check(view !== undefined, "no view to follow from");
     await this.act();
@@ -143,7 +144,7 @@ class Device {
       {
         policy: { ...defaultFollowPolicy, firstBackoffMs: 20, maxBackoffMs: 500 },
         onRewatch: () => this.watches++,
-        reconnect: () => (this.api = connect()),
+        reconnect: () => (this.api = reconnect()),
       },
     );
     for await (const change of changes) {
@@ -167,9 +168,19 @@ async function main(): Promise<number> {
     },
   });
   const baseUrl = `http://${args.addr}`;
-  const connect = () =>
-    createClient(AllFivesService, args.transport === "grpc-web" ? createGrpcWebTransport({ baseUrl }) : createGrpcTransport({ baseUrl }));
-  const device = new Device(connect(), Number(args["pause-ms"]));
+  // After a silent stream: over gRPC, the same client once its dead connection is
+  // dropped; over gRPC-Web, a client on a new transport.
+  let client: Api;
+  let reconnect: () => Api;
+  if (args.transport === "grpc-web") {
+    reconnect = () => createClient(AllFivesService, createGrpcWebTransport({ baseUrl }));
+    client = reconnect();
+  } else {
+    const sessionManager = new Http2SessionManager(baseUrl);
+    client = createClient(AllFivesService, createGrpcTransport({ baseUrl, sessionManager }));
+    reconnect = () => (sessionManager.abort(), client);
+  }
+  const device = new Device(client, Number(args["pause-ms"]));
   const started = Date.now();
   if (args.host) {
     check(args.invite !== undefined, "--host needs --invite FILE");
@@ -205,7 +216,7 @@ async function main(): Promise<number> {
     device.token = claimed.state;
     device.view = claimed.view;
   }
-  await device.play(connect);
+  await device.play(reconnect);
   const view = device.view;
   check(view !== undefined, "no view");
   console.log(

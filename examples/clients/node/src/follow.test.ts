@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { createClient, type Client } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { AllFivesService, ErrorReason, Phase, type GameView, type WatchChange } from "./gen/allfives/v1/allfives_pb.js";
 import { follow, reasonOf, WatchSilentError, type FollowPolicy } from "./follow.js";
 
@@ -126,7 +126,8 @@ class Proxy {
   }
 }
 
-const api = (port: number): Api => createClient(AllFivesService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${port}` }));
+const api = (port: number, sessionManager?: Http2SessionManager): Api =>
+  createClient(AllFivesService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${port}`, sessionManager }));
 const CALL = { timeoutMs: 10_000 };
 
 /** Moves for both seats of a two-human match, straight to its server. */
@@ -182,15 +183,17 @@ class Follower {
   finished = false;
 
   constructor(port: number, mover: Mover, credential = mover.creds.get(0)) {
+    const sessionManager = new Http2SessionManager(`http://127.0.0.1:${port}`);
+    const client = api(port, sessionManager);
     const changes = follow(
-      api(port),
+      client,
       { state: mover.state, view: mover.view, viewer: 0, credential },
       {
         policy: fast,
         signal: this.abort.signal,
         onRewatch: (cause) => this.causes.push(cause),
         onMessage: (m) => void (m.kind.case === "heartbeat" && this.beats++),
-        reconnect: () => api(port),
+        reconnect: () => (sessionManager.abort(), client), // the same client, on a new connection
       },
     );
     this.done = (async () => {
@@ -201,7 +204,7 @@ class Follower {
       }
       this.finished = true;
     })();
-    closing.push(() => this.abort.abort());
+    closing.push(() => (this.abort.abort(), sessionManager.abort()));
   }
 
   saw(id: string): Promise<void> {

@@ -41,10 +41,12 @@ export interface FollowOptions {
   /** Told of every message as it arrives: heartbeats (clear a "reconnecting" banner),
    * rematch offers (WatchResponse.rematch, which follow does not act on). */
   onMessage?: (message: WatchResponse) => void;
-  /** A client on a new connection, asked for after a silent stream (Connect's
-   * transports have no call that drops one connection); without it the same client
-   * watches again, and the transport's own pings (connect-node's pingIntervalMs) must
-   * find the dead connection. */
+  /** The client to watch on after a silent stream, its dead connection dropped. Over
+   * gRPC with connect-node, make the transport with a `sessionManager` of your own
+   * (`new Http2SessionManager(baseUrl)`) and pass `() => (manager.abort(), client)`:
+   * the same client opens a new connection. Over gRPC-Web (fetch), a client on a new
+   * transport. Without it the same client watches again, and only the transport's
+   * own pings (connect-node's pingIntervalMs) would find the dead connection. */
   reconnect?: () => Api;
 }
 
