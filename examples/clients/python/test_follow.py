@@ -352,5 +352,14 @@ class FollowTest(unittest.TestCase):
         self.assertEqual(follower.causes, [])
 
 
+class BackoffTest(unittest.TestCase):
+    def test_backoff_is_jittered_within_its_step_and_capped(self) -> None:
+        policy = afc.FollowPolicy(first_backoff=0.1, max_backoff=0.4)
+        for failures, step in {1: 0.1, 2: 0.2, 3: 0.4, 4: 0.4, 40: 0.4}.items():
+            for _ in range(200):
+                self.assertTrue(step / 2 <= policy.backoff(failures, ok_end=False) <= step)
+                self.assertTrue(0 <= policy.backoff(failures, ok_end=True) <= step)
+
+
 if __name__ == "__main__":
     unittest.main()

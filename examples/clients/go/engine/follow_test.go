@@ -473,3 +473,18 @@ func TestAFinalRefusalEndsTheFollowWithItsError(t *testing.T) {
 		t.Fatal("a refused follow did not end")
 	}
 }
+
+func TestFollowBackoffIsJitteredWithinItsStepAndCapped(t *testing.T) {
+	p := FollowPolicy{FirstBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}
+	for failures, step := range map[int]time.Duration{1: 100, 2: 200, 3: 400, 4: 400, 40: 400} {
+		step *= time.Millisecond
+		for range 200 {
+			if wait := p.backoff(failures, false); wait < step/2 || wait > step {
+				t.Fatalf("after an error, failure %d: %v, not within [%v, %v]", failures, wait, step/2, step)
+			}
+			if wait := p.backoff(failures, true); wait < 0 || wait > step {
+				t.Fatalf("after an OK end, failure %d: %v, not within [0, %v]", failures, wait, step)
+			}
+		}
+	}
+}

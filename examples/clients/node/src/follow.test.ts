@@ -20,7 +20,7 @@ import { after, test } from "node:test";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { AllFivesService, ErrorReason, Phase, type GameView, type WatchChange } from "./gen/allfives/v1/allfives_pb.js";
-import { follow, reasonOf, WatchSilentError, type FollowPolicy } from "./follow.js";
+import { follow, followBackoff, reasonOf, WatchSilentError, type FollowPolicy } from "./follow.js";
 
 type Api = Client<typeof AllFivesService>;
 const fast: FollowPolicy = { livenessMs: 30_000, firstBackoffMs: 20, maxBackoffMs: 200 };
@@ -292,4 +292,16 @@ test("a final refusal ends the follow with its error", { skip }, async () => {
   await follower.ended(60);
   assert.equal(reasonOf(follower.error), ErrorReason.CREDENTIAL_INVALID);
   assert.deepEqual(follower.causes, []);
+});
+
+test("the backoff is jittered within its step, and capped", () => {
+  const policy: FollowPolicy = { livenessMs: 1_000, firstBackoffMs: 100, maxBackoffMs: 400 };
+  for (const [failures, step] of [[1, 100], [2, 200], [3, 400], [4, 400], [40, 400]]) {
+    for (let i = 0; i < 200; i++) {
+      const afterError = followBackoff(policy, failures, false);
+      const afterOk = followBackoff(policy, failures, true);
+      assert.ok(afterError >= step / 2 && afterError <= step, `after an error, failure ${failures}: ${afterError}`);
+      assert.ok(afterOk >= 0 && afterOk <= step, `after an OK end, failure ${failures}: ${afterOk}`);
+    }
+  }
 });
