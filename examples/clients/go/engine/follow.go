@@ -56,8 +56,9 @@ var ErrSilent = errors.New("the stream said nothing, not even a heartbeat, for t
 // again) except a final one (EndsFollow), or silent for a liveness bound. A dialled
 // client's streams go on a connection of Follow's own (closed when it returns), so that
 // a silent one can be replaced; the client's calls keep theirs. Heartbeats and rematch
-// offers are not passed on (FollowPolicy.OnMessage sees them). It returns onChange's error at once (the
-// stream cancelled), an *Error for a final refusal, and ctx.Err() when ctx ends.
+// offers are not passed on (FollowPolicy.OnMessage sees them). It returns onChange's
+// error at once (the stream cancelled), an *Error for a final refusal, and ctx.Err()
+// when ctx ends.
 func (c *Client) Follow(ctx context.Context, req *allfivesv1.WatchRequest, view *allfivesv1.GameView,
 	policy FollowPolicy, onChange func(*allfivesv1.WatchChange) error) error {
 	req = proto.Clone(req).(*allfivesv1.WatchRequest)
@@ -128,6 +129,7 @@ func (c *Client) Follow(ctx context.Context, req *allfivesv1.WatchRequest, view 
 			if e.EndsFollow() {
 				return e
 			}
+			cause = e // OnRewatch is told the *Error
 			// Unreachable: grpc-go's own reconnect backoff (up to two minutes) must not
 			// outlast this one's, so the next stream tries a connection at once.
 			if e.Code == codes.Unavailable && conn != nil {
