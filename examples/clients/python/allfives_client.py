@@ -364,11 +364,58 @@ class ApiError(Exception):
 class Client:
     """The generated stub, with per-call deadlines, retries and decoded errors."""
 
-    def __init__(self, channel: grpc.Channel, timeout: float) -> None:
+    def __init__(self, channel: grpc.Channel, timeout: float, address: str | None = None) -> None:
+        self.channel = channel
         self.stub = pb_grpc.AllFivesServiceStub(channel)
         self.timeout = timeout
+        self.address = address  # known (connect): `follow` can replace a dead connection
         self.calls = 0
         self.retries = 0
+
+    @classmethod
+    def connect(cls, address: str, timeout: float) -> Client:
+        """A client of the server at `address` ("127.0.0.1:50051") on a channel of its own."""
+        return cls(grpc.insecure_channel(address), timeout, address)
+
+    def redial(self) -> None:
+        """A new channel in place of this one, when the client made it (connect):
+        grpcio has no call that drops one connection of a channel and keeps it."""
+        if self.address is not None:
+            old, self.channel = self.channel, grpc.insecure_channel(self.address)
+            self.stub = pb_grpc.AllFivesServiceStub(self.channel)
+            old.close()
+
+    # [START python_follow_method]
+    def follow(
+        self,
+        token: bytes,
+        view,
+        viewer: int | None = None,
+        credential: bytes = b"",
+        policy: FollowPolicy | None = None,
+        cancel: threading.Event | None = None,
+        on_rewatch=None,
+        on_message=None,
+    ):
+        """Follows a match until it is over (a server with a match store): a generator
+        of every change (WatchChange) after `view` (the latest the caller holds, with
+        `token`), as `viewer` with its `credential` (None: a spectator), each once and in
+        order (a `catch_up` change, when several were missed, replaces the table); it
+        ends after the change that ends the match (at once if `view` is over). It
+        watches again from the last state_id seen after every stream that ends: OK (the
+        server drained, the connection aged), an error (raised only if `ends_follow`:
+        ApiError), or silent for the liveness bound (the channel replaced, when this
+        client made it). Between streams it waits `policy.backoff`. `on_rewatch(cause)`
+        is told why a stream ended (None: OK; WatchSilent; ApiError) before each wait;
+        `on_message(m)` of every message (heartbeats, rematch offers) as it arrives.
+        Setting `cancel` (another thread) or closing the generator ends it and its
+        stream, without an error."""
+        return _follow(
+            self, token, view, viewer, credential, policy or FollowPolicy(), cancel, on_rewatch,
+            on_message,
+        )
+
+    # [END python_follow_method]
 
     def call(self, method: str, request, retries: int = 3):
         for attempt in range(retries + 1):
@@ -446,6 +493,121 @@ class Client:
         from its next turn; refused SEAT_NOT_HELD when no bot holds it."""
         request = pb.ReturnToSeatRequest(state=token, seat=seat, credential=credential)
         return self.call("ReturnToSeat", request)
+
+
+# --- Following a match (Watch) -------------------------------------------------------
+#
+# docs/clients.md, "Following a match": the same shape in every client library.
+
+# [START python_follow]
+# Reasons a Watch refusal ends `follow`: watching again cannot change them (the match
+# forgotten, the seat's credential refused or missing, a bot's seat, a damaged or
+# foreign token, a server without a match store, a request it cannot read). Anything
+# else (UNAVAILABLE, a proxy's INTERNAL, the server's load refusals) is watched again:
+# Watch changes nothing.
+FINAL_WATCH_REASONS = {
+    pb.MATCH_FORGOTTEN, pb.CREDENTIAL_REQUIRED, pb.CREDENTIAL_INVALID, pb.SEAT_IS_BOT,
+    pb.STORE_REQUIRED, pb.TOKEN_MALFORMED, pb.TOKEN_UNKNOWN_KEY, pb.TOKEN_UNSUPPORTED_VERSION,
+    pb.TOKEN_INVALID, pb.INVALID_FIELD, pb.MALFORMED_REQUEST,
+}
+
+
+def ends_follow(error: ApiError) -> bool:
+    """Whether a Watch refusal ends `follow` (a server without Watch does too)."""
+    return error.reason in FINAL_WATCH_REASONS or error.code == grpc.StatusCode.UNIMPLEMENTED
+
+
+class WatchSilent(Exception):
+    """A Watch stream said nothing, not even a heartbeat, for the liveness bound: its
+    connection is taken for dead (a half-open connection after a network change)."""
+
+
+@dataclass
+class FollowPolicy:
+    """How `Client.follow` keeps a match followed. `liveness` (seconds) bounds a
+    stream's silence until a heartbeat says the server's period (twice
+    Heartbeat.interval_ms from then on). The wait between streams starts at
+    `first_backoff`, doubles at each stream in a row that brought no change and lived
+    less than the liveness bound, up to `max_backoff`: drawn between half and all of
+    it after an error, between none and all after an OK end."""
+
+    liveness: float = 35.0  # 2 x the default 15 s heartbeat, and some slack
+    first_backoff: float = 1.0
+    max_backoff: float = 15.0
+
+    def backoff(self, failures: int, ok_end: bool) -> float:
+        step = min(self.first_backoff * 2 ** min(max(failures - 1, 0), 30), self.max_backoff)
+        return random.uniform(0.0 if ok_end else step / 2, step)
+
+
+def _follow(client, token: bytes, view, viewer, credential, policy, cancel, on_rewatch, on_message):
+    cancel = cancel or threading.Event()
+    last = view.state_id
+    over = view.phase == pb.PHASE_OVER
+    liveness = policy.liveness
+    failures = 0  # streams in a row that brought no change and lived less than liveness
+    while not over and not cancel.is_set():
+        request = pb.WatchRequest(state=token, last_state_id=last)
+        if viewer is not None:
+            request.viewer, request.credential = viewer, credential
+        stream = client.stub.Watch(request)  # no deadline: a stream lasts
+        # The watchdog: the stream cancelled once it has been waited on, silent, for
+        # `liveness`, or when `cancel` is set. (Time the caller spends on a change
+        # does not count.)
+        waiting_since = [time.monotonic()]
+        silent, done = threading.Event(), threading.Event()
+
+        def watchdog() -> None:
+            while not done.wait(0.1):
+                since = waiting_since[0]
+                if cancel.is_set() or (since is not None and time.monotonic() - since > liveness):
+                    if not cancel.is_set():
+                        silent.set()
+                    stream.cancel()
+                    return
+
+        threading.Thread(target=watchdog, daemon=True).start()
+        opened, changed, cause = time.monotonic(), False, None
+        try:
+            for message in stream:
+                waiting_since[0] = None
+                if message.HasField("heartbeat") and message.heartbeat.interval_ms:
+                    liveness = 2 * message.heartbeat.interval_ms / 1000
+                if on_message is not None:
+                    on_message(message)
+                change = message.change if message.HasField("change") else None
+                if change is not None and change.view.state_id != last:  # not one seen
+                    changed, last = True, change.view.state_id
+                    token = change.state or token
+                    over = change.view.phase == pb.PHASE_OVER
+                    yield change
+                    if over:
+                        return
+                waiting_since[0] = time.monotonic()
+        except grpc.RpcError as err:
+            if cancel.is_set():
+                return
+            if silent.is_set():
+                cause = WatchSilent(f"the stream said nothing for {liveness:.1f} s")
+                client.redial()  # the connection is dead: the next stream opens another
+            else:
+                cause = ApiError.from_rpc_error("Watch", err)
+                if ends_follow(cause):
+                    raise cause from None
+        finally:
+            done.set()
+            stream.cancel()
+        if cancel.is_set():
+            return
+        heard = changed or time.monotonic() - opened >= liveness
+        refused = isinstance(cause, ApiError) and cause.reason == pb.TOO_MANY_WATCHES
+        failures = 1 if heard and not refused else failures + 1
+        if on_rewatch is not None:
+            on_rewatch(cause)
+        cancel.wait(policy.backoff(failures, ok_end=cause is None))
+
+
+# [END python_follow]
 
 
 # --- Turn clocks -------------------------------------------------------------------

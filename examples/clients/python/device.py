@@ -30,8 +30,6 @@ import pathlib
 import sys
 import time
 
-import grpc
-
 import allfives_client as afc
 
 pb = afc.pb
@@ -123,23 +121,23 @@ class Device:
                 raise
 
     def play(self) -> None:
-        """Follows the match to its end, playing its turns, watching again whenever a
-        stream ends."""
-        while self.view.phase != pb.PHASE_OVER:
-            stream = self.watch(self.seat, self.token, self.view.state_id)
-            try:
-                for message in stream:
-                    if message.HasField("change"):
-                        self.take(message.change)
-                        if self.view.phase == pb.PHASE_OVER:
-                            break
-                    self.act()
-            except grpc.RpcError as err:
-                # The stream broke (not a clean end): watch again, as after one.
-                self.log(f"the stream broke ({err.code().name}); watching again")
-                time.sleep(0.2)
-            finally:
-                stream.cancel()
+        """Follows the match to its end with the library's `follow` (which watches again
+        whenever a stream ends), playing its turns. Short waits between streams, for a
+        test's match; a device keeps FollowPolicy's defaults."""
+
+        def rewatch(cause) -> None:
+            self.watches += 1
+            if cause is not None:
+                self.log(f"the stream broke ({cause}); watching again")
+
+        self.act()
+        self.watches += 1
+        policy = afc.FollowPolicy(first_backoff=0.02, max_backoff=0.5)
+        for change in self.client.follow(
+            self.token, self.view, self.seat, self.credential, policy, on_rewatch=rewatch
+        ):
+            self.take(change)
+            self.act()
 
 
 def main() -> int:
@@ -156,8 +154,7 @@ def main() -> int:
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
 
-    channel = grpc.insecure_channel(args.addr)
-    device = Device(afc.Client(channel, timeout=10), args.quiet, args.pause_ms / 1000)
+    device = Device(afc.Client.connect(args.addr, timeout=10), args.quiet, args.pause_ms / 1000)
     started = time.monotonic()
     if args.host:
         check(args.invite is not None, "--host needs --invite FILE")

@@ -22,8 +22,8 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import {
   AllFivesService,
@@ -33,7 +33,7 @@ import {
   type GameView,
   type WatchChange,
 } from "./gen/allfives/v1/allfives_pb.js";
-import { ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
+import { defaultFollowPolicy, follow, reasonOf } from "./follow.js";
 
 type Api = Client<typeof AllFivesService>;
 const CALL = { timeoutMs: 10_000 };
@@ -44,12 +44,6 @@ function check(condition: boolean, what: string): asserts condition {
 }
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The ErrorInfo reason of a refusal, if it has one. */
-function reasonOf(err: unknown): ErrorReason | undefined {
-  const info = ConnectError.from(err).findDetails(ErrorInfoSchema)[0];
-  return info ? ErrorReason[info.reason as keyof typeof ErrorReason] : undefined;
-}
 
 class Device {
   seat: number | undefined = 0;
@@ -62,7 +56,7 @@ class Device {
   calls = 0;
 
   constructor(
-    readonly api: Api,
+    public api: Api,
     readonly pauseMs: number,
   ) {}
 
@@ -101,8 +95,11 @@ class Device {
         return;
       } catch (err) {
         if (reasonOf(err) === ErrorReason.STATE_STALE) return;
-        const code = ConnectError.from(err).code;
-        const retryable = [Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled].includes(code);
+        // A move is safe to send again (the same token, the same answer). Without a
+        // reason the failure is the transport's, not a refusal: a stream the server
+        // refused as its connection aged (INTERNAL, REFUSED_STREAM), a fetch that failed
+        // over gRPC-Web (UNKNOWN), UNAVAILABLE...
+        const retryable = err instanceof ConnectError && reasonOf(err) === undefined;
         if (!retryable || attempt >= 3) throw err;
         await sleep(100 * 2 ** attempt);
       }
@@ -133,25 +130,26 @@ class Device {
     }
   }
 
-  /** Follows the match to its end, playing its turns, watching again whenever a stream
-   * ends. */
-  async play(): Promise<void> {
-    while (!this.over()) {
-      const abort = new AbortController();
-      try {
-        for await (const message of this.watch(this.seat, this.token, this.view?.stateId ?? new Uint8Array(), abort.signal)) {
-          if (message.kind.case === "change") {
-            this.take(message.kind.value);
-            if (this.over()) break;
-          }
-          await this.act();
-        }
-      } catch (err) {
-        if (err instanceof Inconsistency) throw err;
-        await sleep(200); // the stream broke: watch again, as after a clean end
-      } finally {
-        abort.abort();
-      }
+  /** Follows the match to its end with the library's follow (which watches again
+   * whenever a stream ends), playing its turns. Short waits between streams, for a
+   * test's match; a device keeps defaultFollowPolicy. */
+  async play(reconnect: () => Api): Promise<void> {
+    const view = this.view;
+    check(view !== undefined, "no view to follow from");
+    await this.act();
+    this.watches++;
+    const changes = follow(
+      this.api,
+      { state: this.token, view, viewer: this.seat, credential: this.credential },
+      {
+        policy: { ...defaultFollowPolicy, firstBackoffMs: 20, maxBackoffMs: 500 },
+        onRewatch: () => this.watches++,
+        reconnect: () => (this.api = reconnect()),
+      },
+    );
+    for await (const change of changes) {
+      this.take(change);
+      await this.act();
     }
   }
 }
@@ -170,8 +168,19 @@ async function main(): Promise<number> {
     },
   });
   const baseUrl = `http://${args.addr}`;
-  const transport = args.transport === "grpc-web" ? createGrpcWebTransport({ baseUrl }) : createGrpcTransport({ baseUrl });
-  const device = new Device(createClient(AllFivesService, transport), Number(args["pause-ms"]));
+  // After a silent stream: over gRPC, the same client once its dead connection is
+  // dropped; over gRPC-Web, a client on a new transport.
+  let client: Api;
+  let reconnect: () => Api;
+  if (args.transport === "grpc-web") {
+    reconnect = () => createClient(AllFivesService, createGrpcWebTransport({ baseUrl }));
+    client = reconnect();
+  } else {
+    const sessionManager = new Http2SessionManager(baseUrl);
+    client = createClient(AllFivesService, createGrpcTransport({ baseUrl, sessionManager }));
+    reconnect = () => (sessionManager.abort(), client);
+  }
+  const device = new Device(client, Number(args["pause-ms"]));
   const started = Date.now();
   if (args.host) {
     check(args.invite !== undefined, "--host needs --invite FILE");
@@ -207,7 +216,7 @@ async function main(): Promise<number> {
     device.token = claimed.state;
     device.view = claimed.view;
   }
-  await device.play();
+  await device.play(reconnect);
   const view = device.view;
   check(view !== undefined, "no view");
   console.log(

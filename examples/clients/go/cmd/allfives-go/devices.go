@@ -3,10 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"time"
 
 	"example.com/allfives/goclient/engine"
@@ -96,45 +93,35 @@ func (d *device) act(ctx context.Context) error {
 }
 
 // [START go_watch]
-// follow watches the match as this device's seat until it is over, acting on its
-// turns. A stream ends with OK when the server drains or its connection ages: watch
-// again from the last state_id seen, and the first message brings the device up to
-// date (nothing is missed).
+// follow follows the match as this device's seat until it is over, acting on its
+// turns, with the engine package's Follow: it watches again, from the last state_id
+// seen, each time a stream ends (the connection aged every second in CI). The waits
+// between streams are short here, for a test's match; a device keeps DefaultFollow's.
 func (d *device) follow(ctx context.Context) error {
-	for d.view.GetPhase() != allfivesv1.Phase_PHASE_OVER {
+	d.watches = 1
+	policy := engine.DefaultFollow
+	policy.FirstBackoff, policy.MaxBackoff = 20*time.Millisecond, 500*time.Millisecond
+	policy.OnRewatch = func(cause error) {
 		d.watches++
-		streamCtx, cancel := context.WithCancel(ctx) // no deadline: a stream lasts
-		stream, err := d.c.Watch(streamCtx, &allfivesv1.WatchRequest{
-			State: d.token, Viewer: proto.Uint32(d.seat), Credential: d.cred,
-			LastStateId: d.view.GetStateId(),
+		if cause != nil {
+			d.say("seat %d: the stream broke (%v); watching again", d.seat, cause)
+		}
+	}
+	if err := d.act(ctx); err != nil {
+		return fmt.Errorf("seat %d: a move failed: %w", d.seat, err)
+	}
+	err := d.c.Follow(ctx, &allfivesv1.WatchRequest{State: d.token, Viewer: proto.Uint32(d.seat), Credential: d.cred},
+		d.view, policy, func(change *allfivesv1.WatchChange) error {
+			if err := d.take(change); err != nil {
+				return err
+			}
+			if err := d.act(ctx); err != nil {
+				return fmt.Errorf("seat %d: a move failed: %w", d.seat, err)
+			}
+			return nil
 		})
-		for err == nil && d.view.GetPhase() != allfivesv1.Phase_PHASE_OVER {
-			var m *allfivesv1.WatchResponse
-			if m, err = stream.Recv(); err != nil {
-				break
-			}
-			if change := m.GetChange(); change != nil {
-				err = d.take(change)
-			} // else a heartbeat: the stream is alive
-			if err == nil {
-				if moveErr := d.act(ctx); moveErr != nil {
-					cancel()
-					return fmt.Errorf("seat %d: a move failed: %w", d.seat, moveErr)
-				}
-			}
-		}
-		cancel()
-		switch {
-		case err == nil || errors.Is(err, io.EOF): // over, or the stream ended: watch again
-			if d.view.GetPhase() != allfivesv1.Phase_PHASE_OVER {
-				time.Sleep(time.Duration(20+rand.IntN(30)) * time.Millisecond) // not in a tight loop
-			}
-		case engine.FromError("Watch", err).Retryable() && ctx.Err() == nil:
-			d.say("seat %d: the stream broke (%v); watching again", d.seat, err)
-			time.Sleep(200 * time.Millisecond)
-		default:
-			return fmt.Errorf("seat %d: %w", d.seat, engine.FromError("Watch", err))
-		}
+	if err != nil {
+		return fmt.Errorf("seat %d: %w", d.seat, err)
 	}
 	return nil
 }
