@@ -49,14 +49,20 @@ impl Api {
             Err(ApiError::StateStale(_)) => self.as_it_is(&made, call, &judge).await?,
             stored => stored?,
         };
-        if let Some(store) = &self.store {
-            let offer = RematchOffer {
-                match_id: made.rematch,
-                seat: made.seat as u8,
-            };
-            within(call, store.offer_rematch(&made.finished, offer)).await?;
+        // Counted once, by the ask that made the offer (without a store, every ask).
+        let made_offer = match &self.store {
+            Some(store) => {
+                let offer = RematchOffer {
+                    match_id: made.rematch,
+                    seat: made.seat as u8,
+                };
+                within(call, store.offer_rematch(&made.finished, offer)).await?
+            }
+            None => true,
+        };
+        if made_offer {
+            self.metrics.game_created();
         }
-        self.metrics.game_created();
         let credential = pb::SeatCredential {
             seat: made.seat as u32,
             credential: made.credential.to_vec(),

@@ -83,14 +83,18 @@ impl MemoryStore {
     }
 
     /// Keeps `offer` as the match's rematch unless one is kept already (nothing for a
-    /// match not held).
-    pub fn offer_rematch(&self, match_id: &MatchId, offer: RematchOffer, now: Instant) {
+    /// match not held): whether it was kept now.
+    pub fn offer_rematch(&self, match_id: &MatchId, offer: RematchOffer, now: Instant) -> bool {
         let mut heads = self.heads.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(kept) = heads
+        match heads
             .peek_mut(match_id)
             .filter(|kept| now.saturating_duration_since(kept.moved) < self.ttl)
         {
-            kept.rematch.get_or_insert(offer);
+            Some(kept) if kept.rematch.is_none() => {
+                kept.rematch = Some(offer);
+                true
+            }
+            _ => false,
         }
     }
 

@@ -408,17 +408,17 @@ impl MatchStore {
     /// Keeps `offer` as the finished match's rematch, unless one is kept already (the
     /// first seat to ask made it), and tells the finished match's watchers on every
     /// replica. Made again by every ask, so an offer whose telling was lost is told
-    /// again.
+    /// again. Whether this ask made the offer.
     pub async fn offer_rematch(
         &self,
         finished: &MatchId,
         offer: RematchOffer,
-    ) -> Result<(), StoreRefusal> {
+    ) -> Result<bool, StoreRefusal> {
         match &self.kind {
             Kind::Memory(store, _) => {
-                store.offer_rematch(finished, offer, Instant::now());
+                let made = store.offer_rematch(finished, offer, Instant::now());
                 self.changes.publish(finished, Notice::Rematch);
-                Ok(())
+                Ok(made)
             }
             #[cfg(feature = "server")]
             Kind::Redis(store) => store.offer_rematch(finished, offer).await,

@@ -252,12 +252,12 @@ impl RedisStore {
 
     /// Keeps `offer` as the match's rematch unless one is kept (`SET NX`, with the
     /// heads' time to live), and tells every replica's watchers of the match (a
-    /// message `R` on its channel), in one transaction.
+    /// message `R` on its channel), in one transaction: whether it was kept now.
     pub async fn offer_rematch(
         &self,
         match_id: &MatchId,
         offer: super::RematchOffer,
-    ) -> Result<(), StoreRefusal> {
+    ) -> Result<bool, StoreRefusal> {
         let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let mut pipe = redis::pipe();
         pipe.atomic();
@@ -266,8 +266,7 @@ impl RedisStore {
             .arg(offer.to_bytes())
             .arg("NX")
             .arg("PX")
-            .arg(ttl_ms)
-            .ignore();
+            .arg(ttl_ms);
         let publish = if self.cluster() {
             "SPUBLISH"
         } else {
@@ -277,7 +276,9 @@ impl RedisStore {
             .arg(RedisStore::channel(match_id))
             .arg(REMATCH_NOTICE)
             .ignore();
-        self.pipe::<()>(&pipe).await
+        // SET NX answers OK when it set the key, nil when one was there.
+        let (set,): (Option<String>,) = self.pipe(&pipe).await?;
+        Ok(set.is_some())
     }
 
     pub async fn rematch_offer(

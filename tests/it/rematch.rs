@@ -258,6 +258,10 @@ async fn the_seats_of_a_finished_match_meet_again_in_its_rematch_told_through_it
         Kind::Rematch(offer) => assert_eq!((offer.match_id, offer.seat), (ana_view.match_id, 0)),
         other => panic!("not the offer: {other:?}"),
     }
+    // One NewGame and one rematch made, however many asked for it.
+    let (_, _, text) = server.scrape("/metrics").await;
+    let line = "allfives_games_created_total 2";
+    assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
 }
 
 #[tokio::test]
