@@ -361,6 +361,13 @@ class ApiError(Exception):
         return text
 
 
+# grpcio's channel waits between attempts to reconnect, from 1 s growing to two minutes
+# by default, failing every call at once meanwhile: capped here at the default follow's
+# longest wait (FollowPolicy.max_backoff), so a server back is tried within it. Pass
+# them to a channel of your own too.
+CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 1000), ("grpc.max_reconnect_backoff_ms", 15000)]
+
+
 class Client:
     """The generated stub, with per-call deadlines, retries and decoded errors."""
 
@@ -374,14 +381,16 @@ class Client:
 
     @classmethod
     def connect(cls, address: str, timeout: float) -> Client:
-        """A client of the server at `address` ("127.0.0.1:50051") on a channel of its own."""
-        return cls(grpc.insecure_channel(address), timeout, address)
+        """A client of the server at `address` ("127.0.0.1:50051") on a channel of its
+        own (CHANNEL_OPTIONS)."""
+        return cls(grpc.insecure_channel(address, options=CHANNEL_OPTIONS), timeout, address)
 
     def redial(self) -> None:
         """A new channel in place of this one, when the client made it (connect):
-        grpcio has no call that drops one connection of a channel and keeps it."""
+        grpcio has no call that drops one connection of a channel and keeps it, nor
+        one that ends its reconnect backoff."""
         if self.address is not None:
-            old, self.channel = self.channel, grpc.insecure_channel(self.address)
+            old, self.channel = self.channel, grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
             self.stub = pb_grpc.AllFivesServiceStub(self.channel)
             old.close()
 
@@ -404,8 +413,10 @@ class Client:
         ends after the change that ends the match (at once if `view` is over). It
         watches again from the last state_id seen after every stream that ends: OK (the
         server drained, the connection aged), an error (raised only if `ends_follow`:
-        ApiError), or silent for the liveness bound (the channel replaced, when this
-        client made it). Between streams it waits `policy.backoff`. `on_rewatch(cause)`
+        ApiError), or silent for the liveness bound. After a silent stream or an
+        UNAVAILABLE without a reason, the channel is replaced when this client made it
+        (connect); a channel of the caller's stays, with its own reconnect backoff (see
+        CHANNEL_OPTIONS). Between streams it waits `policy.backoff`. `on_rewatch(cause)`
         is told why a stream ended (None: OK; WatchSilent; ApiError) before each wait;
         `on_message(m)` of every message (heartbeats, rematch offers) as it arrives.
         Setting `cancel` (another thread) or closing the generator ends it and its
@@ -594,6 +605,10 @@ def _follow(client, token: bytes, view, viewer, credential, policy, cancel, on_r
                 cause = ApiError.from_rpc_error("Watch", err)
                 if ends_follow(cause):
                     raise cause from None
+                if cause.code == grpc.StatusCode.UNAVAILABLE and cause.reason is None:
+                    # No connection: the channel would wait out its own reconnect
+                    # backoff, failing each stream at once; a new one tries at once.
+                    client.redial()
         finally:
             done.set()
             stream.cancel()

@@ -2,8 +2,10 @@
 """Client.follow against real servers of the test's own (ALLFIVES_BIN, the allfives
 server binary; redis-server on PATH): two replicas on one Redis behind a proxy the test
 runs, the follower's replica killed mid-match; a connection gone silent behind the
-proxy, found by the 2 s bound a heartbeat set (--watch-heartbeat-secs 1); a match over,
-a cancelled follow, a final refusal. (Follow through connections aged every second is
+proxy, found by the 2 s bound a heartbeat set (--watch-heartbeat-secs 1); the server
+away behind the proxy and back (the follow resumes within its own backoff, not
+grpcio's); a match over, a follow cancelled during a stream and between streams, a
+final refusal, a hook that raises. (Follow through connections aged every second is
 device.py's run in .ci/clients.) A mover moves for both seats straight to a server; the
 follower must see every change once, in order, to the match's end. Nothing is timed:
 every wait is a hang guard.
@@ -113,10 +115,12 @@ class Redis:
 class Proxy:
     """A TCP proxy the test steers: each connection goes to `upstream` (changed for the
     connections after); silence() makes every connection open now stop forwarding both
-    ways while staying open (a half-open network)."""
+    ways while staying open (a half-open network); while `down`, every connection is
+    closed as it arrives (a server away)."""
 
     def __init__(self, upstream: int) -> None:
         self.upstream = upstream
+        self.down = False
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
         self.links: list[dict] = []
@@ -128,6 +132,9 @@ class Proxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if self.down:
+                client.close()
+                continue
             try:
                 server = socket.create_connection(("127.0.0.1", self.upstream))
             except OSError:
@@ -157,6 +164,12 @@ class Proxy:
             except OSError:
                 pass
             s.close()
+
+    def go_down(self) -> None:
+        """Every connection closed, and every new one as it arrives."""
+        self.down = True
+        for link in self.links:
+            self.close_link(link)
 
     def silence(self) -> None:
         for link in self.links:
@@ -215,7 +228,8 @@ class Follower:
     """Follows the match through `address` as seat 0 with Client.follow, on a thread,
     recording what it is told."""
 
-    def __init__(self, address: str, mover: Mover, policy: afc.FollowPolicy = FAST, credential=None) -> None:
+    def __init__(self, address: str, mover: Mover, policy: afc.FollowPolicy = FAST, credential=None,
+                 hook=None) -> None:
         self.client = afc.Client.connect(address, timeout=10)
         self.seen: list = []
         self.causes: list = []
@@ -226,6 +240,8 @@ class Follower:
         def beat(m) -> None:
             if m.HasField("heartbeat"):
                 self.beats += 1
+            if hook is not None:
+                hook(m)
 
         changes = self.client.follow(
             mover.token, mover.view, 0, mover.creds[0] if credential is None else credential, policy,
@@ -326,6 +342,25 @@ class FollowTest(unittest.TestCase):
             mover.step()
         self.nothing_missed_or_doubled(follower, mover)
 
+    def test_resumes_within_its_own_backoff_once_the_server_is_back(self) -> None:
+        # grpcio backs a channel's reconnection off (up to two minutes) while the server
+        # is away; the follow's streams must not wait for it once the server is back.
+        server = self.keep(Server("--match-store", "memory"))
+        proxy = self.keep(Proxy(server.port))
+        mover = self.keep(Mover(server.address))
+        follower = self.keep(Follower(proxy.address, mover))
+        mover.step()
+        follower.saw(mover.made[-1])
+        proxy.go_down()
+        wait_for("30 streams failed while the server was away", lambda: len(follower.causes) >= 30)
+        proxy.down = False
+        back = len(follower.causes)
+        mover.step()
+        follower.saw(mover.made[-1])
+        after = follower.causes[back:]
+        self.assertLessEqual(len(after), 2, f"watched again {len(after)} times once the server was back: "
+                             f"{[str(c) for c in after[:3]]}...")
+
     def test_a_cancelled_follow_ends_and_one_of_a_match_over_ends_at_once(self) -> None:
         server = self.keep(Server("--match-store", "memory"))
         mover = self.keep(Mover(server.address))
@@ -341,6 +376,31 @@ class FollowTest(unittest.TestCase):
         follower.ended(60)
         self.assertIsNone(follower.error)
         self.assertEqual((follower.seen, follower.causes), ([], []))
+
+    def test_a_follow_cancelled_between_streams_ends(self) -> None:
+        server = self.keep(Server("--match-store", "memory", "--max-connection-age-secs", "1"))
+        mover = self.keep(Mover(server.address))
+        hour = afc.FollowPolicy(liveness=3600.0, first_backoff=3600.0, max_backoff=3600.0)
+        follower = self.keep(Follower(server.address, mover, hour))
+        # Once the connection has aged and the follow was told, it waits an hour.
+        wait_for("a stream ended by the connection's age", lambda: follower.causes)
+        follower.cancel.set()
+        follower.ended(60)
+        self.assertIsNone(follower.error)
+        self.assertEqual(follower.causes, [None])
+
+    def test_a_hook_that_raises_ends_the_follow_with_its_error(self) -> None:
+        server = self.keep(Server("--match-store", "memory", "--watch-heartbeat-secs", "1"))
+        mover = self.keep(Mover(server.address))
+        broken = TypeError("the hook's own bug")
+
+        def hook(_message) -> None:
+            raise broken
+
+        follower = self.keep(Follower(server.address, mover, hook=hook))
+        follower.ended(60)
+        self.assertIs(follower.error, broken)
+        self.assertEqual(follower.causes, [])
 
     def test_a_final_refusal_ends_the_follow_with_its_error(self) -> None:
         server = self.keep(Server("--match-store", "memory"))

@@ -19,7 +19,8 @@ import (
 
 // [START go_follow]
 // FollowPolicy says how Follow keeps a match followed (docs/clients.md, "Following a
-// match").
+// match"). A zero duration is DefaultFollow's: FollowPolicy{OnRewatch: f} follows on
+// the defaults.
 type FollowPolicy struct {
 	// Liveness is how long a stream may say nothing before any heartbeat told the
 	// server's period; after one, the bound is twice Heartbeat.interval_ms.
@@ -41,6 +42,21 @@ type FollowPolicy struct {
 // says the period; waits of 1 s doubling up to 15 s.
 var DefaultFollow = FollowPolicy{Liveness: 35 * time.Second, FirstBackoff: time.Second, MaxBackoff: 15 * time.Second}
 
+// filled is p with every zero (or negative) duration taken from DefaultFollow.
+func (p FollowPolicy) filled() FollowPolicy {
+	for _, d := range []struct {
+		field *time.Duration
+		def   time.Duration
+	}{
+		{&p.Liveness, DefaultFollow.Liveness}, {&p.FirstBackoff, DefaultFollow.FirstBackoff}, {&p.MaxBackoff, DefaultFollow.MaxBackoff},
+	} {
+		if *d.field <= 0 {
+			*d.field = d.def
+		}
+	}
+	return p
+}
+
 // ErrSilent is the cause OnRewatch is told of a stream that said nothing, not even a
 // heartbeat, for the liveness bound: its connection is taken for dead, and the next
 // stream goes on a new one.
@@ -55,12 +71,15 @@ var ErrSilent = errors.New("the stream said nothing, not even a heartbeat, for t
 // connection aged), with an error (Watch changes nothing, so every error is tried
 // again) except a final one (EndsFollow), or silent for a liveness bound. A dialled
 // client's streams go on a connection of Follow's own (closed when it returns), so that
-// a silent one can be replaced; the client's calls keep theirs. Heartbeats and rematch
+// a silent one can be replaced; the client's calls keep theirs: every Follow on a
+// dialled client opens a TCP connection of its own. A FromConn client's Follow watches
+// on the caller's connection, and a silent stream is watched again on it. Heartbeats and rematch
 // offers are not passed on (FollowPolicy.OnMessage sees them). It returns onChange's
 // error at once (the stream cancelled), an *Error for a final refusal, and ctx.Err()
 // when ctx ends.
 func (c *Client) Follow(ctx context.Context, req *allfivesv1.WatchRequest, view *allfivesv1.GameView,
 	policy FollowPolicy, onChange func(*allfivesv1.WatchChange) error) error {
+	policy = policy.filled()
 	req = proto.Clone(req).(*allfivesv1.WatchRequest)
 	req.LastStateId = view.GetStateId()
 	over := view.GetPhase() == allfivesv1.Phase_PHASE_OVER
@@ -173,7 +192,8 @@ func (c *Client) watchOnce(ctx context.Context, stub allfivesv1.AllFivesServiceC
 			break
 		}
 		if !timer.Stop() {
-			break // expired meanwhile: the stream is already cancelled
+			err = ErrSilent // expired meanwhile: the stream is already cancelled
+			break
 		}
 		if beat := m.GetHeartbeat(); beat.GetIntervalMs() > 0 {
 			*liveness = 2 * time.Duration(beat.GetIntervalMs()) * time.Millisecond
@@ -187,7 +207,7 @@ func (c *Client) watchOnce(ctx context.Context, stub allfivesv1.AllFivesServiceC
 		timer.Reset(*liveness) // the time the caller spent on a change does not count
 	}
 	switch {
-	case silent.Load() && ctx.Err() == nil:
+	case (silent.Load() || errors.Is(err, ErrSilent)) && ctx.Err() == nil:
 		return ErrSilent
 	case errors.Is(err, io.EOF), errors.Is(err, errOver):
 		return nil

@@ -457,6 +457,73 @@ func TestFollowOfAMatchOverEndsAtOnceAndCancellingEndsIt(t *testing.T) {
 	}
 }
 
+// A policy of only a hook takes the defaults for its zero fields: a zero liveness bound
+// and zero backoffs would open stream after stream, each on a new connection.
+func TestAPolicyWithZeroDurationsFollowsOnTheDefaults(t *testing.T) {
+	server := startServer(t, randomKeys(), "--match-store", "memory")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := newMover(t, ctx, server.port)
+	f := follow(t, ctx, fmt.Sprintf("127.0.0.1:%d", server.port), FollowPolicy{}, m)
+	for range 3 {
+		m.step(t, ctx)
+	}
+	f.saw(t, m.made[len(m.made)-1])
+	f.mu.Lock()
+	rewatches := len(f.causes)
+	f.mu.Unlock()
+	if rewatches != 0 { // the default bound is 35 s, and the server never ends a stream here
+		t.Fatalf("watched again %d times on a server that ended no stream", rewatches)
+	}
+}
+
+// Cancelling a follow mid-stream, and while it waits between streams, ends it with
+// context.Canceled.
+func TestCancellingAFollowMidStreamOrBetweenStreamsEndsIt(t *testing.T) {
+	server := startServer(t, randomKeys(), "--match-store", "memory", "--max-connection-age-secs", "1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := newMover(t, ctx, server.port)
+	ended := func(f *follower, when string) {
+		select {
+		case err := <-f.done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("a follow cancelled %s ended with %v, not context.Canceled", when, err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("a follow cancelled %s did not end", when)
+		}
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", server.port)
+	followCtx, stop := context.WithCancel(ctx)
+	f := follow(t, followCtx, addr, fastFollow, m)
+	m.step(t, ctx)
+	f.saw(t, m.made[len(m.made)-1]) // its stream is open
+	stop()
+	ended(f, "mid-stream")
+	// Waits of an hour between streams: once the connection has aged and the follow
+	// was told why its stream ended, it is waiting.
+	followCtx, stop = context.WithCancel(ctx)
+	f = follow(t, followCtx, addr, FollowPolicy{FirstBackoff: time.Hour, MaxBackoff: time.Hour}, m)
+	for range 600 {
+		f.mu.Lock()
+		n := len(f.causes)
+		f.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.mu.Lock()
+	n := len(f.causes)
+	f.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("want one stream ended before the wait, got %d", n)
+	}
+	stop()
+	ended(f, "between streams")
+}
+
 func TestAFinalRefusalEndsTheFollowWithItsError(t *testing.T) {
 	server := startServer(t, randomKeys(), "--match-store", "memory")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,7 +20,7 @@ import { after, test } from "node:test";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { AllFivesService, ErrorReason, Phase, type GameView, type WatchChange } from "./gen/allfives/v1/allfives_pb.js";
-import { follow, followBackoff, reasonOf, WatchSilentError, type FollowPolicy } from "./follow.js";
+import { follow, followBackoff, reasonOf, WatchSilentError, type FollowOptions, type FollowPolicy } from "./follow.js";
 
 type Api = Client<typeof AllFivesService>;
 const fast: FollowPolicy = { livenessMs: 30_000, firstBackoffMs: 20, maxBackoffMs: 200 };
@@ -182,7 +182,7 @@ class Follower {
   done: Promise<void>;
   finished = false;
 
-  constructor(port: number, mover: Mover, credential = mover.creds.get(0)) {
+  constructor(port: number, mover: Mover, credential = mover.creds.get(0), options: Partial<FollowOptions> = {}) {
     const sessionManager = new Http2SessionManager(`http://127.0.0.1:${port}`);
     const client = api(port, sessionManager);
     const changes = follow(
@@ -194,6 +194,7 @@ class Follower {
         onRewatch: (cause) => this.causes.push(cause),
         onMessage: (m) => void (m.kind.case === "heartbeat" && this.beats++),
         reconnect: () => (sessionManager.abort(), client), // the same client, on a new connection
+        ...options,
       },
     );
     this.done = (async () => {
@@ -285,6 +286,32 @@ test("an aborted follow ends with the signal's reason, and one of a match over e
   assert.deepEqual([follower.error, follower.seen, follower.causes], [undefined, [], []]);
 });
 
+test("a follow aborted while it waits between streams ends with the signal's reason", { skip }, async () => {
+  const server = await startServer(["--match-store", "memory", "--max-connection-age-secs", "1"]);
+  const mover = await new Mover(api(server.port)).start();
+  const hour = 3_600_000; // once the connection has aged and the follow was told, it waits
+  const follower = new Follower(server.port, mover, undefined, { policy: { livenessMs: hour, firstBackoffMs: hour, maxBackoffMs: hour } });
+  await waitFor("a stream ended by the connection's age", () => follower.causes.length > 0);
+  assert.equal(follower.causes.length, 1);
+  follower.abort.abort();
+  await follower.ended(60);
+  assert.equal((follower.error as Error)?.name, "AbortError");
+});
+
+test("a hook that throws ends the follow with its error, not watched again", { skip }, async () => {
+  const server = await startServer(["--match-store", "memory", "--watch-heartbeat-secs", "1"]);
+  const mover = await new Mover(api(server.port)).start();
+  const broken = new TypeError("the hook's own bug");
+  const follower = new Follower(server.port, mover, undefined, {
+    onMessage: () => {
+      throw broken;
+    },
+  });
+  await follower.ended(60);
+  assert.equal(follower.error, broken);
+  assert.deepEqual(follower.causes, []);
+});
+
 test("a final refusal ends the follow with its error", { skip }, async () => {
   const server = await startServer(["--match-store", "memory"]);
   const mover = await new Mover(api(server.port)).start();
@@ -293,6 +320,15 @@ test("a final refusal ends the follow with its error", { skip }, async () => {
   assert.equal(reasonOf(follower.error), ErrorReason.CREDENTIAL_INVALID);
   assert.deepEqual(follower.causes, []);
 });
+
+// Compiled, never run: tsc refuses a follow without `reconnect` (the caller must say how
+// the dead connection of a silent stream is dropped).
+export function followWithoutReconnect(client: Api, view: GameView) {
+  // @ts-expect-error: options, with reconnect, are required
+  follow(client, { state: new Uint8Array(), view });
+  // @ts-expect-error: reconnect is required
+  follow(client, { state: new Uint8Array(), view }, { policy: fast });
+}
 
 test("the backoff is jittered within its step, and capped", () => {
   const policy: FollowPolicy = { livenessMs: 1_000, firstBackoffMs: 100, maxBackoffMs: 400 };

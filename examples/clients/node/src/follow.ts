@@ -36,18 +36,24 @@ export interface FollowOptions {
   /** Ends the follow and its stream: the generator throws the signal's reason. */
   signal?: AbortSignal;
   /** Told why a stream ended (undefined: an OK end; WatchSilentError; a ConnectError)
-   * before each wait. */
+   * before each wait. What it throws ends the follow (thrown by the generator). */
   onRewatch?: (cause: unknown) => void;
   /** Told of every message as it arrives: heartbeats (clear a "reconnecting" banner),
-   * rematch offers (WatchResponse.rematch, which follow does not act on). */
+   * rematch offers (WatchResponse.rematch, which follow does not act on). What it
+   * throws ends the follow (thrown by the generator), never watched again. */
   onMessage?: (message: WatchResponse) => void;
-  /** The client to watch on after a silent stream, its dead connection dropped. Over
-   * gRPC with connect-node, make the transport with a `sessionManager` of your own
-   * (`new Http2SessionManager(baseUrl)`) and pass `() => (manager.abort(), client)`:
-   * the same client opens a new connection. Over gRPC-Web (fetch), a client on a new
-   * transport. Without it the same client watches again, and only the transport's
-   * own pings (connect-node's pingIntervalMs) would find the dead connection. */
-  reconnect?: () => Api;
+  /** The client to watch on after a silent stream; required, because only the caller
+   * knows how to drop its transport's dead connection. Over gRPC with connect-node,
+   * make the transport with a `sessionManager` of your own (`new
+   * Http2SessionManager(baseUrl)`) and pass `() => (manager.abort(), client)`: the same
+   * client opens a new connection. (`() => client` alone puts the next stream back on
+   * the dead HTTP/2 session: connect-node sends no pings unless the transport was made
+   * with pingIntervalMs, so one silent stream follows another until the kernel gives
+   * the connection up, many minutes later.) Over gRPC-Web in a browser, fetch pools
+   * connections per origin and a page cannot drop one: a client on a new transport
+   * (or the same client) goes on whichever connection the browser picks, and the
+   * browser's own timeouts find a dead one. */
+  reconnect: () => Api;
 }
 
 /** A Watch stream said nothing, not even a heartbeat, for the liveness bound: its
@@ -92,13 +98,14 @@ export function followBackoff(policy: FollowPolicy, failures: number, okEnd: boo
  * change that ends the match (at once if `from.view` is over). It watches again from
  * the last stateId seen after every stream that ends: OK (the server drained, the
  * connection aged), an error (thrown only if `endsFollow`), or silent for the liveness
- * bound. Aborting `options.signal` ends it and its stream, throwing the signal's reason;
- * leaving the `for await` early ends the stream too.
+ * bound (then on `options.reconnect()`'s client). Aborting `options.signal` ends it and
+ * its stream, throwing the signal's reason; leaving the `for await` early ends the
+ * stream too; what a hook throws ends it, thrown as it is.
  */
 export async function* follow(
   api: Api,
   from: { state: Uint8Array; view: GameView; viewer?: number; credential?: Uint8Array },
-  options: FollowOptions = {},
+  options: FollowOptions,
 ): AsyncGenerator<WatchChange, void, undefined> {
   const policy = options.policy ?? defaultFollowPolicy;
   const signal = options.signal ?? new AbortController().signal;
@@ -118,16 +125,22 @@ export async function* follow(
       clearTimeout(timer);
       timer = setTimeout(() => ((silent = true), stream.abort()), livenessMs);
     };
-    const opened = Date.now();
+    const opened = performance.now();
     let changed = false;
     let cause: unknown = undefined;
+    let theirs: { error: unknown } | undefined; // what a hook, or the caller at a yield, threw
     try {
       const request = { state, lastStateId: last, viewer: from.viewer, credential: from.viewer === undefined ? undefined : from.credential };
       wait();
       for await (const message of api.watch(request, { signal: stream.signal })) {
         clearTimeout(timer); // time the caller spends on a change does not count
         if (message.kind.case === "heartbeat" && message.kind.value.intervalMs > 0) livenessMs = 2 * message.kind.value.intervalMs;
-        options.onMessage?.(message);
+        try {
+          options.onMessage?.(message);
+        } catch (error) {
+          theirs = { error };
+          throw error;
+        }
         const change = message.kind.case === "change" ? message.kind.value : undefined;
         const id = change?.view?.stateId;
         if (change && id && !sameBytes(id, last)) {
@@ -135,16 +148,22 @@ export async function* follow(
           last = id;
           if (change.state.length > 0) state = change.state;
           over = change.view?.phase === Phase.OVER;
-          yield change;
+          try {
+            yield change;
+          } catch (error) {
+            theirs = { error }; // the caller's generator.throw()
+            throw error;
+          }
           if (over) return;
         }
         wait();
       }
     } catch (err) {
+      if (theirs) throw theirs.error; // not the stream's error: never watched again
       signal.throwIfAborted();
       if (silent) {
         cause = new WatchSilentError(`the stream said nothing, not even a heartbeat, for ${livenessMs} ms`);
-        if (options.reconnect) api = options.reconnect(); // the connection is dead: another
+        api = options.reconnect(); // the connection is dead: another
       } else {
         if (endsFollow(err)) throw ConnectError.from(err);
         cause = ConnectError.from(err);
@@ -154,7 +173,7 @@ export async function* follow(
       signal.removeEventListener("abort", stop);
       stream.abort(); // ends the call when it is still open
     }
-    const heard = changed || Date.now() - opened >= livenessMs;
+    const heard = changed || performance.now() - opened >= livenessMs;
     const refused = cause !== undefined && reasonOf(cause) === ErrorReason.TOO_MANY_WATCHES;
     failures = heard && !refused ? 1 : failures + 1;
     options.onRewatch?.(cause);
