@@ -666,7 +666,12 @@ function rematch() {
       const answer = await client.rematch({ state: g.state, seat: you, credential: g.credential }, opts());
       offer = undefined;
       refocus = true;
-      startGame({ state: answer.state, credential: answer.credential!.credential, seat: you }, answer.view!);
+      const held = { state: answer.state, credential: answer.credential!.credential, seat: you };
+      // Another seat dealt already: the hand so far, its log filled from its deal.
+      if (answer.view!.handNumber > 0) {
+        const now = await client.score({ state: held.state, viewer: you, credential: held.credential, includeHandEvents: true }, opts());
+        startGame(held, now.view!, now.sheet, now.handEvents);
+      } else startGame(held, answer.view!);
     });
   }
   const v = g.view;

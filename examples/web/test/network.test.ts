@@ -13,6 +13,7 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { AllFivesService as AllFivesServiceDesc, Phase, type AllFivesService, type ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
 import { en } from "../src/lang/en.js";
+import { encode } from "uqr";
 
 type ContextOptions = NonNullable<Parameters<Browser["newContext"]>[0]>;
 /** What web.test.ts lends these tests. */
@@ -361,6 +362,12 @@ export function networkTests(h: Harness) {
       const page = await h.open(h.at(PAGE_URL, server.url));
       await h.newMatch(page, { players: 2, bots: ["1"] });
       await page.waitForFunction(() => document.body.dataset.yourTurn === "true" && document.body.dataset.watching === "yes", null, WAIT);
+      // Another tab saves another match meanwhile (localStorage is every tab's): the
+      // lost match is forgotten, that one kept.
+      await page.evaluate(() => {
+        const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
+        localStorage.setItem(key, JSON.stringify({ ...JSON.parse(localStorage.getItem(key)!), match: "another-tabs-match" }));
+      });
       await stopServer(server.proc);
       await page.locator("#offline", { hasText: en.reconnecting }).waitFor({ timeout: 30_000 });
       assert.equal(await page.locator("#status").innerText(), en.statusOffline, "the status says the moves wait, not whose turn");
@@ -376,8 +383,8 @@ export function networkTests(h: Harness) {
       assert.equal(await page.locator("#status").innerText(), "", "no status of the match gone");
       assert.ok(await page.locator("#new-match").isVisible(), "the way on: the new-match form");
       await page.screenshot({ path: join(OUTPUT, "18-network-match-gone.png") });
-      const saved = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("allfives-web:")));
-      assert.deepEqual(saved, [], "the token forgotten");
+      const saved = await page.evaluate(() => [sessionStorage, localStorage].map((store) => Object.keys(store).filter((k) => k.startsWith("allfives-web:")).map((k) => JSON.parse(store.getItem(k)!).match)));
+      assert.deepEqual(saved, [[], ["another-tabs-match"]], "the lost match's token forgotten, another tab's match kept");
       await h.newMatch(page, { players: 2, bots: ["1"] });
       assert.equal((await h.body(page)).phase, "PLAYING", "a new match plays");
       assert.ok(await page.locator("#error").isHidden());
@@ -389,8 +396,20 @@ export function networkTests(h: Harness) {
   // Hidden (visibility emulated), the tab's title says when it is the player's turn, and
   // a notification once a turn if the player asked (the checkbox); shown, the title is
   // the page's own. Starting a match puts the focus on the table's first control.
-  h.webTest("network: the turn told while the tab is hidden (title, notification), focus on the table after the start", 60_000, async () => {
-    const page = await h.open(h.at(PAGE_URL, SERVER_URL));
+  // Hidden, an answer is not played back (the tab's timers are throttled): its end shown
+  // at once. Notifications refused, the page says so where it is seen (the start screen).
+  h.webTest("network: the turn told while the tab is hidden (title, notification, no playback), focus on the table after the start; notifications refused said on the start screen", 60_000, async () => {
+    const page = await h.open(h.at(PAGE_URL, SERVER_URL), { viewport: { width: 1280, height: 860 }, reducedMotion: "no-preference" });
+    await page.evaluate(() => {
+      (window as unknown as { Notification: unknown }).Notification = class {
+        static permission = "default";
+        static requestPermission = () => Promise.resolve("denied");
+      };
+    });
+    await page.click("#notify"); // (the page unticks it: page.check would throw)
+    await page.locator("#notify-note", { hasText: en.notifyDenied }).waitFor(WAIT);
+    assert.ok(await page.locator("#notify-note").isVisible(), "said where it is seen");
+    assert.equal(await page.locator("#notify").isChecked(), false);
     await page.evaluate(() => {
       // The browser's notifications, recorded (and allowed) instead of shown.
       const w = window as unknown as { told: string[]; Notification: unknown };
@@ -420,12 +439,18 @@ export function networkTests(h: Harness) {
       }, hidden);
     await hide(true);
     assert.equal(await page.title(), `● ${en.titleYourTurn} — ${en.appTitle}`, "hidden on the player's turn");
+    await page.evaluate(() => {
+      const w = window as unknown as { steps: number };
+      w.steps = 0;
+      new MutationObserver(() => void (document.body.dataset.shown && w.steps++)).observe(document.body, { attributes: true, attributeFilter: ["data-shown"] });
+    });
     // A move while hidden (the bot answers): the player's turn again, told once.
     await h.act(page);
     await page.waitForFunction(() => document.body.dataset.yourTurn === "true", null, WAIT);
     assert.equal(await page.title(), `● ${en.titleYourTurn} — ${en.appTitle}`);
     const told = await page.evaluate(() => (window as unknown as { told: string[] }).told);
     assert.deepEqual(told, [en.titleYourTurn, en.titleYourTurn], "a notification a turn");
+    assert.equal(await page.evaluate(() => (window as unknown as { steps: number }).steps), 0, "no tile played back while hidden");
     await hide(false);
     assert.equal(await page.title(), en.appTitle, "shown: the page's own title");
   });
@@ -454,6 +479,11 @@ export function networkTests(h: Harness) {
     }
     await bob.waitForFunction(() => document.body.dataset.phase === "OVER", null, WAIT);
     const finished = (await data(ana)).match;
+    // A second tab of Ana's seat (the match saved in localStorage), left on the finished match.
+    const ana2 = await ana.context().newPage();
+    await ana2.goto(ana.url());
+    await h.idle(ana2);
+    assert.equal((await data(ana2)).match, finished);
     await ana.click("#rematch");
     await h.idle(ana);
     assert.equal(await ana.locator("#error").isVisible(), false, "Ana's rematch made");
@@ -465,20 +495,30 @@ export function networkTests(h: Harness) {
     assert.equal(await bob.locator("#rematch").innerText(), en.acceptRematch);
     assert.match(await bob.locator("#status").innerText(), /Ana offers a rematch: the same table again\.$/, "said on the status line too");
     await bob.screenshot({ path: join(OUTPUT, "18-network-rematch-offer.png"), fullPage: true });
+    // Reloaded, Bob's page is told again (the server tells a stream opened later).
+    await bob.reload();
+    await h.idle(bob);
+    await bob.locator("#rematch-offer", { hasText: "Ana offers a rematch: the same table again." }).waitFor(WAIT);
+    // Ana deals before Bob accepts: accepting, Bob's page shows the hand dealt, its log too.
+    await ana.click("#deal");
+    await h.idle(ana);
     await bob.click("#rematch");
     await h.idle(bob);
     assert.deepEqual([(await data(bob)).match, (await data(bob)).seat], [rematch, "1"], "Bob in the new match, in his seat");
     assert.ok(called.get(bob)!.includes("Rematch") && !called.get(bob)!.includes("NewGame"), "Bob's page accepted by Rematch");
-    // Ana deals; the first move is pushed to the other page.
-    await ana.click("#deal");
-    await h.idle(ana);
     await bob.waitForFunction((want) => document.body.dataset.stateId === want, (await data(ana)).stateId, WAIT);
+    assert.equal((await data(bob)).phase, "PLAYING", "the hand Ana dealt");
+    assert.ok((await bob.locator("#log li").count()) > 0, "Bob's log tells the hand so far");
+    assert.match(await bob.locator("#log li").first().innerText(), /^Hand 1 dealt; /, "Bob's log tells the hand from its deal");
     const mover = (await data(ana)).yourTurn === "true" ? ana : bob;
     const other = mover === ana ? bob : ana;
     const callsBefore = called.get(other)!.filter((m) => m !== "Watch").length;
     await h.act(mover);
     await other.waitForFunction((want) => document.body.dataset.stateId === want, (await data(mover)).stateId, WAIT);
     assert.equal(called.get(other)!.filter((m) => m !== "Watch").length, callsBefore, "the move pushed, not asked for");
+    // Ana's other tab heard Ana's own ask on its stream all along: no offer from herself.
+    assert.ok(await ana2.locator("#rematch-offer").isHidden(), "no offer from the tab's own seat");
+    assert.equal(await ana2.locator("#rematch").innerText(), en.rematch);
   });
 
   // A friend's match made on a phone: the invite in view and focused, with its QR code.
@@ -487,13 +527,25 @@ export function networkTests(h: Harness) {
     await h.newMatch(page, { name: "Ana", players: 2, bots: ["friend"] });
     const link = page.locator("#invite-link");
     await link.waitFor(WAIT);
-    const box = (await link.boundingBox())!;
+    // Read at once (the hand's end's body is written anew on each render).
+    const box = await page.evaluate(() => {
+      const r = document.getElementById("invite-link")!.getBoundingClientRect();
+      return { y: r.y, height: r.height };
+    });
     const height = page.viewportSize()!.height;
     assert.ok(box.y >= 0 && box.y + box.height <= height, `the invite link in view: y ${box.y} of ${height}`);
     const focused = await page.evaluate(() => document.activeElement?.id);
     assert.ok(focused === "share-invite" || focused === "copy-invite", `focus on the invite's button: ${focused}`);
     const qr = page.locator("[data-testid=invite-qr] svg");
-    assert.equal(await qr.count(), 1, "a QR code of the link");
+    assert.equal(await qr.count(), 1, "a QR code");
+    // Its dark modules (one square of 10 units each in the path) are those of the link's
+    // code (uqr's own encoding of the link in the field, the page's options).
+    const d = (await qr.locator("path").getAttribute("d")) ?? "";
+    const drawn = [...d.matchAll(/M(\d+),(\d+)h10v10h-10z/g)].map((m) => `${Number(m[2]) / 10},${Number(m[1]) / 10}`);
+    const want = encode(await link.inputValue(), { ecc: "L", border: 2 });
+    const dark = want.data.flatMap((row, r) => row.flatMap((on, c) => (on ? [`${r},${c}`] : [])));
+    assert.ok(dark.length > 100, "a code of the link");
+    assert.deepEqual(drawn, dark, "the QR code's modules are the link's");
     assert.equal(await page.locator("[data-testid=invite-qr]").getAttribute("aria-label"), en.qrLabel);
     await page.screenshot({ path: join(OUTPUT, "18-network-invite-phone.png"), scale: "css" });
   });
