@@ -175,8 +175,13 @@ let hint = "";
 /** A call is in flight. */
 let calling = false;
 /** The focus goes back to the table's next control once the page is idle again (a
- * move made from the table, a match started): see render(). */
+ * move made from the table, a match started): see render(). The player's focus put
+ * anywhere else meanwhile (the log, the language, a name) cancels it. */
 let refocus = false;
+document.addEventListener("focusin", (e) => {
+  const to = e.target as Element | null;
+  if (to && !tableContent.contains(to) && !["draw", "deal", "rematch", "suggest"].includes(to.id)) refocus = false;
+});
 /** Answers being played back (one at a time, in the order they came). */
 let playingBack = 0;
 let playbacks: Promise<void> = Promise.resolve();
@@ -267,8 +272,10 @@ async function call(what: () => Promise<void>): Promise<unknown> {
   } finally {
     calling = false;
     render();
-    // Used by that render or not (busy, offline): never later, from another control.
-    refocus = false;
+    // Not used by that render because the page is cut off: the moves wait, maybe for
+    // minutes, and the focus is not taken then. (Busy playing back a pushed change
+    // that brought the answer's state first, it is used once that is shown.)
+    if (offline()) refocus = false;
     settle();
   }
   return undefined;
@@ -1736,6 +1743,7 @@ function render() {
   if (g) setNames(g.view);
   $("game").hidden = !g;
   $("new-match-button").hidden = !g;
+  placeHowTo();
   if (!g) {
     $("handover").hidden = true;
     setText($("status"), ""); // no match: nothing of one said
@@ -2072,7 +2080,15 @@ function seatsFields() {
   if (players !== 4) partnership.checked = false;
 }
 
+/** How to play: beside the log at the table, under the forms before a match. */
+function placeHowTo() {
+  const howTo = $("how-to");
+  const home = game ? $("sheet-box") : $("handover");
+  if (howTo.nextElementSibling !== home) home.before(howTo);
+}
+
 function showForm() {
+  placeHowTo();
   form.hidden = false;
   codeForm.hidden = false;
   const name = form.elements.namedItem("name") as HTMLInputElement;

@@ -308,9 +308,12 @@ export function networkTests(h: Harness) {
       });
       await page.route(/\/allfives\.v1\.AllFivesService\/(Play|Draw)$/, (route) => route.abort("connectionrefused"), { times: 1 });
       await h.act(page);
+      // Meanwhile the player goes on to the language menu: coming back takes no focus.
+      await page.focus("#lang");
       // Back at the stream's next message (a heartbeat within 2 s): 20 s is a hang guard.
       await page.waitForFunction(() => document.body.dataset.connected === "true", null, { timeout: 20_000 });
       await h.idle(page);
+      assert.equal(await page.evaluate(() => document.activeElement?.id), "lang", "the focus left where the player put it");
       const connected = await page.evaluate(() => (window as unknown as { connected: string[] }).connected);
       assert.deepEqual(connected, ["false", "true"], "the call's lost answer said, then the page back");
       assert.equal((await h.body(page)).yourTurn, "true", "still the player's turn (the move never reached the server)");
@@ -406,6 +409,10 @@ export function networkTests(h: Harness) {
         static requestPermission = () => Promise.resolve("denied");
       };
     });
+    // How to play, reachable before a match too.
+    await page.click("#how-to summary");
+    assert.ok(await page.locator("#how-to [data-t=howToSettle]").isVisible(), "How to play open on the start screen");
+    await page.click("#how-to summary");
     await page.click("#notify"); // (the page unticks it: page.check would throw)
     await page.locator("#notify-note", { hasText: en.notifyDenied }).waitFor(WAIT);
     assert.ok(await page.locator("#notify-note").isVisible(), "said where it is seen");
