@@ -666,14 +666,21 @@ function handEnd(reason: HandEndReason, wentOut?: number, reached?: number, forf
 function rematch() {
   const g = game!;
   // A friends' match: the server's Rematch, the same table and seats for everyone (the
-  // first to ask offers it, the others accept by asking too). Against bots alone, or at
-  // one screen, a new match as below.
+  // first to ask offers it, the others accept by asking too); with seats at this screen
+  // too, each of them asks with its own credential. Against bots alone, or all at one
+  // screen, a new match as below.
   if (friendsRematch(g)) {
     return call(async () => {
-      const answer = await client.rematch({ state: g.state, seat: you, credential: g.credential }, opts());
+      const ask = (seat: number, credential: Uint8Array) => client.rematch({ state: g.state, seat, credential }, opts());
+      const answer = await ask(you, g.credential);
+      let local: Map<number, Uint8Array> | undefined;
+      if (g.local) {
+        local = new Map([[you, answer.credential!.credential]]);
+        for (const [seat, credential] of g.local) if (seat !== you) local.set(seat, (await ask(seat, credential)).credential!.credential);
+      }
       offer = undefined;
       refocus = true;
-      const held = { state: answer.state, credential: answer.credential!.credential, seat: you };
+      const held = { state: answer.state, credential: answer.credential!.credential, seat: you, local };
       // Another seat dealt already: the hand so far, its log filled from its deal.
       if (answer.view!.handNumber > 0) {
         const now = await client.score({ state: held.state, viewer: you, credential: held.credential, includeHandEvents: true }, opts());
@@ -693,8 +700,10 @@ function rematch() {
   return startMatch(v.rules!, turned);
 }
 
-/** A friends' match (another person's seat, not at this screen): its rematch is Rematch's. */
-const friendsRematch = (g: Game) => !spectating() && !g.local && g.view.seats.some((s) => s.seat !== you && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT));
+/** A friends' match (another person's seat, not at this screen; seats at this screen
+ * besides or not): its rematch is Rematch's. */
+const friendsRematch = (g: Game) =>
+  !spectating() && g.view.seats.some((s) => s.seat !== you && !g.local?.has(s.seat) && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT));
 /** Another seat offered this finished match's rematch (WatchResponse.rematch). */
 let offer: { from: string; matchId: string; seat: number } | undefined;
 /** Whether the page's stream stays open: until the match is over, and after it in a
@@ -1356,9 +1365,9 @@ function watch() {
                 // The match is over: nothing more will change; the stream is closed.
                 if (game === g && !watchesOn(g) && !stop.signal.aborted) stop.abort();
               });
-          } else if (message.kind.case === "rematch" && message.kind.value.seat !== you) {
-            // (This seat's own ask, heard before its answer or from another tab of the
-            // seat, is no offer to this page.)
+          } else if (message.kind.case === "rematch" && message.kind.value.seat !== you && !g.local?.has(message.kind.value.seat)) {
+            // (This seat's own ask, or a seat's at this screen, heard before its answer or
+            // from another tab of the seat, is no offer to this page.)
             // A friend asked for the rematch: this page offers to accept it.
             offer = { from: g.view.matchId, matchId: message.kind.value.matchId, seat: message.kind.value.seat };
             taking = taking.then(() => {

@@ -528,6 +528,60 @@ export function networkTests(h: Harness) {
     assert.equal(await ana2.locator("#rematch").innerText(), en.rematch);
   });
 
+  // Two seats at one screen (a hot seat) and a friend on another device (Bob, from
+  // Node): the match played out from Node, the page's Rematch asks the server's Rematch
+  // for each seat at the screen (with each seat's credential), and Bob's Rematch lands
+  // in the same new match: nobody left waiting alone in another.
+  h.webTest("network: a hot seat with a friend on another device: Rematch asks the server's Rematch for each seat at the screen, the friend lands in the same match", 90_000, async () => {
+    const page = await h.open(h.at(PAGE_URL, SERVER_URL));
+    await h.newMatch(page, { name: "Ana", players: 3, bots: ["here", "friend"], target: 25 });
+    const invite = new URL(await page.locator("#invite-link").inputValue()).hash.replace(/^#join=/, "");
+    const claimed = await h.client.claimSeat(
+      { state: Buffer.from(invite.replace(/-/g, "+").replace(/_/g, "/"), "base64"), seat: 2, claimKey: crypto.getRandomValues(new Uint8Array(16)), displayName: "Bob" },
+      { timeoutMs: 10_000 },
+    );
+    // The page deals the first hand once Bob's seat is taken.
+    await page.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+    const saved = await page.evaluate(() => {
+      const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
+      return JSON.parse(localStorage.getItem(key)!) as { state: string; local: [number, string][] };
+    });
+    const credential = new Map<number, Uint8Array>(saved.local.map(([seat, c]) => [seat, Uint8Array.from(Buffer.from(c, "base64"))]));
+    credential.set(2, claimed.credential!.credential);
+    let state: Uint8Array = Uint8Array.from(Buffer.from(saved.state, "base64"));
+    const began = Date.now();
+    for (;;) {
+      assert.ok(Date.now() - began < 60_000, "the match did not end (a hang guard)");
+      const view = (await h.client.score({ state, viewer: 0, credential: credential.get(0)! }, { timeoutMs: 10_000 })).view!;
+      if (view.phase === Phase.OVER) break;
+      if (view.phase !== Phase.PLAYING) {
+        state = (await h.client.deal({ state, viewer: 0, credential: credential.get(0)! }, { timeoutMs: 10_000 })).state;
+        continue;
+      }
+      const seat = view.turn!;
+      const by = { state, seat, credential: credential.get(seat)! };
+      const [move] = (await h.client.score({ state, viewer: seat, credential: by.credential }, { timeoutMs: 10_000 })).view!.legalMoves;
+      state = (move ? await h.client.play({ ...by, tile: move.tile, end: move.end }, { timeoutMs: 10_000 }) : await h.client.draw(by, { timeoutMs: 10_000 })).state;
+    }
+    await page.waitForFunction(() => document.body.dataset.phase === "OVER", null, WAIT);
+    await h.idle(page);
+    const finished = page.evaluate(() => document.body.dataset.match);
+    const before = called.get(page)!.length;
+    await page.click("#rematch");
+    await h.idle(page);
+    const asked = called.get(page)!.slice(before).filter((m) => m !== "Watch" && m !== "Score");
+    assert.deepEqual(asked, ["Rematch", "Rematch"], "the server's Rematch, once for each seat at the screen");
+    const rematch = await page.evaluate(() => document.body.dataset.match);
+    assert.notEqual(rematch, await finished);
+    const bob = await h.client.rematch({ state, seat: 2, credential: credential.get(2)! }, { timeoutMs: 10_000 });
+    assert.equal(bob.view!.matchId, rematch, "Bob's Rematch in the same new match");
+    const now = await page.evaluate(() => {
+      const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
+      return JSON.parse(localStorage.getItem(key)!) as { match: string; local: [number, string][] };
+    });
+    assert.deepEqual([now.match, now.local.map(([seat]) => seat).sort()], [rematch, [0, 1]], "both seats at the screen kept, in the new match");
+  });
+
   // A friend's match made on a phone: the invite in view and focused, with its QR code.
   h.webTest("network: on a phone, the invite just made is in view and focused, with a QR code of the link", 60_000, async () => {
     const page = await h.open(h.at(PAGE_URL, SERVER_URL), h.phone);
