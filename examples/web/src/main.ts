@@ -1792,6 +1792,9 @@ function render() {
   }
   tellTurn();
   $("hint").textContent = hint;
+  // While tiles are still to come, the status line shows each moment but is not read
+  // out (the log says each tile): a screen reader hears the turn once, at the end.
+  $("status").setAttribute("aria-live", shown.view ? "off" : "polite");
   setText($("status"), statusLine(v));
   document.body.dataset.spectating = String(spectating());
   document.body.dataset.seat = String(you);

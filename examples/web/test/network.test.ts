@@ -176,6 +176,7 @@ export function networkTests(h: Harness) {
           count: text("#table [data-testid=count]"),
           scores: [...document.querySelectorAll("#table [data-testid^=score-side]")].map((e) => [e.getAttribute("data-testid"), e.textContent]),
           status: text("#status"),
+          live: document.querySelector("#status")?.getAttribute("aria-live"),
           log: document.querySelectorAll("#log li").length,
           onTurn: [...document.querySelectorAll("#clocks li.on-turn")].map((li) => (li as HTMLElement).dataset.seat),
         });
@@ -189,7 +190,7 @@ export function networkTests(h: Harness) {
     assert.equal(await page.evaluate(() => document.activeElement?.id), "deal", "the focus on Deal the next hand at the hand's end");
     const events = (await h.serverScore(page)).handEvents;
     const plays = events.flatMap((e) => (e.kind.case === "tilePlayed" ? [e.kind.value] : []));
-    type Record = { hand: string; placed: number; inHand: number; lit: number; opponents: number[]; boneyard: string; count: string; scores: [string, string][]; status: string; log: number; onTurn: string[] };
+    type Record = { hand: string; placed: number; inHand: number; lit: number; opponents: number[]; boneyard: string; count: string; scores: [string, string][]; status: string; live: string; log: number; onTurn: string[] };
     // The log's lines with the hand's first k tiles played: its events up to the k-th tile.
     const playedAt = events.flatMap((e, j) => (e.kind.case === "tilePlayed" ? [j] : []));
     const records = (await page.evaluate(() => (window as unknown as { records: object[] }).records)) as Record[];
@@ -211,6 +212,7 @@ export function networkTests(h: Harness) {
       assert.equal(r.log, playedAt[k - 1] + 1, `the log's lines ${at}: the hand's events up to that tile`);
       if (!nextIsMine) {
         assert.deepEqual(r.onTurn, [], `no seat's countdown ${at}, the bot's tile still to come`);
+        assert.equal(r.live, "off", `the status line not read out ${at}, the bot's tile still to come (the log says it)`);
         assert.ok(!YOUR_TURN.includes(r.status), `the status ${at}, the bot's tile still to come: "${r.status}"`);
         assert.equal(r.lit, 0, `no tile lit ${at}, the bot's tile still to come`);
       }
