@@ -414,9 +414,10 @@ export function networkTests(h: Harness) {
     // How to play, reachable before a match too.
     await page.click("#how-to summary");
     assert.ok(await page.locator("#how-to [data-t=howToSettle]").isVisible(), "How to play open on the start screen");
-    await page.click("#how-to summary");
     await page.click("#notify"); // (the page unticks it: page.check would throw)
     await page.locator("#notify-note", { hasText: en.notifyDenied }).waitFor(WAIT);
+    await page.screenshot({ path: join(OUTPUT, "18-network-start.png"), fullPage: true });
+    await page.click("#how-to summary");
     assert.ok(await page.locator("#notify-note").isVisible(), "said where it is seen");
     assert.equal(await page.locator("#notify").isChecked(), false);
     await page.evaluate(() => {
@@ -569,14 +570,18 @@ export function networkTests(h: Harness) {
     await h.idle(page);
     const finished = page.evaluate(() => document.body.dataset.match);
     const before = called.get(page)!.length;
-    await page.click("#rematch");
+    // Both press Rematch at once: the page's taps and Bob's call from Node together.
+    const [bob] = await Promise.all([
+      h.client.rematch({ state, seat: 2, credential: credential.get(2)! }, { timeoutMs: 10_000 }),
+      page.click("#rematch").then(() => h.idle(page)),
+    ]);
     await h.idle(page);
     const asked = called.get(page)!.slice(before).filter((m) => m !== "Watch" && m !== "Score");
     assert.deepEqual(asked, ["Rematch", "Rematch"], "the server's Rematch, once for each seat at the screen");
     const rematch = await page.evaluate(() => document.body.dataset.match);
     assert.notEqual(rematch, await finished);
-    const bob = await h.client.rematch({ state, seat: 2, credential: credential.get(2)! }, { timeoutMs: 10_000 });
     assert.equal(bob.view!.matchId, rematch, "Bob's Rematch in the same new match");
+    assert.equal(bob.credential!.seat, 2, "Bob in his seat");
     const now = await page.evaluate(() => {
       const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
       return JSON.parse(localStorage.getItem(key)!) as { match: string; local: [number, string][] };
