@@ -121,6 +121,17 @@ function save() {
 function forget() {
   for (const store of [sessionStorage, localStorage]) store.removeItem(STORAGE_KEY);
 }
+/** Forgets the match `match` where it is the one saved (another tab may have saved another since). */
+function forgetMatch(match: string) {
+  for (const store of [sessionStorage, localStorage]) {
+    try {
+      const saved = JSON.parse(store.getItem(STORAGE_KEY) ?? "null") as Saved | null;
+      if (saved && (saved.match ?? match) === match) store.removeItem(STORAGE_KEY);
+    } catch {
+      store.removeItem(STORAGE_KEY);
+    }
+  }
+}
 
 // --- What the page knows. ------------------------------------------------------------
 interface Game extends Held {
@@ -164,8 +175,13 @@ let hint = "";
 /** A call is in flight. */
 let calling = false;
 /** The focus goes back to the table's next control once the page is idle again (a
- * move made from the table, a match started): see render(). */
+ * move made from the table, a match started): see render(). The player's focus put
+ * anywhere else meanwhile (the log, the language, a name) cancels it. */
 let refocus = false;
+document.addEventListener("focusin", (e) => {
+  const to = e.target as Element | null;
+  if (to && !tableContent.contains(to) && !["draw", "deal", "rematch", "suggest"].includes(to.id)) refocus = false;
+});
 /** Answers being played back (one at a time, in the order they came). */
 let playingBack = 0;
 let playbacks: Promise<void> = Promise.resolve();
@@ -217,6 +233,8 @@ async function call(what: () => Promise<void>): Promise<unknown> {
   const from = game && b64(game.view.stateId);
   try {
     await what();
+    // An answer: the server is in reach (a call that got none before is over).
+    if (offlineSaid && game) setConnected(true);
   } catch (err) {
     // No answer at all.
     const network = isNetworkFailure(err);
@@ -243,7 +261,9 @@ async function call(what: () => Promise<void>): Promise<unknown> {
     // The server restarted (its token key new) or forgot the match: the match is gone.
     if (game && matchGone(err)) lose(err);
     // No answer at all: the page is out of reach until its stream opens again.
-    else if (game && unavailable && watching && !watchGaveUp) {
+    // (Only while a stream follows the match, which says when it is back: a match over
+    // against bots alone has none, and its Rematch or New match stays to be tapped again.)
+    else if (game && unavailable && watching && !watching.signal.aborted && watchesOn(game) && !watchGaveUp) {
       setConnected(false);
       wakeWatch();
     }
@@ -252,6 +272,10 @@ async function call(what: () => Promise<void>): Promise<unknown> {
   } finally {
     calling = false;
     render();
+    // Not used by that render because the page is cut off: the moves wait, maybe for
+    // minutes, and the focus is not taken then. (Busy playing back a pushed change
+    // that brought the answer's state first, it is used once that is shown.)
+    if (offline()) refocus = false;
     settle();
   }
   return undefined;
@@ -298,6 +322,7 @@ async function take(
 ) {
   const g = game!;
   let before: GameView | undefined;
+  let marks: number[] = [];
   if (answer.view) {
     const id = b64(answer.view.stateId);
     if (g.seen.has(id)) return;
@@ -321,13 +346,17 @@ async function take(
     // seats comes first, told by how they changed.
     const events = answer.events ?? [];
     if (!events.some((e) => CLOCK_EVENTS.has(e.kind.case ?? ""))) g.log.push(...seatChanges(before, at));
-    for (const e of logged(events)) g.log.push(logLine(e, at));
+    const start = g.log.length;
+    const kept = logged(events);
+    for (const e of kept) g.log.push(logLine(e, at));
+    // Where each tile played ends in the log: the log follows the playback tile by tile.
+    marks = kept.flatMap((e, j) => (e.kind.case === "tilePlayed" ? [start + j + 1] : []));
   }
   selected = undefined;
   suggested = undefined;
   hint = "";
   save();
-  await playBack(catchUp ? [] : (answer.events ?? []), g.view);
+  await playBack(catchUp ? [] : (answer.events ?? []), g.view, marks);
   if (g.view.phase !== Phase.PLAYING && !spectating()) await fetchSheet(g);
 }
 
@@ -430,9 +459,11 @@ function seatChanges(before: GameView | undefined, at: GameView): LogLine[] {
 
 // --- Following the play: each tile placed in turn, the points called. ---------------
 /** What the table shows of the last answer while it is played back. */
-let shown: { upTo?: number; callout?: { seat: number; points: number }; view?: GameView } = {};
+let shown: { upTo?: number; callout?: { seat: number; points: number }; view?: GameView; log?: number } = {};
 const STEP_MS = 450;
-const motion = () => !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+// A hidden tab shows the end at once (its timers are throttled: a playback would tell
+// the turn minutes late).
+const motion = () => !document.hidden && !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 
 /**
  * Plays an answer's tiles back one by one (yours, then the bots' or a friend's), each
@@ -440,7 +471,7 @@ const motion = () => !window.matchMedia("(prefers-reduced-motion: reduce)").matc
  * page takes no input meanwhile. With `prefers-reduced-motion` the table shows the end
  * at once, the last scoring move called.
  */
-async function playBack(events: Event[], view: GameView) {
+async function playBack(events: Event[], view: GameView, marks: number[] = []) {
   const dealt = events.map((e) => e.kind.case).lastIndexOf("dealt");
   const plays = events.slice(dealt + 1).flatMap((e) => (e.kind.case === "tilePlayed" ? [e.kind.value] : []));
   const called = (p?: { seat: number; points: number }) => (p && p.points > 0 ? { seat: p.seat, points: p.points } : undefined);
@@ -449,7 +480,9 @@ async function playBack(events: Event[], view: GameView) {
   const run = async () => {
     if (motion() && plays.length > 1 && view.layout.length >= plays.length) {
       for (const [i, p] of plays.entries()) {
-        shown = { upTo: last - (plays.length - 1 - i), callout: called(p), view: stepView(view, hand, i) };
+        // The log's lines up to this tile (marks: where each of the answer's tiles ends in it).
+        const log = marks[marks.length - plays.length + i];
+        shown = { upTo: last - (plays.length - 1 - i), callout: called(p), view: stepView(view, hand, i), log };
         document.body.dataset.shown = String(shown.upTo! + 1);
         // The table, the status line and the controls as of this tile: one truth.
         if (game?.view === view) render();
@@ -633,14 +666,26 @@ function handEnd(reason: HandEndReason, wentOut?: number, reached?: number, forf
 function rematch() {
   const g = game!;
   // A friends' match: the server's Rematch, the same table and seats for everyone (the
-  // first to ask offers it, the others accept by asking too). Against bots alone, or at
-  // one screen, a new match as below.
+  // first to ask offers it, the others accept by asking too); with seats at this screen
+  // too, each of them asks with its own credential. Against bots alone, or all at one
+  // screen, a new match as below.
   if (friendsRematch(g)) {
     return call(async () => {
-      const answer = await client.rematch({ state: g.state, seat: you, credential: g.credential }, opts());
+      const ask = (seat: number, credential: Uint8Array) => client.rematch({ state: g.state, seat, credential }, opts());
+      const answer = await ask(you, g.credential);
+      let local: Map<number, Uint8Array> | undefined;
+      if (g.local) {
+        local = new Map([[you, answer.credential!.credential]]);
+        for (const [seat, credential] of g.local) if (seat !== you) local.set(seat, (await ask(seat, credential)).credential!.credential);
+      }
       offer = undefined;
       refocus = true;
-      startGame({ state: answer.state, credential: answer.credential!.credential, seat: you }, answer.view!);
+      const held = { state: answer.state, credential: answer.credential!.credential, seat: you, local };
+      // Another seat dealt already: the hand so far, its log filled from its deal.
+      if (answer.view!.handNumber > 0) {
+        const now = await client.score({ state: held.state, viewer: you, credential: held.credential, includeHandEvents: true }, opts());
+        startGame(held, now.view!, now.sheet, now.handEvents);
+      } else startGame(held, answer.view!);
     });
   }
   const v = g.view;
@@ -655,8 +700,10 @@ function rematch() {
   return startMatch(v.rules!, turned);
 }
 
-/** A friends' match (another person's seat, not at this screen): its rematch is Rematch's. */
-const friendsRematch = (g: Game) => !spectating() && !g.local && g.view.seats.some((s) => s.seat !== you && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT));
+/** A friends' match (another person's seat, not at this screen; seats at this screen
+ * besides or not): its rematch is Rematch's. */
+const friendsRematch = (g: Game) =>
+  !spectating() && g.view.seats.some((s) => s.seat !== you && !g.local?.has(s.seat) && (s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT));
 /** Another seat offered this finished match's rematch (WatchResponse.rematch). */
 let offer: { from: string; matchId: string; seat: number } | undefined;
 /** Whether the page's stream stays open: until the match is over, and after it in a
@@ -978,10 +1025,12 @@ $<HTMLInputElement>("notify").checked = localStorage.getItem(NOTIFY_KEY) === "on
 $<HTMLInputElement>("notify").addEventListener("change", (e) => {
   const box = e.currentTarget as HTMLInputElement;
   localStorage.setItem(NOTIFY_KEY, box.checked ? "on" : "off");
+  // Said beside the header's checkbox, seen on the start screen as at the table.
+  $("notify-note").textContent = "";
   if (!box.checked || !("Notification" in window)) {
     if (box.checked) {
       box.checked = false;
-      $("hint").textContent = T.notifyDenied;
+      $("notify-note").textContent = T.notifyDenied;
     }
     return;
   }
@@ -990,7 +1039,7 @@ $<HTMLInputElement>("notify").addEventListener("change", (e) => {
     if (answer !== "granted") {
       box.checked = false;
       localStorage.setItem(NOTIFY_KEY, "off");
-      $("hint").textContent = T.notifyDenied;
+      $("notify-note").textContent = T.notifyDenied;
     }
   });
 });
@@ -1027,7 +1076,9 @@ function renderClocks() {
     return;
   }
   const v = g.view;
-  const left = v.phase === Phase.PLAYING ? countdown.timeLeftMs() : undefined;
+  // While an answer is played back, nobody's turn is counted down (the seat on turn is
+  // the one whose tile comes next, its time not known): every seat's bank.
+  const left = v.phase === Phase.PLAYING && shown.view === undefined ? countdown.timeLeftMs() : undefined;
   sayTimeLow(v, left);
   const rows = v.seats
     .filter((s) => s.kind === SeatKind.CLAIMED || s.kind === SeatKind.HELD_BY_BOT)
@@ -1142,7 +1193,8 @@ function renderAbsence(g: Game) {
   const over = v.phase === Phase.OVER;
   const held = over ? [] : v.seats.filter((s) => s.kind === SeatKind.HELD_BY_BOT);
   const list = $("held-seats");
-  list.replaceChildren(
+  // Held while an answer is played back: a bot taking a seat is told at its end.
+  if (shown.view === undefined) list.replaceChildren(
     ...held.map((s) => {
       const li = document.createElement("li");
       li.textContent = T.botPlaysFor(seatName(s.seat, you), s.seat === you);
@@ -1150,11 +1202,11 @@ function renderAbsence(g: Game) {
       return li;
     }),
   );
-  $("absence").hidden = held.length === 0;
+  if (shown.view === undefined) $("absence").hidden = held.length === 0;
   const mine = v.seats.find((s) => s.seat === you);
   const busy = isBusy();
   const back = $<HTMLButtonElement>("return-seat");
-  back.hidden = spectating() || mine?.kind !== SeatKind.HELD_BY_BOT || over;
+  if (shown.view === undefined) back.hidden = spectating() || mine?.kind !== SeatKind.HELD_BY_BOT || over;
   back.disabled = busy;
   const leaveButton = $<HTMLButtonElement>("leave");
   leaveButton.hidden =
@@ -1301,8 +1353,9 @@ function watch() {
           if (!heard) {
             heard = true;
             document.body.dataset.watching = "yes";
-            setConnected(true);
           }
+          // Any message: the server is in reach (a call's failure said meanwhile goes).
+          if (offlineSaid) setConnected(true);
           if (message.kind.case === "change") {
             const change = message.kind.value;
             taking = taking
@@ -1312,7 +1365,9 @@ function watch() {
                 // The match is over: nothing more will change; the stream is closed.
                 if (game === g && !watchesOn(g) && !stop.signal.aborted) stop.abort();
               });
-          } else if (message.kind.case === "rematch") {
+          } else if (message.kind.case === "rematch" && message.kind.value.seat !== you && !g.local?.has(message.kind.value.seat)) {
+            // (This seat's own ask, or a seat's at this screen, heard before its answer or
+            // from another tab of the seat, is no offer to this page.)
             // A friend asked for the rematch: this page offers to accept it.
             offer = { from: g.view.matchId, matchId: message.kind.value.matchId, seat: message.kind.value.seat };
             taking = taking.then(() => {
@@ -1440,8 +1495,9 @@ function lose(err: unknown) {
   watching = undefined;
   wakeNap?.();
   stopClaim();
-  forget();
+  if (game) forgetMatch(game.view.matchId);
   game = undefined;
+  tableContent.replaceChildren(); // no tile of it left, shown or not
   presence = undefined;
   offlineSaid = false;
   backSaid = false;
@@ -1696,6 +1752,7 @@ function render() {
   if (g) setNames(g.view);
   $("game").hidden = !g;
   $("new-match-button").hidden = !g;
+  placeHowTo();
   if (!g) {
     $("handover").hidden = true;
     setText($("status"), ""); // no match: nothing of one said
@@ -1735,6 +1792,9 @@ function render() {
   }
   tellTurn();
   $("hint").textContent = hint;
+  // While tiles are still to come, the status line shows each moment but is not read
+  // out (the log says each tile): a screen reader hears the turn once, at the end.
+  $("status").setAttribute("aria-live", shown.view ? "off" : "polite");
   setText($("status"), statusLine(v));
   document.body.dataset.spectating = String(spectating());
   document.body.dataset.seat = String(you);
@@ -1762,12 +1822,14 @@ function render() {
     log.dataset.lines = "0";
     log.dataset.version = String(g.logVersion);
   }
-  for (const line of g.log.slice(Number(log.dataset.lines))) {
+  // While an answer is played back, the lines up to the tile on the table only.
+  const upTo = Math.min(g.log.length, shown.log ?? g.log.length);
+  for (const line of g.log.slice(Number(log.dataset.lines), upTo)) {
     const li = document.createElement("li");
     li.textContent = line.say();
     log.append(li);
   }
-  log.dataset.lines = String(g.log.length);
+  log.dataset.lines = String(Math.max(upTo, Number(log.dataset.lines)));
   while (log.children.length > 200) log.firstElementChild!.remove();
   log.scrollTop = log.scrollHeight;
 
@@ -1924,7 +1986,11 @@ function focusNext(v: GameView) {
   if (v.phase === Phase.OVER) $("rematch").focus({ preventScroll: true });
   else if (v.phase === Phase.DEALING) $("deal").focus({ preventScroll: true });
   else if (v.mustDraw) $("draw").focus({ preventScroll: true });
-  else (tableContent.querySelector<SVGGElement>("g.in-hand.playable") ?? tableContent.querySelector<SVGGElement>("g.in-hand"))?.focus({ preventScroll: true });
+  else {
+    // The tile Suggest named, else the first playable one.
+    const named = suggested?.tile ? tableContent.querySelector<SVGGElement>(`g.in-hand[data-tile="${tileKey(suggested.tile)}"]`) : null;
+    (named ?? tableContent.querySelector<SVGGElement>("g.in-hand.playable") ?? tableContent.querySelector<SVGGElement>("g.in-hand"))?.focus({ preventScroll: true });
+  }
 }
 
 function statusLine(v: GameView): string {
@@ -2105,7 +2171,15 @@ function seatsFields() {
   if (players !== 4) partnership.checked = false;
 }
 
+/** How to play: beside the log at the table, under the forms before a match. */
+function placeHowTo() {
+  const howTo = $("how-to");
+  const home = game ? $("sheet-box") : $("handover");
+  if (howTo.nextElementSibling !== home) home.before(howTo);
+}
+
 function showForm() {
+  placeHowTo();
   form.hidden = false;
   codeForm.hidden = false;
   const name = form.elements.namedItem("name") as HTMLInputElement;

@@ -11,8 +11,9 @@ import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import type { Browser, Page } from "playwright-core";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
-import { AllFivesService as AllFivesServiceDesc, type AllFivesService, type ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
+import { AllFivesService as AllFivesServiceDesc, Phase, type AllFivesService, type ScoreResponse } from "../src/gen/allfives/v1/allfives_pb.js";
 import { en } from "../src/lang/en.js";
+import { encode } from "uqr";
 
 type ContextOptions = NonNullable<Parameters<Browser["newContext"]>[0]>;
 /** What web.test.ts lends these tests. */
@@ -151,9 +152,13 @@ export function networkTests(h: Harness) {
   // tile on the table, and "your turn" only once the next tile to come is the player's.
   // Checked at every change of the page (a MutationObserver), against the hand's
   // events as the server tells them (Score, include_hand_events).
+  // The log and the clocks follow too: the log's lines up to the tile shown (not the
+  // bots' later tiles nor the hand's end), and no seat's countdown before the last tile
+  // (the match is clocked).
   // The hand is played to its end from the table: the focus is then on Deal the next hand.
-  h.webTest("network: while an answer's tiles are played back, the status, tile counts, count and scores are those of the tile shown; at the hand's end the focus is on Deal", 90_000, async () => {
+  h.webTest("network: while an answer's tiles are played back, the status, tile counts, count, scores, log and clocks are those of the tile shown; at the hand's end the focus is on Deal", 90_000, async () => {
     const page = await h.open(h.at(PAGE_URL, SERVER_URL), { viewport: { width: 1280, height: 860 }, reducedMotion: "no-preference" });
+    await page.check("#new-match input[name=clock]");
     await h.newMatch(page, { players: 2, bots: ["1"], handSize: "3" });
     await page.evaluate(() => {
       const w = window as unknown as { records: object[] };
@@ -171,6 +176,9 @@ export function networkTests(h: Harness) {
           count: text("#table [data-testid=count]"),
           scores: [...document.querySelectorAll("#table [data-testid^=score-side]")].map((e) => [e.getAttribute("data-testid"), e.textContent]),
           status: text("#status"),
+          live: document.querySelector("#status")?.getAttribute("aria-live"),
+          log: document.querySelectorAll("#log li").length,
+          onTurn: [...document.querySelectorAll("#clocks li.on-turn")].map((li) => (li as HTMLElement).dataset.seat),
         });
       }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
     });
@@ -182,7 +190,9 @@ export function networkTests(h: Harness) {
     assert.equal(await page.evaluate(() => document.activeElement?.id), "deal", "the focus on Deal the next hand at the hand's end");
     const events = (await h.serverScore(page)).handEvents;
     const plays = events.flatMap((e) => (e.kind.case === "tilePlayed" ? [e.kind.value] : []));
-    type Record = { hand: string; placed: number; inHand: number; lit: number; opponents: number[]; boneyard: string; count: string; scores: [string, string][]; status: string };
+    type Record = { hand: string; placed: number; inHand: number; lit: number; opponents: number[]; boneyard: string; count: string; scores: [string, string][]; status: string; live: string; log: number; onTurn: string[] };
+    // The log's lines with the hand's first k tiles played: its events up to the k-th tile.
+    const playedAt = events.flatMap((e, j) => (e.kind.case === "tilePlayed" ? [j] : []));
     const records = (await page.evaluate(() => (window as unknown as { records: object[] }).records)) as Record[];
     const steps = records.filter((r) => r.hand === "1");
     assert.ok(new Set(steps.map((r) => r.placed)).size >= 3, `tiles played back at three steps at least: ${steps.map((r) => r.placed)}`);
@@ -199,7 +209,10 @@ export function networkTests(h: Harness) {
       assert.equal(k + r.inHand + r.opponents.reduce((a, b) => a + b, 0) + boneyard, 28, `every tile somewhere ${at}: ${JSON.stringify(r)}`);
       // "Your turn" (and lit tiles) only when the next tile to come is the player's own.
       const nextIsMine = plays[k] === undefined || plays[k].seat === 0;
+      assert.equal(r.log, playedAt[k - 1] + 1, `the log's lines ${at}: the hand's events up to that tile`);
       if (!nextIsMine) {
+        assert.deepEqual(r.onTurn, [], `no seat's countdown ${at}, the bot's tile still to come`);
+        assert.equal(r.live, "off", `the status line not read out ${at}, the bot's tile still to come (the log says it)`);
         assert.ok(!YOUR_TURN.includes(r.status), `the status ${at}, the bot's tile still to come: "${r.status}"`);
         assert.equal(r.lit, 0, `no tile lit ${at}, the bot's tile still to come`);
       }
@@ -227,7 +240,7 @@ export function networkTests(h: Harness) {
       await page.screenshot({ path: join(OUTPUT, "18-network-cut.png") });
       const made = await moveFromNode(h, page);
       proxy.restore();
-      await page.locator("#offline", { hasText: en.reconnected }).waitFor({ timeout: 30_000 });
+      await page.waitForFunction(() => document.body.dataset.connected === "true", null, { timeout: 30_000 });
       await page.waitForFunction((want) => document.body.dataset.stateId === want, made, { timeout: 30_000 });
       await h.idle(page);
       assert.notEqual(await page.locator("#status").innerText(), en.statusOffline);
@@ -266,10 +279,80 @@ export function networkTests(h: Harness) {
       const by = { state: seat.state, seat: seat.viewer, credential: seat.credential };
       const answer = move ? await direct.play({ ...by, tile: move.tile, end: move.end }, { timeoutMs: 10_000 }) : await direct.draw(by, { timeoutMs: 10_000 });
       proxy.thaw();
-      await page.locator("#offline", { hasText: en.reconnected }).waitFor({ timeout: 30_000 });
+      await page.waitForFunction(() => document.body.dataset.connected === "true", null, { timeout: 30_000 });
       await page.waitForFunction((want) => document.body.dataset.stateId === want, b64(answer.view!.stateId), { timeout: 30_000 });
     } finally {
       await proxy.close();
+      await stopServer(server.proc);
+    }
+  });
+
+  // One call without an answer (routed to fail once) while the page's stream stays up,
+  // on a server that does not age its connections (beating every 2 s): the page says its
+  // move was lost and holds the moves, then, at the stream's next message, says it is
+  // back and offers them again. The match (bots only) played to its end from Node: its
+  // stream closed, a Rematch without an answer leaves Rematch to tap again (no
+  // "trying again" for good), and the second tap makes the new match.
+  h.webTest("network: one call without an answer while the stream is up: back at the next heartbeat; a bots' match over: a Rematch without an answer can be tapped again", 90_000, async () => {
+    const server = await startServer(0, ["--watch-heartbeat-secs", "2"]);
+    try {
+      const page = await h.open(h.at(PAGE_URL, server.url));
+      await h.newMatch(page, { players: 2, bots: ["1"], target: 25 });
+      await page.waitForFunction(() => document.body.dataset.yourTurn === "true" && document.body.dataset.watching === "yes", null, WAIT);
+      // Every value data-connected takes, recorded (the time offline may be short).
+      await page.evaluate(() => {
+        const w = window as unknown as { connected: string[] };
+        w.connected = [];
+        new MutationObserver(() => {
+          const c = document.body.dataset.connected ?? "";
+          if (w.connected.at(-1) !== c) w.connected.push(c);
+        }).observe(document.body, { attributes: true, attributeFilter: ["data-connected"] });
+      });
+      await page.route(/\/allfives\.v1\.AllFivesService\/(Play|Draw)$/, (route) => route.abort("connectionrefused"), { times: 1 });
+      await h.act(page);
+      // Meanwhile the player goes on to the language menu: coming back takes no focus.
+      await page.focus("#lang");
+      // Back at the stream's next message (a heartbeat within 2 s): 20 s is a hang guard.
+      await page.waitForFunction(() => document.body.dataset.connected === "true", null, { timeout: 20_000 });
+      await h.idle(page);
+      assert.equal(await page.evaluate(() => document.activeElement?.id), "lang", "the focus left where the player put it");
+      const connected = await page.evaluate(() => (window as unknown as { connected: string[] }).connected);
+      assert.deepEqual(connected, ["false", "true"], "the call's lost answer said, then the page back");
+      assert.equal((await h.body(page)).yourTurn, "true", "still the player's turn (the move never reached the server)");
+      assert.equal((await moves(page)).suggest, true, "the moves offered again");
+      assert.notEqual(await page.locator("#status").innerText(), en.statusOffline);
+      // The match played to its end from Node, with the page's own seat.
+      const direct = createClient(AllFivesServiceDesc, createGrpcWebTransport({ baseUrl: server.url }));
+      const seat = await h.savedSeat(page);
+      let state = seat.state;
+      const by = () => ({ state, seat: seat.viewer, credential: seat.credential });
+      for (let i = 0; ; i++) {
+        assert.ok(i < 1000, "the match did not end");
+        const view = (await direct.score({ state, viewer: seat.viewer, credential: seat.credential }, { timeoutMs: 10_000 })).view!;
+        if (view.phase === Phase.OVER) break;
+        const [move] = view.legalMoves;
+        const answer =
+          view.phase !== Phase.PLAYING
+            ? await direct.deal({ state, viewer: seat.viewer, credential: seat.credential }, { timeoutMs: 10_000 })
+            : move
+              ? await direct.play({ ...by(), tile: move.tile, end: move.end }, { timeoutMs: 10_000 })
+              : await direct.draw(by(), { timeoutMs: 10_000 });
+        state = answer.state;
+      }
+      await page.waitForFunction(() => document.body.dataset.phase === "OVER", null, WAIT);
+      await h.idle(page);
+      const finished = (await h.body(page)).stateId;
+      await page.route(/\/allfives\.v1\.AllFivesService\/NewGame$/, (route) => route.abort("connectionrefused"), { times: 1 });
+      await page.click("#rematch");
+      await h.idle(page);
+      assert.equal(await page.locator("#error").innerText(), en.moveLost, "the lost answer said");
+      assert.notEqual(await page.locator("#offline").innerText(), en.reconnecting, "no 'trying again' with no stream to try");
+      assert.ok(await page.locator("#rematch").isEnabled(), "Rematch to tap again");
+      assert.equal((await h.body(page)).stateId, finished);
+      await page.click("#rematch");
+      await h.idle(page);
+      assert.equal((await h.body(page)).phase, "PLAYING", "the rematch made at the second tap");
+    } finally {
       await stopServer(server.proc);
     }
   });
@@ -284,6 +367,12 @@ export function networkTests(h: Harness) {
       const page = await h.open(h.at(PAGE_URL, server.url));
       await h.newMatch(page, { players: 2, bots: ["1"] });
       await page.waitForFunction(() => document.body.dataset.yourTurn === "true" && document.body.dataset.watching === "yes", null, WAIT);
+      // Another tab saves another match meanwhile (localStorage is every tab's): the
+      // lost match is forgotten, that one kept.
+      await page.evaluate(() => {
+        const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
+        localStorage.setItem(key, JSON.stringify({ ...JSON.parse(localStorage.getItem(key)!), match: "another-tabs-match" }));
+      });
       await stopServer(server.proc);
       await page.locator("#offline", { hasText: en.reconnecting }).waitFor({ timeout: 30_000 });
       assert.equal(await page.locator("#status").innerText(), en.statusOffline, "the status says the moves wait, not whose turn");
@@ -293,14 +382,14 @@ export function networkTests(h: Harness) {
       // Its waits between tries are 10 s at most: a generous hang guard.
       await page.locator("#error", { hasText: en.matchGone }).waitFor({ timeout: 45_000 });
       assert.ok(await page.locator("#game").isHidden(), "the old table is gone");
-      assert.equal(await page.locator("g.in-hand").count() && (await page.locator("g.in-hand").first().isVisible()), false, "no tile shown");
+      assert.equal(await page.locator("#table g.in-hand").count(), 0, "no tile drawn, shown or hidden");
       assert.ok(await page.locator("#draw").isHidden() && (await page.locator("#suggest").isHidden()), "no Draw nor Suggest");
       assert.equal(await page.locator("#offline").innerText(), "", "no reconnecting line over it");
       assert.equal(await page.locator("#status").innerText(), "", "no status of the match gone");
       assert.ok(await page.locator("#new-match").isVisible(), "the way on: the new-match form");
       await page.screenshot({ path: join(OUTPUT, "18-network-match-gone.png") });
-      const saved = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("allfives-web:")));
-      assert.deepEqual(saved, [], "the token forgotten");
+      const saved = await page.evaluate(() => [sessionStorage, localStorage].map((store) => Object.keys(store).filter((k) => k.startsWith("allfives-web:")).map((k) => JSON.parse(store.getItem(k)!).match)));
+      assert.deepEqual(saved, [[], ["another-tabs-match"]], "the lost match's token forgotten, another tab's match kept");
       await h.newMatch(page, { players: 2, bots: ["1"] });
       assert.equal((await h.body(page)).phase, "PLAYING", "a new match plays");
       assert.ok(await page.locator("#error").isHidden());
@@ -312,8 +401,25 @@ export function networkTests(h: Harness) {
   // Hidden (visibility emulated), the tab's title says when it is the player's turn, and
   // a notification once a turn if the player asked (the checkbox); shown, the title is
   // the page's own. Starting a match puts the focus on the table's first control.
-  h.webTest("network: the turn told while the tab is hidden (title, notification), focus on the table after the start", 60_000, async () => {
-    const page = await h.open(h.at(PAGE_URL, SERVER_URL));
+  // Hidden, an answer is not played back (the tab's timers are throttled): its end shown
+  // at once. Notifications refused, the page says so where it is seen (the start screen).
+  h.webTest("network: the turn told while the tab is hidden (title, notification, no playback), focus on the table after the start; notifications refused said on the start screen", 60_000, async () => {
+    const page = await h.open(h.at(PAGE_URL, SERVER_URL), { viewport: { width: 1280, height: 860 }, reducedMotion: "no-preference" });
+    await page.evaluate(() => {
+      (window as unknown as { Notification: unknown }).Notification = class {
+        static permission = "default";
+        static requestPermission = () => Promise.resolve("denied");
+      };
+    });
+    // How to play, reachable before a match too.
+    await page.click("#how-to summary");
+    assert.ok(await page.locator("#how-to [data-t=howToSettle]").isVisible(), "How to play open on the start screen");
+    await page.click("#notify"); // (the page unticks it: page.check would throw)
+    await page.locator("#notify-note", { hasText: en.notifyDenied }).waitFor(WAIT);
+    await page.screenshot({ path: join(OUTPUT, "18-network-start.png"), fullPage: true });
+    await page.click("#how-to summary");
+    assert.ok(await page.locator("#notify-note").isVisible(), "said where it is seen");
+    assert.equal(await page.locator("#notify").isChecked(), false);
     await page.evaluate(() => {
       // The browser's notifications, recorded (and allowed) instead of shown.
       const w = window as unknown as { told: string[]; Notification: unknown };
@@ -343,12 +449,18 @@ export function networkTests(h: Harness) {
       }, hidden);
     await hide(true);
     assert.equal(await page.title(), `● ${en.titleYourTurn} — ${en.appTitle}`, "hidden on the player's turn");
+    await page.evaluate(() => {
+      const w = window as unknown as { steps: number };
+      w.steps = 0;
+      new MutationObserver(() => void (document.body.dataset.shown && w.steps++)).observe(document.body, { attributes: true, attributeFilter: ["data-shown"] });
+    });
     // A move while hidden (the bot answers): the player's turn again, told once.
     await h.act(page);
     await page.waitForFunction(() => document.body.dataset.yourTurn === "true", null, WAIT);
     assert.equal(await page.title(), `● ${en.titleYourTurn} — ${en.appTitle}`);
     const told = await page.evaluate(() => (window as unknown as { told: string[] }).told);
     assert.deepEqual(told, [en.titleYourTurn, en.titleYourTurn], "a notification a turn");
+    assert.equal(await page.evaluate(() => (window as unknown as { steps: number }).steps), 0, "no tile played back while hidden");
     await hide(false);
     assert.equal(await page.title(), en.appTitle, "shown: the page's own title");
   });
@@ -365,8 +477,9 @@ export function networkTests(h: Harness) {
     await bob.click("#join button[type=submit]");
     await h.idle(bob);
     const data = (page: Page) => page.evaluate(() => ({ ...document.body.dataset }));
-    for (let i = 0; (await data(ana)).phase !== "OVER"; i++) {
-      assert.ok(i < 400, "the match did not end");
+    const began = Date.now();
+    while ((await data(ana)).phase !== "OVER") {
+      assert.ok(Date.now() - began < 100_000, "the match did not end (a hang guard)");
       const [a, b] = [await data(ana), await data(bob)];
       if (a.stateId !== b.stateId) await ana.waitForTimeout(100); // a push on its way
       else if (a.phase === "DEALING" && a.hand !== "0") await h.act(ana);
@@ -376,6 +489,11 @@ export function networkTests(h: Harness) {
     }
     await bob.waitForFunction(() => document.body.dataset.phase === "OVER", null, WAIT);
     const finished = (await data(ana)).match;
+    // A second tab of Ana's seat (the match saved in localStorage), left on the finished match.
+    const ana2 = await ana.context().newPage();
+    await ana2.goto(ana.url());
+    await h.idle(ana2);
+    assert.equal((await data(ana2)).match, finished);
     await ana.click("#rematch");
     await h.idle(ana);
     assert.equal(await ana.locator("#error").isVisible(), false, "Ana's rematch made");
@@ -387,20 +505,88 @@ export function networkTests(h: Harness) {
     assert.equal(await bob.locator("#rematch").innerText(), en.acceptRematch);
     assert.match(await bob.locator("#status").innerText(), /Ana offers a rematch: the same table again\.$/, "said on the status line too");
     await bob.screenshot({ path: join(OUTPUT, "18-network-rematch-offer.png"), fullPage: true });
+    // Reloaded, Bob's page is told again (the server tells a stream opened later).
+    await bob.reload();
+    await h.idle(bob);
+    await bob.locator("#rematch-offer", { hasText: "Ana offers a rematch: the same table again." }).waitFor(WAIT);
+    // Ana deals before Bob accepts: accepting, Bob's page shows the hand dealt, its log too.
+    await ana.click("#deal");
+    await h.idle(ana);
     await bob.click("#rematch");
     await h.idle(bob);
     assert.deepEqual([(await data(bob)).match, (await data(bob)).seat], [rematch, "1"], "Bob in the new match, in his seat");
     assert.ok(called.get(bob)!.includes("Rematch") && !called.get(bob)!.includes("NewGame"), "Bob's page accepted by Rematch");
-    // Ana deals; the first move is pushed to the other page.
-    await ana.click("#deal");
-    await h.idle(ana);
     await bob.waitForFunction((want) => document.body.dataset.stateId === want, (await data(ana)).stateId, WAIT);
+    assert.equal((await data(bob)).phase, "PLAYING", "the hand Ana dealt");
+    assert.ok((await bob.locator("#log li").count()) > 0, "Bob's log tells the hand so far");
+    assert.match(await bob.locator("#log li").first().innerText(), /^Hand 1 dealt; /, "Bob's log tells the hand from its deal");
     const mover = (await data(ana)).yourTurn === "true" ? ana : bob;
     const other = mover === ana ? bob : ana;
     const callsBefore = called.get(other)!.filter((m) => m !== "Watch").length;
     await h.act(mover);
     await other.waitForFunction((want) => document.body.dataset.stateId === want, (await data(mover)).stateId, WAIT);
     assert.equal(called.get(other)!.filter((m) => m !== "Watch").length, callsBefore, "the move pushed, not asked for");
+    // Ana's other tab heard Ana's own ask on its stream all along: no offer from herself.
+    assert.ok(await ana2.locator("#rematch-offer").isHidden(), "no offer from the tab's own seat");
+    assert.equal(await ana2.locator("#rematch").innerText(), en.rematch);
+  });
+
+  // Two seats at one screen (a hot seat) and a friend on another device (Bob, from
+  // Node): the match played out from Node, the page's Rematch asks the server's Rematch
+  // for each seat at the screen (with each seat's credential), and Bob's Rematch lands
+  // in the same new match: nobody left waiting alone in another.
+  h.webTest("network: a hot seat with a friend on another device: Rematch asks the server's Rematch for each seat at the screen, the friend lands in the same match", 90_000, async () => {
+    const page = await h.open(h.at(PAGE_URL, SERVER_URL));
+    await h.newMatch(page, { name: "Ana", players: 3, bots: ["here", "friend"], target: 25 });
+    const invite = new URL(await page.locator("#invite-link").inputValue()).hash.replace(/^#join=/, "");
+    const claimed = await h.client.claimSeat(
+      { state: Buffer.from(invite.replace(/-/g, "+").replace(/_/g, "/"), "base64"), seat: 2, claimKey: crypto.getRandomValues(new Uint8Array(16)), displayName: "Bob" },
+      { timeoutMs: 10_000 },
+    );
+    // The page deals the first hand once Bob's seat is taken.
+    await page.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+    const saved = await page.evaluate(() => {
+      const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
+      return JSON.parse(localStorage.getItem(key)!) as { state: string; local: [number, string][] };
+    });
+    const credential = new Map<number, Uint8Array>(saved.local.map(([seat, c]) => [seat, Uint8Array.from(Buffer.from(c, "base64"))]));
+    credential.set(2, claimed.credential!.credential);
+    let state: Uint8Array = Uint8Array.from(Buffer.from(saved.state, "base64"));
+    const began = Date.now();
+    for (;;) {
+      assert.ok(Date.now() - began < 60_000, "the match did not end (a hang guard)");
+      const view = (await h.client.score({ state, viewer: 0, credential: credential.get(0)! }, { timeoutMs: 10_000 })).view!;
+      if (view.phase === Phase.OVER) break;
+      if (view.phase !== Phase.PLAYING) {
+        state = (await h.client.deal({ state, viewer: 0, credential: credential.get(0)! }, { timeoutMs: 10_000 })).state;
+        continue;
+      }
+      const seat = view.turn!;
+      const by = { state, seat, credential: credential.get(seat)! };
+      const [move] = (await h.client.score({ state, viewer: seat, credential: by.credential }, { timeoutMs: 10_000 })).view!.legalMoves;
+      state = (move ? await h.client.play({ ...by, tile: move.tile, end: move.end }, { timeoutMs: 10_000 }) : await h.client.draw(by, { timeoutMs: 10_000 })).state;
+    }
+    await page.waitForFunction(() => document.body.dataset.phase === "OVER", null, WAIT);
+    await h.idle(page);
+    const finished = page.evaluate(() => document.body.dataset.match);
+    const before = called.get(page)!.length;
+    // Both press Rematch at once: the page's taps and Bob's call from Node together.
+    const [bob] = await Promise.all([
+      h.client.rematch({ state, seat: 2, credential: credential.get(2)! }, { timeoutMs: 10_000 }),
+      page.click("#rematch").then(() => h.idle(page)),
+    ]);
+    await h.idle(page);
+    const asked = called.get(page)!.slice(before).filter((m) => m !== "Watch" && m !== "Score");
+    assert.deepEqual(asked, ["Rematch", "Rematch"], "the server's Rematch, once for each seat at the screen");
+    const rematch = await page.evaluate(() => document.body.dataset.match);
+    assert.notEqual(rematch, await finished);
+    assert.equal(bob.view!.matchId, rematch, "Bob's Rematch in the same new match");
+    assert.equal(bob.credential!.seat, 2, "Bob in his seat");
+    const now = await page.evaluate(() => {
+      const key = Object.keys(localStorage).find((k) => k.startsWith("allfives-web:"))!;
+      return JSON.parse(localStorage.getItem(key)!) as { match: string; local: [number, string][] };
+    });
+    assert.deepEqual([now.match, now.local.map(([seat]) => seat).sort()], [rematch, [0, 1]], "both seats at the screen kept, in the new match");
   });
 
   // A friend's match made on a phone: the invite in view and focused, with its QR code.
@@ -409,13 +595,25 @@ export function networkTests(h: Harness) {
     await h.newMatch(page, { name: "Ana", players: 2, bots: ["friend"] });
     const link = page.locator("#invite-link");
     await link.waitFor(WAIT);
-    const box = (await link.boundingBox())!;
+    // Read at once (the hand's end's body is written anew on each render).
+    const box = await page.evaluate(() => {
+      const r = document.getElementById("invite-link")!.getBoundingClientRect();
+      return { y: r.y, height: r.height };
+    });
     const height = page.viewportSize()!.height;
     assert.ok(box.y >= 0 && box.y + box.height <= height, `the invite link in view: y ${box.y} of ${height}`);
     const focused = await page.evaluate(() => document.activeElement?.id);
     assert.ok(focused === "share-invite" || focused === "copy-invite", `focus on the invite's button: ${focused}`);
     const qr = page.locator("[data-testid=invite-qr] svg");
-    assert.equal(await qr.count(), 1, "a QR code of the link");
+    assert.equal(await qr.count(), 1, "a QR code");
+    // Its dark modules (one square of 10 units each in the path) are those of the link's
+    // code (uqr's own encoding of the link in the field, the page's options).
+    const d = (await qr.locator("path").getAttribute("d")) ?? "";
+    const drawn = [...d.matchAll(/M(\d+),(\d+)h10v10h-10z/g)].map((m) => `${Number(m[2]) / 10},${Number(m[1]) / 10}`);
+    const want = encode(await link.inputValue(), { ecc: "L", border: 2 });
+    const dark = want.data.flatMap((row, r) => row.flatMap((on, c) => (on ? [`${r},${c}`] : [])));
+    assert.ok(dark.length > 100, "a code of the link");
+    assert.deepEqual(drawn, dark, "the QR code's modules are the link's");
     assert.equal(await page.locator("[data-testid=invite-qr]").getAttribute("aria-label"), en.qrLabel);
     await page.screenshot({ path: join(OUTPUT, "18-network-invite-phone.png"), scale: "css" });
   });
