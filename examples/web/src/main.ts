@@ -260,12 +260,15 @@ async function call(what: () => Promise<void>): Promise<unknown> {
     if (reasonOf(err) === ErrorReason.TURN_TIMED_OUT) claimOwnTimeout();
     // The server restarted (its token key new) or forgot the match: the match is gone.
     if (game && matchGone(err)) lose(err);
-    // No answer at all: the page is out of reach until its stream opens again.
-    // (Only while a stream follows the match, which says when it is back: a match over
-    // against bots alone has none, and its Rematch or New match stays to be tapped again.)
+    // No answer at all: the page is out of reach until its stream opens again, which
+    // it does at once (a stream that still looks alive may be on the connection that
+    // failed; if the server is in reach, the new stream's first message says so now,
+    // not at the next heartbeat, 15 s by default). (Only while a stream follows the
+    // match, which says when it is back: a match over against bots alone has none, and
+    // its Rematch or New match stays to be tapped again.)
     else if (game && unavailable && watching && !watching.signal.aborted && watchesOn(game) && !watchGaveUp) {
       setConnected(false);
-      wakeWatch();
+      watch();
     }
     console.warn("allfives call failed:", err);
     return err;

@@ -288,13 +288,14 @@ export function networkTests(h: Harness) {
   });
 
   // One call without an answer (routed to fail once) while the page's stream stays up,
-  // on a server that does not age its connections (beating every 2 s): the page says its
-  // move was lost and holds the moves, then, at the stream's next message, says it is
-  // back and offers them again. The match (bots only) played to its end from Node: its
+  // on a server that does not age its connections (beating every 60 s): the page says its
+  // move was lost and holds the moves, opens its stream again at once, and at that
+  // stream's first message says it is back and offers them again. The match (bots only) played to its end from Node: its
   // stream closed, a Rematch without an answer leaves Rematch to tap again (no
   // "trying again" for good), and the second tap makes the new match.
-  h.webTest("network: one call without an answer while the stream is up: back at the next heartbeat; a bots' match over: a Rematch without an answer can be tapped again", 90_000, async () => {
-    const server = await startServer(0, ["--watch-heartbeat-secs", "2"]);
+  h.webTest("network: one call without an answer while the stream is up: back at once (its stream opened again); a bots' match over: a Rematch without an answer can be tapped again", 90_000, async () => {
+    // A heartbeat longer than the hang guard below: the page must not wait for it.
+    const server = await startServer(0, ["--watch-heartbeat-secs", "60"]);
     try {
       const page = await h.open(h.at(PAGE_URL, server.url));
       await h.newMatch(page, { players: 2, bots: ["1"], target: 25 });
@@ -312,7 +313,8 @@ export function networkTests(h: Harness) {
       await h.act(page);
       // Meanwhile the player goes on to the language menu: coming back takes no focus.
       await page.focus("#lang");
-      // Back at the stream's next message (a heartbeat within 2 s): 20 s is a hang guard.
+      // Back at once: the page opens its stream again, whose first message says so (20 s
+      // is a hang guard, well under the server's 60 s heartbeat).
       await page.waitForFunction(() => document.body.dataset.connected === "true", null, { timeout: 20_000 });
       await h.idle(page);
       assert.equal(await page.evaluate(() => document.activeElement?.id), "lang", "the focus left where the player put it");
