@@ -388,7 +388,11 @@ class Client:
     def redial(self) -> None:
         """A new channel in place of this one, when the client made it (connect):
         grpcio has no call that drops one connection of a channel and keeps it, nor
-        one that ends its reconnect backoff."""
+        one that ends its reconnect backoff. The old channel is closed at once (that
+        ends a stream blocked on a dead connection): a call another thread has in
+        flight on it fails (CANCELLED, made again by `call`; or ValueError if it took
+        the old stub just before), so follow on a client of its own when other
+        threads call meanwhile."""
         if self.address is not None:
             old, self.channel = self.channel, grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
             self.stub = pb_grpc.AllFivesServiceStub(self.channel)
