@@ -1811,10 +1811,17 @@ function checkRoom() {
   drawTable(drawnUi);
   if (focused) tableContent.querySelector<SVGGElement>(`[data-key="${focused}"]`)?.focus({ preventScroll: true });
 }
-// What is above the table and the bar below it change height without a redraw too (a
-// font arriving late, a hint said in the bar).
-new ResizeObserver(() => checkRoom()).observe(document.querySelector("header")!);
-for (const el of [$("status"), document.querySelector(".controls")!]) new ResizeObserver(() => checkRoom()).observe(el);
+// What is above the table and what lies between it and the bar's foot change height
+// without a redraw too (a font arriving late, a hint said in the bar, "Reconnecting…",
+// an error, the clocks, a player gone, the device passed on): each is watched (one shown
+// or hidden is a change of its size too).
+{
+  const roomWatch = new ResizeObserver(() => checkRoom());
+  const table = $("table");
+  for (let el = table.parentElement!.firstElementChild; el; el = el.nextElementSibling) if (el !== table) roomWatch.observe(el);
+  for (let el: Element | null = table.parentElement!; el && el !== document.body; el = el.parentElement)
+    for (let sib = el.previousElementSibling; sib; sib = sib.previousElementSibling) roomWatch.observe(sib);
+}
 function drawTable(again?: TableUi) {
   if (!game) return;
   const svg = $("table") as unknown as SVGSVGElement;
@@ -1842,7 +1849,8 @@ function drawTable(again?: TableUi) {
   // A line made smaller moves there from where it was (a CSS transition; none with
   // reduced motion): the same hand's line, drawn anew, starts from the fit before.
   const layout = tableContent.querySelector<SVGGElement>("g.layout");
-  const fitKey = `${game.view.matchId}|${game.view.handNumber}|${drawnWidth}`;
+  // (A hand's end's line laid afresh, its tiles in new places, is not moved there.)
+  const fitKey = `${game.view.matchId}|${game.view.handNumber}|${drawnWidth}|${layout?.dataset.laid}`;
   if (layout) {
     const transform = layout.style.transform;
     if (drawnFit.key === fitKey && drawnFit.transform && drawnFit.transform !== transform) {
