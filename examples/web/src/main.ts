@@ -1808,7 +1808,8 @@ function checkRoom() {
   const svg = $("table") as unknown as SVGSVGElement;
   if (!game || !drawnUi || Math.abs(tableRoom(svg) - drawnRoom) < 1) return;
   const focused = (document.activeElement as HTMLElement | null)?.dataset?.key;
-  drawTable(drawnUi);
+  // The same state: what arrived with it (the last tile, the callout, the hand's end) not again.
+  drawTable({ ...drawnUi, fresh: false, callout: undefined });
   if (focused) tableContent.querySelector<SVGGElement>(`[data-key="${focused}"]`)?.focus({ preventScroll: true });
 }
 // What is above the table and what lies between it and the bar's foot change height
@@ -1844,6 +1845,9 @@ function drawTable(again?: TableUi) {
     callout: fresh || shown.upTo !== undefined ? shown.callout : undefined,
   };
   const { svg: inner, height } = renderTable(game.view, ui);
+  // Where the line is drawn now, a move to a new fit perhaps under way.
+  const old = tableContent.querySelector<SVGGElement>("g.layout");
+  const current = old ? getComputedStyle(old).transform : "";
   svg.setAttribute("viewBox", `0 0 ${Math.max(280, drawnWidth)} ${height}`);
   tableContent.innerHTML = inner;
   // A line made smaller moves there from where it was (a CSS transition; none with
@@ -1853,8 +1857,9 @@ function drawTable(again?: TableUi) {
   const fitKey = `${game.view.matchId}|${game.view.handNumber}|${drawnWidth}|${layout?.dataset.laid}`;
   if (layout) {
     const transform = layout.style.transform;
-    if (drawnFit.key === fitKey && drawnFit.transform && drawnFit.transform !== transform) {
-      layout.style.transform = drawnFit.transform;
+    // (From where it is now: a move under way goes on rather than jump to its end.)
+    if (drawnFit.key === fitKey && drawnFit.transform && (drawnFit.transform !== transform || (current && current !== getComputedStyle(layout).transform))) {
+      layout.style.transform = current && current !== "none" ? current : drawnFit.transform;
       layout.getBoundingClientRect(); // the start of the transition
       layout.style.transform = transform;
     }

@@ -251,6 +251,7 @@ for (const size of SIZES) {
       let before: Record<string, [number, number]> = {};
       let hand = "";
       let rescales = 0;
+      let redrawn = false;
       const tops = new Map<string, number>();
       const history: string[] = [];
       let worst = 0;
@@ -269,7 +270,39 @@ for (const size of SIZES) {
       };
       for (let move = 0; move < 400; move++) {
         const { phase, hand: handNumber, yourTurn } = await dataset(page);
-        if (phase === "OVER") break;
+        if (phase === "DEALING" || phase === "OVER") {
+          // The hand's end's action on the screen, nothing over it.
+          const id = phase === "OVER" ? "rematch" : "deal";
+          const hidden = await page.evaluate(async (id) => {
+            await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+            const el = document.getElementById(id)!;
+            const r = el.getBoundingClientRect();
+            if (r.width === 0) return `#${id} not shown`;
+            const [x, y] = [r.left + r.width / 2, r.top + r.height / 2];
+            if (r.left < -0.5 || r.top < -0.5 || r.right > window.innerWidth + 0.5 || r.bottom > window.innerHeight + 0.5) return `#${id} at ${r.left.toFixed(0)},${r.top.toFixed(0)}..${r.right.toFixed(0)},${r.bottom.toFixed(0)}`;
+            return el.contains(document.elementFromPoint(x, y)) ? "" : `#${id} under ${document.elementFromPoint(x, y)?.tagName}`;
+          }, id);
+          assert.equal(hidden, "", `move ${move}, ${phase}: the hand's end's action`);
+        }
+        if (phase === "OVER") {
+          assert.deepEqual(await outOfView(page), [], `move ${move}, the match over`);
+          break;
+        }
+        if (phase === "DEALING" && !redrawn) {
+          // The hand's end as it arrived, then drawn again for a line shown below the
+          // table (the room changed): what arrived with the state does not arrive again.
+          redrawn = true;
+          await page.evaluate(() => {
+            document.getElementById("gone")!.hidden = false;
+            document.getElementById("gone")!.innerHTML = "<li>A line the test shows</li>";
+          });
+          assert.deepEqual(await outOfView(page), [], `move ${move}, the hand's end with a line below the table`);
+          const again = await page.evaluate(() => [...document.querySelectorAll("#table-content .arriving, #table-content .callout")].map((e) => e.getAttribute("class")));
+          assert.deepEqual(again, [], `move ${move}: drawn again for the room, what arrived with the state arrives again`);
+          await page.evaluate(() => {
+            document.getElementById("gone")!.hidden = true;
+          });
+        }
         const code = LANGS[move % LANGS.length];
         await page.selectOption("#lang", code);
         states++;
