@@ -215,12 +215,15 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   };
   let tiles = rowsIn(compact ? 88 : 84);
   // On a phone whose screen has no room for another row (a small one, a hand grown by
-  // drawing), the tiles are made narrower (to 36 px, each still a 44 px target) rather
+  // drawing), the tiles are made narrower (to 32 px, each still a 44 px target) rather
   // than the hand pushed off it.
   const handRoom = ui.room === undefined ? Infinity : ui.room - (line2 + 12) - LEAST_FELT - capGap - handGap - 12;
-  while (compact && tiles.rows > 1 && tiles.rows * tiles.th + (tiles.rows - 1) * 40 > handRoom && tiles.th > 72) tiles = rowsIn(tiles.th - 4);
+  // Rows of narrowed tiles closer (room for a raised tile's points, the chosen one's
+  // reaching a little into the row above).
+  const rowGap = (th: number) => (compact && th < 88 ? 32 : 40);
+  while (compact && tiles.rows > 1 && tiles.rows * tiles.th + (tiles.rows - 1) * rowGap(tiles.th - 4) > handRoom && tiles.th > 64) tiles = rowsIn(tiles.th - 4);
   const { th, tw, step, perRow, rows } = tiles;
-  const rowH = th + 40;
+  const rowH = th + rowGap(th);
   const handBlock = capGap + handGap + rows * th + (rows - 1) * (rowH - th) + 12;
 
   // --- The line of play on the felt, which takes the room the rest leaves. Its tiles
