@@ -182,7 +182,9 @@ async function lowContrast(page: Page): Promise<{ faults: string[]; checked: num
     const faults: string[] = [];
     let checked = 0;
     for (const el of svg.querySelectorAll("text, tspan")) {
-      if (!el.textContent?.trim() || (el.tagName === "text" && el.querySelector("tspan"))) continue;
+      // A text with tspans is checked for its own words between them ("Hand 2"), if any.
+      const own = [...el.childNodes].some((n) => n.nodeType === Node.TEXT_NODE && n.textContent!.trim());
+      if (!el.textContent?.trim() || (el.tagName === "text" && el.querySelector("tspan") && !own)) continue;
       const r = el.getBoundingClientRect();
       if (r.width === 0) continue;
       const style = getComputedStyle(el);
@@ -249,6 +251,7 @@ for (const size of SIZES) {
       let rescales = 0;
       let redrawn = false;
       let suggested = false;
+      let [endContrast, turnContrast] = [false, false];
       const tops = new Map<string, number>();
       const history: string[] = [];
       let worst = 0;
@@ -306,6 +309,15 @@ for (const size of SIZES) {
         // The first state (the opponents, the scores, the caption), and below the first
         // chosen tile's lit ends.
         if (move === 0) await contrast(code);
+        // Also the hand's end (its banner, the revealed hands) and an opponent's box on turn.
+        if (phase === "DEALING" && !endContrast) {
+          endContrast = true;
+          await contrast(code);
+        }
+        if (!turnContrast && (await page.locator("g.opponent.on-turn").count()) > 0) {
+          turnContrast = true;
+          await contrast(code);
+        }
         assert.deepEqual(await outOfView(page), [], `${code}, move ${move}, ${phase}`);
         assert.deepEqual(await lineFaults(page), [], `${code}, move ${move}: the line as drawn`);
         if (move === 3) {
