@@ -92,8 +92,9 @@ async function outOfView(page: Page): Promise<string[]> {
  */
 const watchDrawings = (page: Page) =>
   page.evaluate(() => {
-    const w = window as unknown as { lineFaults: string[] };
+    const w = window as unknown as { lineFaults: string[]; leastScale: number };
     w.lineFaults = [];
+    w.leastScale = Infinity;
     let last: { tiles: Set<string>; scale: number; transform: string } | undefined;
     new MutationObserver(() => {
       const layout = document.querySelector<SVGGElement>("#table-content g.layout");
@@ -104,6 +105,7 @@ const watchDrawings = (page: Page) =>
       if (last && tiles.size > last.tiles.size && [...last.tiles].every((k) => tiles.has(k))) {
         if (scale > last.scale + 1e-6 && !document.querySelector("#table-content g.moment")) w.lineFaults.push(`${last.tiles.size} → ${tiles.size} tiles: the line grew ×${(scale / last.scale).toFixed(3)} (${last.transform} → ${transform})`);
       }
+      if (!document.querySelector("#table-content g.moment")) w.leastScale = Math.min(w.leastScale, scale);
       last = { tiles, scale, transform };
     }).observe(document.querySelector("#table-content")!, { childList: true });
   });
@@ -204,9 +206,16 @@ async function lowContrast(page: Page): Promise<{ faults: string[]; checked: num
 /** The score sheets (the hand's end's and the match's) or the page wider than the screen (cells do not wrap: a sheet too wide runs off it). */
 const sheetOverflow = (page: Page) =>
   page.evaluate(() => {
+    // A sheet's visible part: up to the edge of the box that scrolls it, if one does.
+    const shownTo = (t: HTMLElement) => {
+      let right = t.getBoundingClientRect().right;
+      for (let e = t.parentElement; e && e !== document.body; e = e.parentElement)
+        if (["auto", "scroll", "hidden"].includes(getComputedStyle(e).overflowX)) right = Math.min(right, e.getBoundingClientRect().right);
+      return right;
+    };
     const faults = [...document.querySelectorAll<HTMLElement>("table.sheet")]
-      .filter((t) => t.offsetParent && t.getBoundingClientRect().right > window.innerWidth + 0.5)
-      .map((t) => `a sheet to x ${t.getBoundingClientRect().right.toFixed(0)} of ${window.innerWidth}`);
+      .filter((t) => t.offsetParent && shownTo(t) > document.documentElement.clientWidth + 0.5)
+      .map((t) => `a sheet to x ${shownTo(t).toFixed(0)} of ${document.documentElement.clientWidth}`);
     if (document.documentElement.scrollWidth > window.innerWidth) faults.push(`the page ${document.documentElement.scrollWidth} px wide`);
     return faults;
   });
@@ -418,7 +427,8 @@ for (const size of SIZES) {
       }
       assert.equal((await dataset(page)).phase, "OVER", "the match ended");
       if (!contrastChecked) t.diagnostic("no tile with two ends to choose in this match: the lit ends' contrast not measured");
-      t.diagnostic(`${states} states seen, at most ${worst} rescales in a hand`);
+      const least = await page.evaluate(() => (window as unknown as { leastScale: number }).leastScale);
+      t.diagnostic(`${states} states seen, at most ${worst} rescales in a hand, the line at least at scale ${least.toFixed(2)} in play`);
     } catch (err) {
       await page.screenshot({ path: join(OUTPUT, `fail-42-${size.name}.png`) }).catch(() => {});
       throw err;
