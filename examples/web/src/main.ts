@@ -1873,13 +1873,21 @@ function checkRoom() {
   const svg = $("table") as unknown as SVGSVGElement;
   if (!game || !drawnUi || Math.abs(tableRoom(svg) - drawnRoom) < 1) return;
   const focused = (document.activeElement as HTMLElement | null)?.dataset?.key;
-  drawTable(drawnUi);
+  // The same state: what arrived with it (the last tile, the callout, the hand's end) not again.
+  drawTable({ ...drawnUi, fresh: false, callout: undefined });
   if (focused) tableContent.querySelector<SVGGElement>(`[data-key="${focused}"]`)?.focus({ preventScroll: true });
 }
-// What is above the table and the bar below it change height without a redraw too (a
-// font arriving late, a hint said in the bar).
-new ResizeObserver(() => checkRoom()).observe(document.querySelector("header")!);
-for (const el of [$("status"), document.querySelector(".controls")!]) new ResizeObserver(() => checkRoom()).observe(el);
+// What is above the table and what lies between it and the bar's foot change height
+// without a redraw too (a font arriving late, a hint said in the bar, "Reconnecting…",
+// an error, the clocks, a player gone, the device passed on): each is watched (one shown
+// or hidden is a change of its size too).
+{
+  const roomWatch = new ResizeObserver(() => checkRoom());
+  const table = $("table");
+  for (let el = table.parentElement!.firstElementChild; el; el = el.nextElementSibling) if (el !== table) roomWatch.observe(el);
+  for (let el: Element | null = table.parentElement!; el && el !== document.body; el = el.parentElement)
+    for (let sib = el.previousElementSibling; sib; sib = sib.previousElementSibling) roomWatch.observe(sib);
+}
 function drawTable(again?: TableUi) {
   if (!game) return;
   const svg = $("table") as unknown as SVGSVGElement;
@@ -1902,16 +1910,21 @@ function drawTable(again?: TableUi) {
     callout: fresh || shown.upTo !== undefined ? shown.callout : undefined,
   };
   const { svg: inner, height } = renderTable(game.view, ui);
+  // Where the line is drawn now, a move to a new fit perhaps under way.
+  const old = tableContent.querySelector<SVGGElement>("g.layout");
+  const current = old ? getComputedStyle(old).transform : "";
   svg.setAttribute("viewBox", `0 0 ${Math.max(280, drawnWidth)} ${height}`);
   tableContent.innerHTML = inner;
   // A line made smaller moves there from where it was (a CSS transition; none with
   // reduced motion): the same hand's line, drawn anew, starts from the fit before.
   const layout = tableContent.querySelector<SVGGElement>("g.layout");
-  const fitKey = `${game.view.matchId}|${game.view.handNumber}|${drawnWidth}`;
+  // (A hand's end's line laid afresh, its tiles in new places, is not moved there.)
+  const fitKey = `${game.view.matchId}|${game.view.handNumber}|${drawnWidth}|${layout?.dataset.laid}`;
   if (layout) {
     const transform = layout.style.transform;
-    if (drawnFit.key === fitKey && drawnFit.transform && drawnFit.transform !== transform) {
-      layout.style.transform = drawnFit.transform;
+    // (From where it is now: a move under way goes on rather than jump to its end.)
+    if (drawnFit.key === fitKey && drawnFit.transform && (drawnFit.transform !== transform || (current && current !== getComputedStyle(layout).transform))) {
+      layout.style.transform = current && current !== "none" ? current : drawnFit.transform;
       layout.getBoundingClientRect(); // the start of the transition
       layout.style.transform = transform;
     }

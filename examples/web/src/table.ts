@@ -112,7 +112,10 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   const parts: string[] = [];
   const W = Math.max(280, Math.round(ui.width));
   const compact = W < COMPACT;
-  const playing = view.phase === Phase.PLAYING;
+  // An answer's moves played back are the hand still being played (its end's new layout
+  // only once they are all shown).
+  const replaying = ui.upTo !== undefined;
+  const playing = view.phase === Phase.PLAYING || replaying;
   const ended = !playing && view.lastHand !== undefined;
   const players = view.handSizes.length;
   // A forfeited hand's tiles stay face down (its result lists every seat with no
@@ -125,8 +128,11 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   // --- The opponents along the top. ---
   // On a phone the hand size and the level each have a line of their own (a longer
   // language's count and level do not fit side by side in a third of a phone).
-  const oppH = compact ? 92 : 124;
   const others = [...Array(players).keys()].filter((s) => s !== ui.you);
+  // A phone's one opponent has the width: the count and the level at the box's right,
+  // on the name's line and the backs' (a short box: the hand's room).
+  const lone = compact && others.length === 1;
+  const oppH = lone ? 64 : compact ? 92 : 124;
   const slot = W / Math.max(others.length, 1);
   others.forEach((seat, i) => {
     const x0 = i * slot;
@@ -155,14 +161,14 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
       `<rect x="${x0 + 4}" y="4" width="${slot - 8}" height="${oppH - 8}" rx="8" class="seat-box" style="stroke:${SEAT_COLOURS[seat]}" aria-hidden="true"/>`,
       seatMark(seat, x0 + 18, 20, 7),
       `<text x="${x0 + 30}" y="25" class="seat-name" aria-hidden="true">${esc(name)}</text>`,
-      compact && detail ? `<text x="${x0 + 12}" y="${oppH - 12}" class="seat-detail" data-short="${esc(short)}" aria-hidden="true">${esc(detail)}</text>` : "",
-      `<text x="${compact ? x0 + 12 : x0 + slot - 14}" y="${compact ? oppH - 30 : oppH - 14}" ${compact ? "" : 'text-anchor="end" '}class="hand-size" data-testid="hand-size-${seat}" data-count="${n}" aria-hidden="true">${esc(T.tiles(n))}</text>`,
+      compact && detail ? `<text x="${lone ? x0 + slot - 14 : x0 + 12}" y="${oppH - 12}" ${lone ? 'text-anchor="end" ' : ""}class="seat-detail" data-short="${esc(short)}" aria-hidden="true">${esc(detail)}</text>` : "",
+      `<text x="${compact && !lone ? x0 + 12 : x0 + slot - 14}" y="${lone ? 25 : compact ? oppH - 30 : oppH - 14}" ${compact && !lone ? "" : 'text-anchor="end" '}class="hand-size" data-testid="hand-size-${seat}" data-count="${n}" aria-hidden="true">${esc(T.tiles(n))}</text>`,
     );
     const shown = ended ? revealed.get(seat) : undefined;
     const count = shown ? shown.length : n;
     const top = compact ? 31 : 38;
     const room = compact ? 16 : oppH - top - 34;
-    const tw = Math.max(4, Math.min(room / 2, (slot - 24) / Math.max(count, 1) - 3));
+    const tw = Math.max(4, Math.min(room / 2, (lone ? slot / 2 : slot - 24) / Math.max(count, 1) - 3));
     for (let k = 0; k < count; k++) {
       const x = x0 + 12 + k * (tw + 3);
       if (shown) {
@@ -209,28 +215,35 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   };
   let tiles = rowsIn(compact ? 88 : 84);
   // On a phone whose screen has no room for another row (a small one, a hand grown by
-  // drawing), the tiles are made narrower (to 36 px, each still a 44 px target) rather
+  // drawing), the tiles are made narrower (to 32 px, each still a 44 px target) rather
   // than the hand pushed off it.
   const handRoom = ui.room === undefined ? Infinity : ui.room - (line2 + 12) - LEAST_FELT - capGap - handGap - 12;
-  while (compact && tiles.rows > 1 && tiles.rows * tiles.th + (tiles.rows - 1) * 40 > handRoom && tiles.th > 72) tiles = rowsIn(tiles.th - 4);
+  // Rows of narrowed tiles closer (room for a raised tile's points, the chosen one's
+  // reaching a little into the row above).
+  const rowGap = (th: number) => (compact && th < 88 ? 32 : 40);
+  while (compact && tiles.rows > 1 && tiles.rows * tiles.th + (tiles.rows - 1) * rowGap(tiles.th - 4) > handRoom && tiles.th > 64) tiles = rowsIn(tiles.th - 4);
   const { th, tw, step, perRow, rows } = tiles;
-  const rowH = th + 40;
+  const rowH = th + rowGap(th);
   const handBlock = capGap + handGap + rows * th + (rows - 1) * (rowH - th) + 12;
 
   // --- The line of play on the felt, which takes the room the rest leaves. Its tiles
   // keep their places (see line.ts): where the arms turn is kept for the hand, and the
   // felt does not grow back within it. While an answer is played back, the tiles
   // placed so far and no open end. ---
-  const replaying = ui.upTo !== undefined;
   const layout = replaying ? view.layout.filter((t) => t.order <= ui.upTo!) : view.layout;
   const openEnds = new Set(replaying ? [] : view.openEnds.map((e) => e.end));
   const feltY = line2 + 12;
   const feltW = W - 16;
   const fixed = compact ? Math.max(240, Math.round(W * 0.72)) : 360;
   const fill = ui.room === undefined ? fixed : Math.max(SMALLEST_FELT, Math.min(Math.round(W * 0.8), Math.floor(ui.room - feltY - handBlock)));
+  // Where the arms turn: at the felt's edge once the hand is one row (a phone's hand of
+  // nine dealt takes two rows at first, then one: the felt grows by a row).
+  const oneRowFill = ui.room === undefined ? fill : Math.max(fill, Math.min(Math.round(W * 0.8), Math.floor(ui.room - feltY - (capGap + handGap + (compact ? 88 : 84) + 12))));
   const key = `${view.matchId}|${view.handNumber}|${W}`;
-  if (kept?.key === key) kept.felt = Math.min(kept.felt, fill);
-  else kept = { key, bounds: turnBounds(feltW, fill), felt: fill };
+  // The felt follows the room the screen leaves (the line's place on it is kept: a
+  // taller felt moves no tile, a shorter one may make the line smaller).
+  if (kept?.key === key) kept.felt = fill;
+  else kept = { key, bounds: turnBounds(feltW, oneRowFill), felt: fill };
   const area = { x: 8, y: feltY, w: feltW, h: kept.felt };
   // A hand over: its line as near a readable size (scale 1: 44 by 22 px) as the room
   // the screen leaves allows, the felt grown into it (no tile moves while the hand is
@@ -254,7 +267,7 @@ export function renderTable(view: GameView, ui: TableUi): { svg: string; height:
   const [tx, ty] = [area.x + fit.x, area.y + fit.y];
   const moves = ui.selected && playing ? view.legalMoves.filter((m) => m.tile && tileKey(m.tile) === ui.selected) : [];
   parts.push(`<rect x="${area.x}" y="${area.y}" width="${area.w}" height="${area.h}" rx="14" class="felt" aria-hidden="true"/>`);
-  parts.push(`<g class="layout" data-scale="${scale}" style="transform:translate(${tx}px, ${ty}px) scale(${scale})">`);
+  parts.push(`<g class="layout" data-scale="${scale}" data-laid="${settled ? "afresh" : "kept"}" style="transform:translate(${tx}px, ${ty}px) scale(${scale})">`);
   // The placed tiles, in the order they were played: a list of its own. The last
   // placed is marked.
   const last = Math.max(-1, ...layout.map((t) => t.order));
