@@ -567,15 +567,15 @@ function stepView(view: GameView, hand: Event[], i: number): GameView | undefine
  * The table drawn as it is on screen: the answer's state as of the tile played back
  * (shown.view), or, while the server is out of reach, with nothing playable.
  */
-function drawShown() {
+function drawShown(again?: TableUi) {
   const g = game;
   // Cut off, nobody's turn is told (the page does not know it is still so) and nothing lit.
   const step = g && (shown.view ?? (offline() ? { ...g.view, turn: undefined, legalMoves: [], mustDraw: false } : undefined));
-  if (!g || !step) return drawTable();
+  if (!g || !step) return drawTable(again);
   const real = g.view;
   g.view = step;
   try {
-    drawTable();
+    drawTable(again);
   } finally {
     g.view = real;
   }
@@ -1873,8 +1873,10 @@ function checkRoom() {
   const svg = $("table") as unknown as SVGSVGElement;
   if (!game || !drawnUi || Math.abs(tableRoom(svg) - drawnRoom) < 1) return;
   const focused = (document.activeElement as HTMLElement | null)?.dataset?.key;
-  // The same state: what arrived with it (the last tile, the callout, the hand's end) not again.
-  drawTable({ ...drawnUi, fresh: false, callout: undefined });
+  // The same state: what arrived with it (the last tile, the callout, the hand's end) not
+  // again; during a playback, the moment played back to (its count, scores, hands), not
+  // the answer's end.
+  drawShown({ ...drawnUi, fresh: false, callout: undefined });
   if (focused) tableContent.querySelector<SVGGElement>(`[data-key="${focused}"]`)?.focus({ preventScroll: true });
 }
 // What is above the table and what lies between it and the bar's foot change height
