@@ -1526,10 +1526,11 @@ for (const size of SIZES) {
         assert.deepEqual(met, [], `${code}, ${where}: an opponent's texts overlap`);
       };
       await leaks("the new-match form");
-      // Four players, three bots; into the hand until a tile of the hand is chosen.
+      // Four players, three bots; into the hand until a tile of the hand is chosen
+      // that fits two ends (lit as targets): a deal may take a few hands to give one.
       await newMatch(page, { players: 4, bots: ["1", "2", "3"] });
       assert.equal(await errorText(page), "");
-      for (let i = 0; i < 30; i++) {
+      for (let i = 0; i < 120; i++) {
         const { phase, yourTurn } = await body(page);
         if (phase === "PLAYING" && yourTurn === "true" && (await page.locator("g.in-hand.playable").count()) > 0 && i >= 2) {
           await press(page.locator("g.in-hand.playable").first());
