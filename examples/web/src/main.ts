@@ -310,6 +310,10 @@ function startGame(held: Held, view: GameView, sheet?: ScoreSheet, events: Event
   if (!spectating()) save();
   setConnected(true);
   watch();
+  // The table from the page's top, wherever the form that made it had been scrolled to
+  // (a page that fits the screen would otherwise keep what scroll the shorter page
+  // leaves; a friend's invite is scrolled into view after this).
+  window.scrollTo(0, 0);
 }
 
 /**
