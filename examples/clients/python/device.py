@@ -158,6 +158,9 @@ def main() -> int:
     started = time.monotonic()
     if args.host:
         check(args.invite is not None, "--host needs --invite FILE")
+        # An invite left by an earlier run would send a guest to that match: gone first
+        # (and this one goes when the match ends, below).
+        pathlib.Path(args.invite).unlink(missing_ok=True)
         new = device.client.call(
             "NewGame",
             pb.NewGameRequest(
@@ -192,7 +195,11 @@ def main() -> int:
         device.credential = claimed.credential.credential
         device.token, device.view = claimed.state, claimed.view
         device.log("claimed seat 1")
-    device.play()
+    try:
+        device.play()
+    finally:
+        if args.host:
+            pathlib.Path(args.invite).unlink(missing_ok=True)
     view = device.view
     scores = " ".join(str(s.score) for s in view.scores)
     print(

@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
 
 /**
- * Turn clocks against the server .ci/kotlin-client starts (its default lag grace, 2 s).
+ * Turn clocks against the server the quick start starts (its default lag grace, 2 s).
  * The server judges by its clock when a call arrives, so each decision is checked
  * against the times it stated, never against how long anything took here.
  */

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test
 
 /**
  * AllFivesException.from reads the details from the trailer's bytes, on the full and on
- * the lite runtime alike (.ci/kotlin-client runs this on both), and bad bytes never
+ * the lite runtime alike (CI runs this on both), and bad bytes never
  * make it throw: what does not parse is left out.
  */
 class ErrorDetailsTest {

@@ -8,7 +8,7 @@ import java.security.SecureRandom
 import java.util.concurrent.CopyOnWriteArrayList
 import java.util.concurrent.TimeUnit
 
-/** The servers .ci/kotlin-client started: -Dallfives.addr, -Dallfives.storeAddr. */
+/** The servers the quick start's section 6 starts: -Dallfives.addr, -Dallfives.storeAddr. */
 object Servers {
     val addr: String = System.getProperty("allfives.addr").orEmpty().ifEmpty { "127.0.0.1:50051" }
 
