@@ -7,11 +7,10 @@
 //! The tests run on parallel threads of this one process. Those that load the CPU
 //! and those that measure time, latency, CPU, memory or load keep out of each other's
 //! way through [`common::heavy`] and [`common::measuring`] (the module's doc says
-//! which take which). A test that must own its whole process is not here but in a
-//! binary of its own beside this directory, which says why in its first lines:
-//! `tests/junk.rs` (a global tracing subscriber), `tests/search_flood.rs` (the
-//! process's CPU time) and `tests/metrics_descriptors.rs` (the process's open
-//! descriptors).
+//! which take which). A test that must own its whole process runs again, alone, in a
+//! child process of this binary ([`common::alone`]); its module says why in its first
+//! lines: `junk` (a global tracing subscriber), `search_flood` (the process's CPU
+//! time) and `metrics_descriptors` (the process's open descriptors).
 
 mod common;
 
@@ -21,14 +20,17 @@ mod clocks;
 mod connections;
 mod hostile;
 mod invites;
+mod junk;
 mod lifecycle;
 mod match_store;
 mod memory;
 mod metrics;
+mod metrics_descriptors;
 mod overload;
 mod playthroughs;
 mod presence;
 mod rematch;
+mod search_flood;
 mod search_queue;
 mod seat_events;
 mod seats;

@@ -21,8 +21,9 @@
 //! not starved by a stream of heavy ones; never poisoned by a test that failed).
 //! Synchronous tests take [`heavy_blocking`] or [`measuring_blocking`]. A test that
 //! must own its whole process (a global tracing subscriber, the process's CPU time or
-//! descriptors) is a binary of its own instead, beside `tests/it/`.
+//! descriptors) runs again alone in a child process ([`alone`]).
 
+pub mod alone;
 pub mod child;
 pub mod raw;
 pub mod redis;

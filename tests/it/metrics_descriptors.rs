@@ -1,14 +1,12 @@
-// Its own test binary, not a module of tests/it/: the test counts the descriptors the
-// whole process has open (`/proc/self/fd`) and allows 8 beyond the connections it
+// The test runs alone in a child process (`common::alone`): it counts the descriptors
+// the whole process has open (`/proc/self/fd`) and allows 8 beyond the connections it
 // made, fewer than another test's server, runtime and client hold. No other test may
 // open or close descriptors meanwhile, so none may share its process.
 
 //! The metrics endpoint under a flood of slow connections: it cannot take the gRPC
 //! port's descriptors (see `tests/it/metrics.rs` for the rest of the endpoint).
 
-#[allow(dead_code, reason = "this binary uses a few of the shared helpers")]
-#[path = "it/common/mod.rs"]
-mod common;
+use crate::common;
 
 use allfives::proto::v1 as pb;
 use common::{TestServer, ring};
@@ -20,6 +18,14 @@ fn open_descriptors() -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_connections_to_the_metrics_port_cannot_take_the_grpc_ports_descriptors() {
+    if !common::alone::alone(
+        module_path!(),
+        "slow_connections_to_the_metrics_port_cannot_take_the_grpc_ports_descriptors",
+    )
+    .await
+    {
+        return;
+    }
     use tokio::io::AsyncWriteExt;
     let server = TestServer::start(ring(1, 1)).await;
     let mut client = server.client().await;

@@ -1,8 +1,9 @@
-// Its own test binary, not a module of tests/it/: the tests count the WARN lines the
-// whole process logs, through a global tracing subscriber (`set_global_default`). A
-// scoped one (`with_default`) would not do: it sees only its own thread's events, and
-// the servers log from the tasks of multi-threaded runtimes' workers. In a shared
-// process the lines of every other test's servers would be counted too.
+// Each test here runs alone in a child process (`common::alone`): the tests count the
+// WARN lines the whole process logs, through a global tracing subscriber
+// (`set_global_default`). A scoped one (`with_default`) would not do: it sees only its
+// own thread's events, and the servers log from the tasks of multi-threaded runtimes'
+// workers. In a shared process the lines of every other test's servers would be
+// counted too.
 
 //! Junk requests against a real server on loopback: protobuf that does not decode,
 //! bad gRPC framing and bad gRPC-Web base64 are the client's error (INVALID_ARGUMENT,
@@ -11,15 +12,13 @@
 //! client that resets its stream mid-body is counted CANCELLED; h2's WARN line per
 //! rapid-reset connection is rate-limited. See docs/RELIABILITY.md.
 
-#[allow(dead_code, reason = "this binary uses a few of the shared helpers")]
-#[path = "it/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{LazyLock, Mutex, Once, PoisonError};
+use std::sync::{Mutex, Once, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -107,9 +106,6 @@ fn lines_since(mark: usize, prefix: &str) -> Vec<Line> {
         .cloned()
         .collect()
 }
-
-/// One test at a time counts the log (the tests of this file share the process's).
-static SERIAL: LazyLock<tokio::sync::Mutex<()>> = LazyLock::new(|| tokio::sync::Mutex::new(()));
 
 // ---------------------------------------------------------------------------------
 // Raw gRPC over HTTP/2: any bytes as the body, through a real client connection.
@@ -332,8 +328,15 @@ fn junk_for(route: &Route, rng: &mut Rng) -> Vec<(&'static str, Vec<u8>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn junk_protobuf_for_every_method_is_invalid_argument_malformed_request() {
+    if !common::alone::alone(
+        module_path!(),
+        "junk_protobuf_for_every_method_is_invalid_argument_malformed_request",
+    )
+    .await
+    {
+        return;
+    }
     record_logs();
-    let _serial = SERIAL.lock().await;
     let server = TestServer::start_default(ring(1, 3)).await;
     let channel = server.channel().await;
     let mut client = AllFivesServiceClient::new(channel.clone());
@@ -382,8 +385,15 @@ async fn junk_protobuf_for_every_method_is_invalid_argument_malformed_request() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_grpc_framing_on_every_route_is_invalid_argument_malformed_request() {
+    if !common::alone::alone(
+        module_path!(),
+        "bad_grpc_framing_on_every_route_is_invalid_argument_malformed_request",
+    )
+    .await
+    {
+        return;
+    }
     record_logs();
-    let _serial = SERIAL.lock().await;
     let server = TestServer::start_default(ring(1, 3)).await;
     let channel = server.channel().await;
     let mut client = AllFivesServiceClient::new(channel.clone());
@@ -564,8 +574,15 @@ async fn web_text_call(addr: SocketAddr, path: &str, body: &[u8]) -> Status {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_grpc_web_text_is_invalid_argument_malformed_request() {
+    if !common::alone::alone(
+        module_path!(),
+        "bad_grpc_web_text_is_invalid_argument_malformed_request",
+    )
+    .await
+    {
+        return;
+    }
     record_logs();
-    let _serial = SERIAL.lock().await;
     let server = TestServer::start_default(ring(1, 3)).await;
     let mark = lines_so_far();
     let path = format!("{API}NewGame");
@@ -632,8 +649,15 @@ async fn bad_grpc_web_text_is_invalid_argument_malformed_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_that_stalls_is_cancelled_at_the_body_timeout() {
+    if !common::alone::alone(
+        module_path!(),
+        "a_body_that_stalls_is_cancelled_at_the_body_timeout",
+    )
+    .await
+    {
+        return;
+    }
     record_logs();
-    let _serial = SERIAL.lock().await;
     let server = TestServer::start_with(ring(1, 3), &["--body-timeout-ms", "300"]).await;
     let channel = server.channel().await;
     let mark = lines_so_far();
@@ -676,8 +700,15 @@ async fn a_body_that_stalls_is_cancelled_at_the_body_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_resets_mid_body_is_counted_cancelled_not_internal() {
+    if !common::alone::alone(
+        module_path!(),
+        "a_client_that_resets_mid_body_is_counted_cancelled_not_internal",
+    )
+    .await
+    {
+        return;
+    }
     record_logs();
-    let _serial = SERIAL.lock().await;
     let server = TestServer::start_default(ring(1, 3)).await;
     let channel = server.channel().await;
     let mark = lines_so_far();
@@ -719,8 +750,15 @@ async fn a_client_that_resets_mid_body_is_counted_cancelled_not_internal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rapid_reset_floods_write_at_most_one_h2_warning_per_period() {
+    if !common::alone::alone(
+        module_path!(),
+        "rapid_reset_floods_write_at_most_one_h2_warning_per_period",
+    )
+    .await
+    {
+        return;
+    }
     record_logs();
-    let _serial = SERIAL.lock().await;
     let server = TestServer::start_default(ring(1, 3)).await;
     let mark = lines_so_far();
     const CONNECTIONS: usize = 30;

@@ -1,6 +1,6 @@
-// Its own test binary, not a module of tests/it/: the tests bound a stopped search's
-// CPU time by the whole process's (`CLOCK_PROCESS_CPUTIME_ID`), which would count
-// every other test running beside them in a shared process.
+// Each test here runs alone in a child process (`common::alone`): the tests bound a
+// stopped search's CPU time by the whole process's (`CLOCK_PROCESS_CPUTIME_ID`), which
+// would count every other test running beside them in a shared process.
 
 //! HARD searches under attack, against a real server on loopback: a search whose call
 //! expired or was cancelled stops using CPU within about one world's time (a CPU-time
@@ -9,9 +9,7 @@
 //! (`SEARCH_QUEUE_FULL`) while another player is still served. The latency under such a flood is measured by
 //! `.ci/search-flood` (release build); docs/RELIABILITY.md quotes both.
 
-#[allow(dead_code, reason = "this binary uses a few of the shared helpers")]
-#[path = "it/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -23,9 +21,6 @@ use allfives::service::suggest::SUGGEST_MAX_WORLDS;
 use common::{Client, Creds, TestServer, bot, new_match, reason, ring};
 use tonic::Code;
 use tonic::transport::Endpoint;
-
-/// The tests measure the process's CPU time, so they run one at a time.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The seed of the match searched: a two-player lead, the costliest position.
 const SEED: u64 = 7;
@@ -191,7 +186,14 @@ async fn least_burned(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_and_cancelled_suggests_stop_searching_within_a_world() {
-    let _serial = SERIAL.lock().await;
+    if !common::alone::alone(
+        module_path!(),
+        "expired_and_cancelled_suggests_stop_searching_within_a_world",
+    )
+    .await
+    {
+        return;
+    }
     let server = TestServer::start(ring(1, 1)).await;
     let mut client = connect(&server).await;
     let (state, creds, seat) = lead(&mut client).await;
@@ -264,7 +266,14 @@ const SHORT_DEADLINE_MS: &str = "10";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
-    let _serial = SERIAL.lock().await;
+    if !common::alone::alone(
+        module_path!(),
+        "an_expired_call_stops_its_bots_searches_and_does_nothing",
+    )
+    .await
+    {
+        return;
+    }
     // A table of two HARD bots: Deal plays the whole hand in the call, four full
     // searches of 512 worlds and the rest small. Two replicas with one key ring: on
     // `short` every call's deadline is the server's own, 10 ms, so it is the server
@@ -353,7 +362,14 @@ async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_connection_flooding_is_refused_past_its_share_and_another_is_served() {
-    let _serial = SERIAL.lock().await;
+    if !common::alone::alone(
+        module_path!(),
+        "one_connection_flooding_is_refused_past_its_share_and_another_is_served",
+    )
+    .await
+    {
+        return;
+    }
     let server = TestServer::start(ring(1, 1)).await;
     let mut flooder = connect(&server).await;
     let (state, creds, seat) = lead(&mut flooder).await;
@@ -417,13 +433,20 @@ const LOAD_WORLDS: u32 = 256;
 /// 0.4, medians 14.0 against 14.0 ms).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_load_a_bots_call_lasts_the_same_whatever_its_tiles() {
+    if !common::alone::alone(
+        module_path!(),
+        "under_load_a_bots_call_lasts_the_same_whatever_its_tiles",
+    )
+    .await
+    {
+        return;
+    }
     use allfives::engine::Seat;
     use allfives::proto::v1::event::Kind;
     use allfives::service::convert::{end_in, tile_in};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    let _serial = SERIAL.lock().await;
     let server = TestServer::start(ring(1, 1)).await;
     let loading = Arc::new(AtomicBool::new(true));
     let mut load = Vec::new();
