@@ -108,11 +108,14 @@ async function silentProxy(url: string) {
   };
 }
 
-/** A server of our own (memory store), on `port` (0: the system's choice); resolves once serving. */
-async function startServer(port: number, flags: string[] = []): Promise<{ proc: ChildProcess; url: string; port: number }> {
+/**
+ * A server of our own, on `port` (0: the system's choice), with the memory store unless
+ * `store` names another; resolves once serving.
+ */
+async function startServer(port: number, flags: string[] = [], store = ["--match-store", "memory"]): Promise<{ proc: ChildProcess; url: string; port: number }> {
   const bin = process.env.ALLFIVES_BIN;
   if (!bin) throw new Error("ALLFIVES_BIN is not set: run the tests with bash .ci/web");
-  const proc = spawn(bin, ["--addr", `127.0.0.1:${port}`, "--metrics-addr", "off", "--shutdown-delay-ms", "0", "--match-store", "memory", ...flags], {
+  const proc = spawn(bin, ["--addr", `127.0.0.1:${port}`, "--metrics-addr", "off", "--shutdown-delay-ms", "0", ...store, ...flags], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const got = await new Promise<number>((resolve, reject) => {
@@ -142,6 +145,63 @@ function stopServer(proc: ChildProcess): Promise<void> {
     proc.once("exit", () => done());
     proc.kill("SIGKILL");
   });
+}
+
+/** A redis-server of our own on a free loopback port (nothing saved); resolves once it answers PING. */
+async function startRedis(): Promise<{ proc: ChildProcess; url: string }> {
+  const free = createServer();
+  await new Promise<void>((listening) => free.listen(0, "127.0.0.1", listening));
+  const port = (free.address() as AddressInfo).port;
+  await new Promise((closed) => free.close(closed));
+  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+  const spawned = new Promise<never>((_, reject) => proc.on("error", (err) => reject(new Error(`redis-server (on the PATH) did not start: ${err}`))));
+  const pong = () =>
+    new Promise<boolean>((answered) => {
+      const s = connect(port, "127.0.0.1");
+      s.on("error", () => answered(false));
+      s.on("connect", () => s.write("PING\r\n"));
+      s.on("data", (d) => {
+        answered(d.toString().startsWith("+PONG"));
+        s.destroy();
+      });
+    });
+  for (let i = 0; !(await Promise.race([pong(), spawned])); i++) {
+    if (i >= 300 || proc.exitCode !== null) throw new Error("redis-server did not answer PING within 30 s");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { proc, url: `redis://127.0.0.1:${port}` };
+}
+
+/**
+ * A TCP proxy standing in for a deployment's gateway: each new connection goes to the
+ * replica `to()` last named (a connection already open stays where it is, and is
+ * closed when its replica's end closes).
+ */
+async function gatewayProxy(url: string) {
+  let target = new URL(url);
+  const sockets = new Set<Socket>();
+  const server = createServer((inbound) => {
+    const outbound = connect(Number(target.port), target.hostname);
+    for (const [socket, other] of [[inbound, outbound], [outbound, inbound]] as const) {
+      sockets.add(socket);
+      socket.pipe(other);
+      socket.on("error", () => other.destroy());
+      socket.on("close", () => {
+        sockets.delete(socket);
+        other.destroy();
+      });
+    }
+  });
+  await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    to: (url: string) => void (target = new URL(url)),
+    close: () =>
+      new Promise<void>((closed) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => closed());
+      }),
+  };
 }
 
 export function networkTests(h: Harness) {
@@ -397,6 +457,169 @@ export function networkTests(h: Harness) {
       assert.ok(await page.locator("#error").isHidden());
     } finally {
       await stopServer(server.proc);
+    }
+  });
+
+  // Two replicas of one deployment (one Redis, one key ring) behind a gateway (a TCP
+  // proxy the test runs): a friends' match, the page's stream on replica A, A killed
+  // (SIGKILL) mid-hand while the proxy still sends to it (the page says it is trying
+  // again), moves made on replica B from Node while the page cannot hear, then the
+  // proxy sends to B: the page watches again by itself from its last state, through the
+  // same address, and shows every move made on B once (log lines, tiles, scores equal
+  // B's Score), plays its own turn by a click, and takes Bob's next move pushed by B.
+  h.webTest("network: a replica killed mid-hand: the page goes on on the other replica by itself, every change once, and plays on", 90_000, async () => {
+    const started: ChildProcess[] = [];
+    let proxy: Awaited<ReturnType<typeof gatewayProxy>> | undefined;
+    try {
+      const redis = await startRedis();
+      started.push(redis.proc);
+      // One deployment: one Redis, one key ring, the page's origin allowed.
+      const store = ["--match-store", "redis", "--match-store-url", redis.url];
+      const keys = `1:${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")}`;
+      const flags = ["--keys", keys, "--cors-origins", new URL(PAGE_URL).origin];
+      const replica = () => startServer(0, flags, store).then((r) => (started.push(r.proc), r));
+      const a = await replica();
+      const b = await replica();
+      proxy = await gatewayProxy(a.url);
+      const onA = createClient(AllFivesServiceDesc, createGrpcWebTransport({ baseUrl: a.url }));
+      const onB = createClient(AllFivesServiceDesc, createGrpcWebTransport({ baseUrl: b.url }));
+      const page = await h.open(h.at(PAGE_URL, proxy.url));
+      await h.newMatch(page, { name: "Ana", players: 2, bots: ["friend"], target: 100 });
+      // Bob takes seat 2 from Node (on A), by the invite's token.
+      const invite = new URL(await page.locator("#invite-link").inputValue()).hash.replace(/^#join=/, "");
+      const claimed = await onA.claimSeat(
+        { state: Buffer.from(invite.replace(/-/g, "+").replace(/_/g, "/"), "base64"), seat: 1, claimKey: crypto.getRandomValues(new Uint8Array(16)), displayName: "Bob" },
+        { timeoutMs: 10_000 },
+      );
+      await page.waitForFunction(() => document.body.dataset.phase === "PLAYING", null, WAIT);
+      const ana = await h.savedSeat(page);
+      const credential = [ana.credential, claimed.credential!.credential];
+      // The seat on turn's move from Node on `api` (its first legal tile, else a draw).
+      let state = ana.state;
+      const nodeMove = async (api: typeof onA) => {
+        const turn = (await api.score({ state, viewer: 0, credential: credential[0] }, { timeoutMs: 10_000 })).view!.turn!;
+        const by = { state, seat: turn, credential: credential[turn] };
+        const [move] = (await api.score({ state, viewer: turn, credential: by.credential }, { timeoutMs: 10_000 })).view!.legalMoves;
+        const answer = move ? await api.play({ ...by, tile: move.tile, end: move.end }, { timeoutMs: 10_000 }) : await api.draw(by, { timeoutMs: 10_000 });
+        state = answer.state;
+        return { seat: turn, stateId: b64(answer.view!.stateId) };
+      };
+      const score = (api: typeof onA) => api.score({ state, viewer: 0, credential: credential[0], includeHandEvents: true }, { timeoutMs: 10_000 });
+      // (A hang guard: what the page shows, said if it never comes.)
+      const shows = (stateId: string, what: string) =>
+        page.waitForFunction((want) => document.body.dataset.stateId === want, stateId, { timeout: 30_000 }).catch(async () => {
+          const { stateId: shown, connected } = await h.body(page).then((d) => d as { stateId?: string; connected?: string });
+          assert.fail(`${what}: the page shows state ${shown} (connected: ${connected}), not ${stateId}`);
+        });
+      // Played on A (the page by clicks, Bob from Node) until two tiles are down and it is Bob's turn.
+      for (let i = 0; ; i++) {
+        assert.ok(i < 40, "two tiles down with Bob on turn (a hang guard)");
+        const view = (await score(onA)).view!;
+        assert.equal(view.phase, Phase.PLAYING, "the first hand still played");
+        if (view.turn === 1 && view.layout.length >= 2) {
+          await shows(b64(view.stateId), "the page at A's state before the kill");
+          break;
+        }
+        if (view.turn === 0) {
+          await h.act(page);
+          state = (await h.savedSeat(page)).state;
+        } else await shows((await nodeMove(onA)).stateId, "Bob's move on A pushed");
+      }
+      await page.waitForFunction(() => document.body.dataset.watching === "yes", null, WAIT);
+      const before = (await score(onA)).handEvents.length;
+      // What the page says from here: every value of data-connected and of the
+      // reconnecting line, every error shown; a mark a reload would wipe.
+      await page.evaluate(() => {
+        const w = window as unknown as { said: string[]; errors: string[]; sameDocument: boolean };
+        w.sameDocument = true;
+        w.said = [];
+        w.errors = [];
+        const note = () => {
+          const now = `${document.body.dataset.connected ?? ""}|${document.getElementById("offline")?.textContent ?? ""}`;
+          if (w.said.at(-1) !== now) w.said.push(now);
+          const error = document.getElementById("error")!;
+          if (!error.hidden && error.textContent && w.errors.at(-1) !== error.textContent) w.errors.push(error.textContent);
+        };
+        note();
+        new MutationObserver(note).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+      });
+      const calls = called.get(page)!;
+      const callsAtKill = calls.length;
+      await stopServer(a.proc); // SIGKILL: no drain, the page's stream on A breaks
+      // The gateway has not yet noticed: the page's next tries reach the dead A.
+      await page.locator("#offline", { hasText: en.reconnecting }).waitFor({ timeout: 30_000 });
+      assert.equal(await page.locator("#status").innerText(), en.statusOffline, "the moves wait");
+      // Moves made on B while the page cannot hear (Bob's, then as many as it takes to
+      // come to the page's turn, its own seat's played from Node), then the gateway sends to B.
+      const missed: { seat: number; stateId: string }[] = [];
+      while (missed.length < 3 || (await score(onB)).view!.turn !== 0) {
+        assert.ok(missed.length < 30, "the page's turn again (a hang guard)");
+        missed.push(await nodeMove(onB));
+      }
+      assert.equal(missed[0].seat, 1, "Bob's move first");
+      proxy.to(b.url);
+      await shows(missed.at(-1)!.stateId, `the ${missed.length} moves made on B while the page could not hear`);
+      await page.waitForFunction(() => document.body.dataset.connected === "true", null, { timeout: 30_000 });
+      await h.idle(page);
+      // What the page shows is B's match, every change once.
+      const matches = async (when: string) => {
+        const s = await score(onB);
+        const view = s.view!;
+        assert.equal(view.phase, Phase.PLAYING, `the hand still played ${when}`);
+        const shown = await page.evaluate(() => ({
+          stateId: document.body.dataset.stateId,
+          log: [...document.querySelectorAll("#log li")].map((li) => li.textContent),
+          placed: document.querySelectorAll("#table g.placed").length,
+          inHand: document.querySelectorAll("#table g.in-hand").length,
+          opponent: [...document.querySelectorAll("#table [data-testid^=hand-size-]")].map((e) => Number(e.getAttribute("data-count"))),
+          boneyard: Number(/(\d+)/.exec(document.querySelector("#table [data-testid=boneyard]")?.textContent ?? "")?.[1]),
+          scores: [...document.querySelectorAll("#table [data-testid^=score-side]")].map((e) => Number(/(-?\d+)$/.exec(e.textContent ?? "")?.[1])),
+        }));
+        assert.equal(shown.stateId, b64(view.stateId), `the page at B's latest state ${when}`);
+        assert.equal(shown.log.length, s.handEvents.length, `the log's lines ${when}: one a hand event, none doubled or missed (${JSON.stringify(shown.log)})`);
+        assert.deepEqual(
+          [shown.placed, shown.inHand, shown.opponent, shown.boneyard, shown.scores],
+          [view.layout.length, view.hand.length, [view.handSizes[1]], view.boneyardSize, view.scores.map((x) => x.score)],
+          `tiles placed, in hand, Bob's, the boneyard and the scores ${when}`,
+        );
+        return s;
+      };
+      const caughtUp = await matches("after the catch-up");
+      assert.equal(caughtUp.handEvents.length, before + missed.length, "every move made on B is one of the hand's events");
+      assert.ok(
+        (await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)) === true,
+        "the same document all along (no reload)",
+      );
+      assert.ok(calls.slice(callsAtKill).includes("Watch"), "watched again");
+      assert.equal(calls.slice(callsAtKill).filter((m) => m !== "Watch").length, 0, `only Watch asked since the kill: ${calls.slice(callsAtKill)}`);
+      // The connection lost was said, then cleared.
+      const said = await page.evaluate(() => (window as unknown as { said: string[] }).said);
+      assert.ok(said.some((s) => s.startsWith("false|") && s.includes(en.reconnecting)), `the lost connection said: ${JSON.stringify(said)}`);
+      assert.notEqual(await page.locator("#offline").innerText(), en.reconnecting, "no reconnecting line left");
+      assert.notEqual(await page.locator("#status").innerText(), en.statusOffline);
+      assert.deepEqual(await page.evaluate(() => (window as unknown as { errors: string[] }).errors), [], "no error shown at any time (the match gone, a refusal)");
+      assert.equal((await h.body(page)).yourTurn, "true", "the page's turn");
+      await page.screenshot({ path: join(OUTPUT, "18-network-replica.png") });
+      // The page's own turn, by clicks, through the gateway to B: accepted.
+      for (let i = 0; (await h.body(page)).yourTurn === "true"; i++) {
+        assert.ok(i < 20, "the page's turn passed (a hang guard)");
+        await h.act(page);
+        assert.ok(await page.locator("#error").isHidden(), "the page's move accepted");
+      }
+      state = (await h.savedSeat(page)).state;
+      const played = await matches("after the page's own move");
+      assert.equal(played.handEvents.length > caughtUp.handEvents.length, true, "the page's move is on B");
+      // Bob's next move on B, pushed to the page on its stream there.
+      const asked = calls.filter((m) => m !== "Watch").length;
+      const bobs = await nodeMove(onB);
+      assert.equal(bobs.seat, 1);
+      await shows(bobs.stateId, "Bob's move on B pushed");
+      await h.idle(page);
+      await matches("after Bob's move pushed by B");
+      assert.equal(calls.filter((m) => m !== "Watch").length, asked, "Bob's move pushed, not asked for");
+    } finally {
+      await proxy?.close();
+      await Promise.all(started.map(stopServer));
     }
   });
 
