@@ -167,14 +167,15 @@ impl Device {
 /// new match's token, and claims seat 1), play a whole match, each calling on its
 /// client and watching on its watcher (`clients`: a's, a's watcher, b's, b's watcher),
 /// each learning every move from its own stream only, thinking `pause` before each
-/// move, with `after_move` called with the count of moves made after each, and
-/// `fallbacks` where each watches once its watcher's replica is gone. Answers how many
+/// move, with `drain`'s replica stopped after that many moves and waited for until it
+/// is gone (its drain over, every stream on it ended), and `fallbacks` where each
+/// watches once its watcher's replica is gone. Answers how many
 /// streams each opened, and whether `a` moved to its fallback.
 async fn play_a_match(
     clients: [Client; 4],
     pause: Duration,
     fallbacks: [Option<Client>; 2],
-    after_move: &mut dyn FnMut(usize),
+    mut drain: Option<(usize, &mut TestServer)>,
 ) -> (usize, usize, bool) {
     let [mut a_client, a_watcher, mut b_client, b_watcher] = clients;
     let [a_fallback, b_fallback] = fallbacks;
@@ -285,7 +286,12 @@ async fn play_a_match(
         };
         let id = made.expect("a view").state_id;
         moves += 1;
-        after_move(moves);
+        if let Some((_, replica)) = drain.take_if(|(after, _)| *after == moves) {
+            // Gone before the next move, however fast the match goes: the devices'
+            // next changes can only come through another replica.
+            replica.stop();
+            (&mut replica.handle).await.expect("the replica drained");
+        }
         a.hears(&id).await;
         b.hears(&id).await;
         assert!(moves < 2_000, "a match of 50 points ends");
@@ -313,7 +319,7 @@ async fn two_devices_play_a_match_through_the_memory_store() {
         [client.clone(), client, other.clone(), other],
         Duration::ZERO,
         [None, None],
-        &mut |_| {},
+        None,
     )
     .await;
 }
@@ -345,13 +351,7 @@ async fn two_devices_on_two_replicas_play_a_match_through_redis() {
         two.client().await,
         one.client().await,
     ];
-    let (a, b, _) = play_a_match(
-        clients,
-        Duration::from_millis(60),
-        [None, None],
-        &mut |_| {},
-    )
-    .await;
+    let (a, b, _) = play_a_match(clients, Duration::from_millis(60), [None, None], None).await;
     assert!(
         a > 0 && b > 0,
         "streams watched again as their connections aged: {a}, {b}"
@@ -376,25 +376,18 @@ async fn a_match_goes_on_through_a_replica_s_drain() {
         three.client().await,
         one.client().await,
     ];
-    let mut drained = false;
     let (a, _, moved) = play_a_match(
         clients,
         Duration::from_millis(20),
         [Some(three.client().await), None],
-        &mut |moves| {
-            if moves == 10 {
-                two.stop();
-                drained = true;
-            }
-        },
+        Some((10, &mut two)),
     )
     .await;
-    assert!(drained, "the match outlasted ten moves");
+    assert!(two.handle.is_finished(), "the match outlasted ten moves");
     assert!(
         a > 1 && moved,
         "a watched on the third replica after the drain"
     );
-    (&mut two.handle).await.expect("the second replica drained");
 }
 
 /// A hot-seat match on `client` (both credentials held), dealt: its token, the view
@@ -649,7 +642,7 @@ async fn two_devices_on_two_replicas_play_a_match_through_a_redis_cluster() {
             two.client().await,
             one.client().await,
         ];
-        play_a_match(clients, Duration::ZERO, [None, None], &mut |_| {}).await;
+        play_a_match(clients, Duration::ZERO, [None, None], None).await;
     }
 }
 
