@@ -1227,7 +1227,17 @@ async function middle(el: Locator): Promise<{ x: number; y: number }> {
 
 /** Drags `tile` with the mouse onto the first lit end; says which tile it dragged. */
 async function mouseDrag(page: Page, tile: Locator): Promise<string> {
-  await tile.scrollIntoViewIfNeeded();
+  // The hand may be drawn again between finding the tile and scrolling to it (CI once
+  // saw "Element is not attached to the DOM" here): the locator then finds the tile
+  // drawn anew, so a detached one is tried again, twice at most.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await tile.scrollIntoViewIfNeeded();
+      break;
+    } catch (e) {
+      if (attempt >= 3 || !String(e).includes("not attached")) throw e;
+    }
+  }
   const name = (await tile.getAttribute("data-tile"))!;
   const from = await middle(tile);
   await page.mouse.move(from.x, from.y);
