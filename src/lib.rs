@@ -43,6 +43,7 @@ pub mod connection;
 pub use allfives_engine as engine;
 pub mod metrics;
 pub mod proto;
+pub mod results;
 pub mod routes;
 #[cfg(feature = "server")]
 pub mod server;

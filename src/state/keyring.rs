@@ -113,27 +113,7 @@ impl KeyRing {
 
     /// Parses configuration text (see the module docs).
     pub fn parse(text: &str, active: Option<u8>) -> Result<KeyRing, KeyRingError> {
-        let mut keys = Vec::new();
-        let entries = text
-            .split(['\n', ','])
-            .map(|line| line.split('#').next().unwrap_or("").trim())
-            .filter(|entry| !entry.is_empty());
-        for (i, entry) in entries.enumerate() {
-            let bad = |reason| KeyRingError::BadEntry {
-                entry: i + 1,
-                reason,
-            };
-            let (id, hex) = entry
-                .split_once(':')
-                .ok_or(bad("expected <id>:<64 hex digits>"))?;
-            let id: u8 = id
-                .trim()
-                .parse()
-                .map_err(|_| bad("the id must be a number 0..=255"))?;
-            let key = parse_hex_key(hex.trim()).ok_or(bad("the key must be 64 hex digits"))?;
-            keys.push((id, key));
-        }
-        KeyRing::new(keys, active)
+        KeyRing::new(parse_entries(text)?, active)
     }
 
     /// The id of the sealing key.
@@ -183,6 +163,32 @@ impl KeyRing {
 /// HMAC-SHA-256 keyed with `key` (any length: it cannot fail).
 fn hmac(key: &[u8]) -> Hmac<Sha256> {
     <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key")
+}
+
+/// The `(id, key)` entries of configuration text (see the module docs), in order; the
+/// result key ring (`crate::results::keys`) is written the same way.
+pub fn parse_entries(text: &str) -> Result<Vec<(u8, [u8; 32])>, KeyRingError> {
+    let mut keys = Vec::new();
+    let entries = text
+        .split(['\n', ','])
+        .map(|line| line.split('#').next().unwrap_or("").trim())
+        .filter(|entry| !entry.is_empty());
+    for (i, entry) in entries.enumerate() {
+        let bad = |reason| KeyRingError::BadEntry {
+            entry: i + 1,
+            reason,
+        };
+        let (id, hex) = entry
+            .split_once(':')
+            .ok_or(bad("expected <id>:<64 hex digits>"))?;
+        let id: u8 = id
+            .trim()
+            .parse()
+            .map_err(|_| bad("the id must be a number 0..=255"))?;
+        let key = parse_hex_key(hex.trim()).ok_or(bad("the key must be 64 hex digits"))?;
+        keys.push((id, key));
+    }
+    Ok(keys)
 }
 
 fn parse_hex_key(hex: &str) -> Option<[u8; 32]> {
