@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 use tonic::codegen::http::{HeaderName, HeaderValue};
 
+use crate::results::ResultKeys;
+use crate::state::keyring::parse_entries;
 use crate::state::{KeyRing, KeyRingError};
 
 /// The All Fives game engine gRPC server.
@@ -47,6 +49,26 @@ pub struct Config {
     /// Id of the key that seals new tokens (default: the first key).
     #[arg(long, env = "ALLFIVES_ACTIVE_KEY_ID")]
     pub active_key_id: Option<u8>,
+
+    /// Result signing keys: Ed25519 secret keys, `<id>:<64 hex digits>` as --keys writes
+    /// them, never a token key; the first signs unless --result-active-key-id names
+    /// another, and every one is published. Without them results are not signed.
+    #[arg(
+        long,
+        env = "ALLFIVES_RESULT_KEYS",
+        hide_env_values = true,
+        conflicts_with = "result_keys_file",
+        value_parser = parse_key_text
+    )]
+    pub result_keys: Option<KeyText>,
+
+    /// File holding the result keys in the --result-keys format (a Secret of its own).
+    #[arg(long, env = "ALLFIVES_RESULT_KEYS_FILE")]
+    pub result_keys_file: Option<PathBuf>,
+
+    /// Id of the result key that signs (default: the first).
+    #[arg(long, env = "ALLFIVES_RESULT_ACTIVE_KEY_ID")]
+    pub result_active_key_id: Option<u8>,
 
     /// Log output format.
     #[arg(long, env = "ALLFIVES_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
@@ -514,6 +536,28 @@ pub enum ConfigError {
          replica whose clock runs ahead by the skew would take timeouts early"
     )]
     GraceBelowSkew { grace: u64, skew: u64 },
+    #[error(
+        "give either --result-keys (ALLFIVES_RESULT_KEYS) or --result-keys-file \
+         (ALLFIVES_RESULT_KEYS_FILE), not both"
+    )]
+    BothResultKeySources,
+    #[error("--result-active-key-id needs --result-keys or --result-keys-file")]
+    ResultActiveWithoutKeys,
+    #[error("cannot read --result-keys-file {path}: {source}")]
+    ReadResultKeysFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("bad result keys in {origin}: {source}")]
+    ResultKeys {
+        origin: String,
+        source: KeyRingError,
+    },
+    #[error(
+        "token key {0} is also a result key: whoever verifies results (a ranking server) \
+         must not hold a key that opens tokens, which hold every hand"
+    )]
+    ResultKeyIsTokenKey(u8),
 }
 
 impl Config {
@@ -560,6 +604,47 @@ impl Config {
         };
         KeyRing::parse(&text, self.active_key_id)
             .map_err(|source| ConfigError::Keys { origin, source })
+    }
+
+    /// The result key ring from `--result-keys` or `--result-keys-file`; `None` without
+    /// either (results are then not signed). Refused if one of its keys is a token key.
+    pub fn result_keys(&self) -> Result<Option<ResultKeys>, ConfigError> {
+        let (text, origin) = match (&self.result_keys, &self.result_keys_file) {
+            (Some(_), Some(_)) => return Err(ConfigError::BothResultKeySources),
+            (Some(KeyText(text)), None) => (
+                text.clone(),
+                "--result-keys (ALLFIVES_RESULT_KEYS)".to_owned(),
+            ),
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path).map_err(|source| {
+                    ConfigError::ReadResultKeysFile {
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
+                (text, format!("--result-keys-file {}", path.display()))
+            }
+            (None, None) if self.result_active_key_id.is_some() => {
+                return Err(ConfigError::ResultActiveWithoutKeys);
+            }
+            (None, None) => return Ok(None),
+        };
+        let keys = ResultKeys::parse(&text, self.result_active_key_id)
+            .map_err(|source| ConfigError::ResultKeys { origin, source })?;
+        // The token keys as configured (a random one cannot be a result key). Read
+        // again here, so an unreadable file is key_ring's error to report.
+        let tokens = match (&self.keys, &self.keys_file) {
+            (Some(KeyText(text)), _) => Some(text.clone()),
+            (None, Some(path)) => std::fs::read_to_string(path).ok(),
+            (None, None) => None,
+        };
+        let entries = tokens
+            .and_then(|t| parse_entries(&t).ok())
+            .unwrap_or_default();
+        if let Some((id, _)) = entries.iter().find(|(_, secret)| keys.holds_secret(secret)) {
+            return Err(ConfigError::ResultKeyIsTokenKey(*id));
+        }
+        Ok(Some(keys))
     }
 }
 
@@ -956,5 +1041,36 @@ mod tests {
         assert!(c.key_ring().expect("ring").is_ephemeral());
         c.active_key_id = Some(1);
         assert!(matches!(c.key_ring(), Err(ConfigError::ActiveWithoutKeys)));
+    }
+
+    #[test]
+    fn result_keys_are_optional_their_own_and_never_a_token_key() {
+        let none = parse(&[]).expect("parse");
+        assert!(none.result_keys().expect("no result keys").is_none());
+        let alone = parse(&["--result-active-key-id", "1"]).expect("parse");
+        assert!(matches!(
+            alone.result_keys(),
+            Err(ConfigError::ResultActiveWithoutKeys)
+        ));
+
+        let theirs = format!("5:{}", "ab".repeat(32));
+        let c = parse(&["--keys", KEY_A, "--result-keys", &theirs]).expect("parse");
+        let keys = c.result_keys().expect("ring").expect("keys");
+        assert!(
+            !format!("{c:?}").contains(&"ab".repeat(32)),
+            "never printed"
+        );
+        assert_eq!(keys.jwks().keys.len(), 1);
+
+        // A token key given as a result key too (under another id): refused, naming it.
+        let (_, secret) = KEY_A.split_once(':').expect("id:key");
+        let shared = format!("{theirs}\n9:{secret}");
+        let c = parse(&["--keys", KEY_A, "--result-keys", &shared]).expect("parse");
+        let err = c.result_keys().expect_err("a token key");
+        assert!(matches!(err, ConfigError::ResultKeyIsTokenKey(_)), "{err}");
+
+        let bad = parse(&["--result-keys", "1:abcd"]).expect("parse");
+        let err = bad.result_keys().expect_err("short key");
+        assert!(err.to_string().contains("--result-keys"), "{err}");
     }
 }
