@@ -184,6 +184,7 @@ fn start_server() -> SocketAddr {
                 listener,
                 &config,
                 Arc::new(ring),
+                Arc::new(config.result_keys().expect("result keys")),
                 metrics,
                 std::future::pending(),
             );

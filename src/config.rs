@@ -52,7 +52,8 @@ pub struct Config {
 
     /// Result signing keys: Ed25519 secret keys, `<id>:<64 hex digits>` as --keys writes
     /// them, never a token key; the first signs unless --result-active-key-id names
-    /// another, and every one is published. Without them results are not signed.
+    /// another, and every one is published. Without them a random key signs (its
+    /// results verify only against this process's key set).
     #[arg(
         long,
         env = "ALLFIVES_RESULT_KEYS",
@@ -69,6 +70,26 @@ pub struct Config {
     /// Id of the result key that signs (default: the first).
     #[arg(long, env = "ALLFIVES_RESULT_ACTIVE_KEY_ID")]
     pub result_active_key_id: Option<u8>,
+
+    /// The `iss` of every result: the service's public base URL, under which
+    /// `/.well-known/jwks.json` serves the result keys.
+    #[arg(long, env = "ALLFIVES_RESULT_ISSUER", default_value = "allfives")]
+    pub result_issuer: String,
+
+    /// How long a verifier takes a result after it was signed (its `exp`), in seconds,
+    /// 60 to 31536000: a retired result key must stay published this long.
+    #[arg(
+        long,
+        env = "ALLFIVES_RESULT_LIFETIME_SECS",
+        default_value_t = 604_800,
+        value_parser = clap::value_parser!(u64).range(60..=31_536_000)
+    )]
+    pub result_lifetime_secs: u64,
+
+    /// Print the result keys' public JWK Set (what `/.well-known/jwks.json` serves) and
+    /// exit, for a verifier that cannot reach the service.
+    #[arg(long)]
+    pub print_result_jwks: bool,
 
     /// Log output format.
     #[arg(long, env = "ALLFIVES_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
@@ -606,9 +627,10 @@ impl Config {
             .map_err(|source| ConfigError::Keys { origin, source })
     }
 
-    /// The result key ring from `--result-keys` or `--result-keys-file`; `None` without
-    /// either (results are then not signed). Refused if one of its keys is a token key.
-    pub fn result_keys(&self) -> Result<Option<ResultKeys>, ConfigError> {
+    /// The result key ring from `--result-keys` or `--result-keys-file`; with neither,
+    /// a random key for this process only (and a warning). Refused if one of its keys
+    /// is a token key.
+    pub fn result_keys(&self) -> Result<ResultKeys, ConfigError> {
         let (text, origin) = match (&self.result_keys, &self.result_keys_file) {
             (Some(_), Some(_)) => return Err(ConfigError::BothResultKeySources),
             (Some(KeyText(text)), None) => (
@@ -627,7 +649,17 @@ impl Config {
             (None, None) if self.result_active_key_id.is_some() => {
                 return Err(ConfigError::ResultActiveWithoutKeys);
             }
-            (None, None) => return Ok(None),
+            (None, None) => {
+                let keys = ResultKeys::ephemeral().map_err(|source| ConfigError::ResultKeys {
+                    origin: "a random key".to_owned(),
+                    source,
+                })?;
+                tracing::warn!(
+                    "no --result-keys or --result-keys-file given: signing results with a \
+                     random key; they verify only against this process's key set"
+                );
+                return Ok(keys);
+            }
         };
         let keys = ResultKeys::parse(&text, self.result_active_key_id)
             .map_err(|source| ConfigError::ResultKeys { origin, source })?;
@@ -644,7 +676,7 @@ impl Config {
         if let Some((id, _)) = entries.iter().find(|(_, secret)| keys.holds_secret(secret)) {
             return Err(ConfigError::ResultKeyIsTokenKey(*id));
         }
-        Ok(Some(keys))
+        Ok(keys)
     }
 }
 
@@ -1044,9 +1076,15 @@ mod tests {
     }
 
     #[test]
-    fn result_keys_are_optional_their_own_and_never_a_token_key() {
+    fn result_keys_are_random_unless_given_their_own_and_never_a_token_key() {
         let none = parse(&[]).expect("parse");
-        assert!(none.result_keys().expect("no result keys").is_none());
+        let random = none.result_keys().expect("a random key");
+        assert!(random.is_ephemeral());
+        assert_ne!(
+            random.signing_kid(),
+            none.result_keys().expect("another").signing_kid(),
+            "a new random key each time"
+        );
         let alone = parse(&["--result-active-key-id", "1"]).expect("parse");
         assert!(matches!(
             alone.result_keys(),
@@ -1055,7 +1093,8 @@ mod tests {
 
         let theirs = format!("5:{}", "ab".repeat(32));
         let c = parse(&["--keys", KEY_A, "--result-keys", &theirs]).expect("parse");
-        let keys = c.result_keys().expect("ring").expect("keys");
+        let keys = c.result_keys().expect("ring");
+        assert!(!keys.is_ephemeral());
         assert!(
             !format!("{c:?}").contains(&"ab".repeat(32)),
             "never printed"

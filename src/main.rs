@@ -1,4 +1,4 @@
-//! The `allfives` server binary: configuration, logging, key ring, runtime, then
+//! The `allfives` server binary: configuration, logging, key rings, runtime, then
 //! [`allfives::server::run`] until SIGTERM or ctrl-c, with the metrics endpoint
 //! ([`allfives::metrics::serve_metrics`]) beside it until the gRPC server has drained.
 
@@ -21,10 +21,37 @@ fn main() -> ExitCode {
         return ExitCode::from(EXIT_CONFIG);
     }
 
+    if config.print_result_jwks {
+        return match config.result_keys() {
+            Ok(keys) if keys.is_ephemeral() => {
+                tracing::error!(
+                    "--print-result-jwks needs --result-keys or --result-keys-file: a random \
+                     key's set would verify nothing"
+                );
+                ExitCode::from(EXIT_CONFIG)
+            }
+            Ok(keys) => {
+                println!("{}", keys.jwks_json());
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                tracing::error!(%error, "bad result key configuration");
+                ExitCode::from(EXIT_CONFIG)
+            }
+        };
+    }
+
     let ring = match config.key_ring() {
         Ok(ring) => Arc::new(ring),
         Err(error) => {
             tracing::error!(%error, "bad key configuration");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let results = match config.result_keys() {
+        Ok(keys) => Arc::new(keys),
+        Err(error) => {
+            tracing::error!(%error, "bad result key configuration");
             return ExitCode::from(EXIT_CONFIG);
         }
     };
@@ -82,6 +109,9 @@ fn main() -> ExitCode {
             active_key_id = ring.active_id(),
             key_ids = ?ring.ids().collect::<Vec<_>>(),
             ephemeral_key = ring.is_ephemeral(),
+            result_key_ids = ?results.ids().collect::<Vec<_>>(),
+            result_kid = results.signing_kid(),
+            ephemeral_result_key = results.is_ephemeral(),
             workers,
             current_thread = config.current_thread,
             max_connections = config.max_connections,
@@ -102,7 +132,15 @@ fn main() -> ExitCode {
                 stopped,
             ))
         });
-        let result = server::run(listener, &config, ring, metrics, server::shutdown_signal()).await;
+        let result = server::run(
+            listener,
+            &config,
+            ring,
+            results,
+            metrics,
+            server::shutdown_signal(),
+        )
+        .await;
         drop(grpc_done);
         if let Some(task) = metrics_task {
             let _ = task.await;

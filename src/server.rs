@@ -33,7 +33,9 @@ use crate::config::{Config, LogFormat};
 use crate::metrics::Metrics;
 use crate::proto::v1::FILE_DESCRIPTOR_SET;
 use crate::proto::v1::all_fives_service_server::AllFivesServiceServer;
+use crate::results::ResultKeys;
 use crate::service::Api;
+use crate::service::certify::Certifier;
 use crate::state::{KeyRing, Tokens};
 
 mod admission;
@@ -41,6 +43,7 @@ mod call_log;
 mod connections;
 mod framing;
 mod incoming;
+mod key_set;
 mod request_body;
 mod serve;
 mod stack;
@@ -71,11 +74,13 @@ const HTTP2_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// ([`crate::metrics::serve_metrics`]).
 ///
 /// The returned future owns everything it needs (it does not borrow `config`), so it
-/// can be spawned: `tokio::spawn(server::run(listener, &config, ring, metrics, shutdown))`.
+/// can be spawned: `tokio::spawn(server::run(listener, &config, ring, results, metrics,
+/// shutdown))`. `ring` seals tokens, `results` signs finished matches' results.
 pub fn run<F>(
     listener: TcpListener,
     config: &Config,
     ring: Arc<KeyRing>,
+    results: Arc<ResultKeys>,
     metrics: Arc<Metrics>,
     shutdown: F,
 ) -> impl Future<Output = Result<(), BoxError>> + Send + 'static + use<F>
@@ -83,13 +88,14 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let config = config.clone();
-    async move { serve(listener, config, ring, metrics, shutdown).await }
+    async move { serve(listener, config, ring, results, metrics, shutdown).await }
 }
 
 async fn serve<F>(
     listener: TcpListener,
     config: Config,
     ring: Arc<KeyRing>,
+    results: Arc<ResultKeys>,
     metrics: Arc<Metrics>,
     shutdown: F,
 ) -> Result<(), BoxError>
@@ -112,7 +118,14 @@ where
     if let Some(store) = &store {
         store.start_presence();
     }
+    let certifier = Certifier::new(
+        results,
+        config.result_issuer.clone(),
+        config.result_lifetime_secs,
+    );
+    let key_set = certifier.jwks_json().to_owned();
     let api = Api::new(tokens, Arc::clone(&metrics), config.policy())
+        .with_certifier(certifier)
         .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
         .with_search_wait_budget(Duration::from_millis(config.search_wait_budget_ms))
         .with_match_store(store.clone())
@@ -171,6 +184,7 @@ where
             body_timeout: Duration::from_millis(config.body_timeout_ms),
             client_header: config.trusted_client_header.clone(),
             metrics,
+            key_set,
         },
     );
     let http = http_builder(&config, max_request);
@@ -452,7 +466,8 @@ mod tests {
             let _ = stopped.await;
         };
         let metrics = Arc::new(Metrics::new());
-        let handle = tokio::spawn(run(listener, &config, ring, metrics, shutdown));
+        let results = Arc::new(ResultKeys::ephemeral().expect("result keys"));
+        let handle = tokio::spawn(run(listener, &config, ring, results, metrics, shutdown));
         (addr, stop, handle)
     }
 

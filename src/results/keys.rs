@@ -48,6 +48,10 @@ struct ResultKey {
 pub struct ResultKeys {
     keys: Vec<ResultKey>,
     active: usize,
+    /// The published key set as JSON, written once.
+    jwks_json: String,
+    /// A random key made at start ([`ResultKeys::ephemeral`]).
+    ephemeral: bool,
 }
 
 impl fmt::Debug for ResultKeys {
@@ -83,7 +87,39 @@ impl ResultKeys {
             .into_iter()
             .map(|(id, secret)| ResultKey::new(id, &secret))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(ResultKeys { keys, active })
+        let mut ring = ResultKeys {
+            keys,
+            active,
+            jwks_json: String::new(),
+            ephemeral: false,
+        };
+        ring.jwks_json =
+            serde_json::to_string(&ring.jwks()).map_err(|_| KeyRingError::BadEntry {
+                entry: 0,
+                reason: "the key set cannot be written as JSON",
+            })?;
+        Ok(ring)
+    }
+
+    /// A random key for this process only (no result keys configured): its results
+    /// verify against this process's key set, which dies with it.
+    pub fn ephemeral() -> Result<ResultKeys, KeyRingError> {
+        let mut secret = [0u8; 32];
+        // Straight from the operating system, as the token ring's random key.
+        getrandom::fill(&mut secret).map_err(|_| KeyRingError::Random)?;
+        let mut ring = ResultKeys::new(vec![(0, secret)], None)?;
+        ring.ephemeral = true;
+        Ok(ring)
+    }
+
+    /// Whether this is a random key made at start.
+    pub fn is_ephemeral(&self) -> bool {
+        self.ephemeral
+    }
+
+    /// The configured ids, in the ring's order.
+    pub fn ids(&self) -> impl Iterator<Item = u8> + '_ {
+        self.keys.iter().map(|k| k.id)
     }
 
     /// Parses configuration text (see the module docs).
@@ -107,6 +143,12 @@ impl ResultKeys {
                 .map(|k| k.public.clone())
                 .collect(),
         }
+    }
+
+    /// [`ResultKeys::jwks`] as JSON (RFC 7517's JWK Set), the bytes every reader of the
+    /// set gets (`/.well-known/jwks.json`, `GetResultKeys`, `--print-result-jwks`).
+    pub fn jwks_json(&self) -> &str {
+        &self.jwks_json
     }
 
     /// `claims` as a compact JWS signed by the signing key: header `alg` `EdDSA`, `typ`

@@ -3,7 +3,10 @@
 //! the key set the service publishes.
 //!
 //! - [`keys`]: the result key ring: parsing, the published JWK Set, signing.
+//! - [`claims`]: what a result says.
 
+pub mod claims;
 pub mod keys;
 
+pub use claims::ResultClaims;
 pub use keys::{RESULT_TYPE, ResultKeys, SignError};

@@ -6,14 +6,15 @@
 //! |---|---|---|---|---|
 //! | 0 | accept | `incoming.rs`, `serve.rs` | connection cap (evicting the idlest idle connection), preface deadline, age, idle timeout, graceful close; HTTP/2 limits (`http_builder`) | no call status: connections refused or closed (GOAWAY), streams past `--concurrency-limit` refused by HTTP/2 |
 //! | 1 | [`Tracked`] | `connections.rs` | counts the call open on its connection; makes its [`CallContext`](crate::call::CallContext) (its connection's tracker, [`crate::connection`], client, route from [`crate::routes`], deadline), the one every layer after it reads | nothing |
-//! | 2 | CORS | tower-http | answers browsers' preflights, decorates gRPC-Web answers | HTTP 200 to a preflight (no CORS headers for an origin not allowed) |
-//! | 3 | gRPC-Web | tonic-web | turns a browser's gRPC-Web call into gRPC and back | what tonic-web refuses itself (a bad content type); bad base64 reaches layer 6 as a body error |
-//! | 4 | [`CallLog`] | `call_log.rs` | logs and counts every call's outcome below it | nothing of its own |
-//! | 5 | [`Admitted`] | `admission.rs` | the calls-in-flight budget, fair between connections; the owner of the call's deadline | RESOURCE_EXHAUSTED `OVERLOADED`; DEADLINE_EXCEEDED past the deadline (`REQUEST_TIMEOUT` past the server's own limit); INTERNAL for a call without its context (a miswired stack, never a client's doing) |
-//! | 6 | [`RequestBody`] | `request_body.rs`, `framing.rs` | follows the body's gRPC framing; its deadline; health's and reflection's messages decoded | INVALID_ARGUMENT `MALFORMED_REQUEST`; CANCELLED `REQUEST_BODY_TIMEOUT`; CANCELLED when the transport broke the body |
-//! | 7 | routes | tonic | the API (`crate::service`), health, reflection (and `bench-echo`'s echo) | UNIMPLEMENTED for an unknown method; the API's codec INVALID_ARGUMENT `MALFORMED_REQUEST` for an undecodable request, OUT_OF_RANGE past `--max-message-bytes` (tonic's decoder); the handlers' statuses (`service::status`) |
+//! | 2 | [`KeySet`] | `key_set.rs` | answers `GET /.well-known/jwks.json`: the result keys' JWK Set (not a gRPC call: not logged, counted or admitted; a constant answer) | HTTP 200 with the set (405 to another method there) |
+//! | 3 | CORS | tower-http | answers browsers' preflights, decorates gRPC-Web answers | HTTP 200 to a preflight (no CORS headers for an origin not allowed) |
+//! | 4 | gRPC-Web | tonic-web | turns a browser's gRPC-Web call into gRPC and back | what tonic-web refuses itself (a bad content type); bad base64 reaches layer 7 as a body error |
+//! | 5 | [`CallLog`] | `call_log.rs` | logs and counts every call's outcome below it | nothing of its own |
+//! | 6 | [`Admitted`] | `admission.rs` | the calls-in-flight budget, fair between connections; the owner of the call's deadline | RESOURCE_EXHAUSTED `OVERLOADED`; DEADLINE_EXCEEDED past the deadline (`REQUEST_TIMEOUT` past the server's own limit); INTERNAL for a call without its context (a miswired stack, never a client's doing) |
+//! | 7 | [`RequestBody`] | `request_body.rs`, `framing.rs` | follows the body's gRPC framing; its deadline; health's and reflection's messages decoded | INVALID_ARGUMENT `MALFORMED_REQUEST`; CANCELLED `REQUEST_BODY_TIMEOUT`; CANCELLED when the transport broke the body |
+//! | 8 | routes | tonic | the API (`crate::service`), health, reflection (and `bench-echo`'s echo) | UNIMPLEMENTED for an unknown method; the API's codec INVALID_ARGUMENT `MALFORMED_REQUEST` for an undecodable request, OUT_OF_RANGE past `--max-message-bytes` (tonic's decoder); the handlers' statuses (`service::status`) |
 //!
-//! Layers 2 to 7 are built once ([`build`]) and shared by every connection; layer 1
+//! Layers 2 to 8 are built once ([`build`]) and shared by every connection; layer 1
 //! is put in front of them for each connection ([`Stack::for_connection`]).
 
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use super::admission::{Admission, Admitted};
 use super::call_log::CallLog;
 use super::connections::Tracked;
 use super::incoming::Connection;
+use super::key_set::KeySet;
 use super::request_body::RequestBody;
 use crate::config::CorsOrigins;
 use crate::metrics::Metrics;
@@ -38,8 +40,8 @@ use crate::metrics::Metrics;
 /// How long browsers may cache a CORS preflight answer.
 const CORS_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// Layers 2 to 7 of the table, outermost first.
-pub type Shared = Cors<GrpcWebService<CallLog<Admitted<RequestBody<Routes>>>>>;
+/// Layers 2 to 8 of the table, outermost first.
+pub type Shared = KeySet<Cors<GrpcWebService<CallLog<Admitted<RequestBody<Routes>>>>>>;
 
 /// What the layers are set with.
 pub struct Settings<'a> {
@@ -52,6 +54,8 @@ pub struct Settings<'a> {
     /// `--trusted-client-header`: the header naming a call's client, if one is trusted.
     pub client_header: Option<HeaderName>,
     pub metrics: Arc<Metrics>,
+    /// The result keys' JWK Set as JSON, served at `/.well-known/jwks.json`.
+    pub key_set: String,
 }
 
 /// The whole stack: the shared layers, and what each connection's own layer needs.
@@ -67,7 +71,12 @@ pub fn build(routes: Routes, settings: Settings<'_>) -> Stack {
     let admission = Admission::new(settings.max_calls_in_flight);
     let metrics = settings.metrics;
     let body_timeout = settings.body_timeout;
+    let key_set = settings.key_set;
     let shared = ServiceBuilder::new()
+        .layer(layer_fn(move |inner| KeySet {
+            inner,
+            json: key_set.clone(),
+        }))
         .layer(cors_layer(settings.cors_origins))
         .layer(GrpcWebLayer::new())
         .layer(layer_fn(move |inner| CallLog {

@@ -454,6 +454,9 @@ pub fn view_out(view: &View, table: &Table<'_>) -> pb::GameView {
             })
             .collect(),
         clock: table.clock.as_ref().map(|(clock, _)| clock.clone()),
+        // Signed at the call's end, once the view shows the match over
+        // (`super::certify`).
+        result: String::new(),
     }
 }
 

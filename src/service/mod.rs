@@ -15,10 +15,13 @@
 //! - [`codec`]: the generated services' gRPC codec: prost's, with undecodable requests
 //!   answered as the client's error.
 //! - [`status`]: errors -> `tonic::Status` with rich error details.
+//! - [`certify`]: a finished match's signed result (`GameView.result`), put on the
+//!   view of every answer that shows the match over, the last step of a call.
 //!
 //! Each call records its outcome in [`Metrics`](crate::metrics::Metrics) (games, hands,
 //! moves, token refusals); the HTTP endpoint that shows them lives elsewhere.
 
+pub mod certify;
 pub mod clocks;
 pub mod codec;
 pub mod convert;
@@ -77,6 +80,8 @@ pub struct Api {
     watch_heartbeat: Duration,
     /// The clock turn clocks are judged by.
     clock: crate::server_clock::ServerClock,
+    /// Signs finished matches' results (`certify`); none: views carry no result.
+    certifier: Option<certify::Certifier>,
 }
 
 /// Sets the flag when dropped: the search of a call whose future was dropped (its
@@ -110,7 +115,38 @@ impl Api {
             ),
             watch_heartbeat: watch::DEFAULT_HEARTBEAT,
             clock: crate::server_clock::ServerClock::system(),
+            certifier: None,
         }
+    }
+
+    /// The same service, signing finished matches' results with `certifier`.
+    pub fn with_certifier(self, certifier: certify::Certifier) -> Api {
+        Api {
+            certifier: Some(certifier),
+            ..self
+        }
+    }
+
+    /// Puts the signed result on `view` if it shows the match over: the match of
+    /// `token` (the answer's, so the token cache has it), its sheet's totals and its
+    /// store's record read from it. Signed as of now.
+    pub(super) fn certify(&self, token: &[u8], view: &mut pb::GameView) {
+        let Some(certifier) = &self.certifier else {
+            return;
+        };
+        if view.phase() != pb::Phase::Over {
+            return;
+        }
+        let Ok(opened) = self.tokens.open(token) else {
+            return;
+        };
+        let game = &opened.game;
+        let sheet = convert::sheet_out(game.rules(), game.sheet(), game.winner());
+        let now_secs = self.clock.now_ms() / 1000;
+        view.result = certifier
+            .certify(view, &sheet, opened.stored, now_secs)
+            .unwrap_or_default();
+        self.tokens.keep(opened);
     }
 
     /// The same service, judging turn clocks by `clock`.
@@ -503,6 +539,22 @@ impl AllFivesService for Api {
         req: Request<pb::OpenInviteCodeRequest>,
     ) -> Result<Response<pb::OpenInviteCodeResponse>, Status> {
         self.open_invite_code_call(req).await
+    }
+
+    async fn get_result_keys(
+        &self,
+        req: Request<pb::GetResultKeysRequest>,
+    ) -> Result<Response<pb::GetResultKeysResponse>, Status> {
+        let call = Api::call(&req)?;
+        traced(&self.metrics, &call, None, || {
+            Ok(pb::GetResultKeysResponse {
+                jwks: self
+                    .certifier
+                    .as_ref()
+                    .map_or(certify::NO_KEYS, |c| c.jwks_json())
+                    .to_owned(),
+            })
+        })
     }
 }
 

@@ -50,7 +50,11 @@ impl Api {
         let call = Api::call(&req)?;
         let judge = self.judge();
         traced(&self.metrics, &call, None, || {
-            score(&self.tokens, &judge, req.get_ref())
+            let mut response = score(&self.tokens, &judge, req.get_ref())?;
+            if let Some(view) = &mut response.view {
+                self.certify(&req.get_ref().state, view);
+            }
+            Ok(response)
         })
     }
 
@@ -133,7 +137,8 @@ impl Api {
             Err(error) => Err(error),
         };
         traced(&self.metrics, &call, seat, || {
-            let answer = answer?;
+            let mut answer = answer?;
+            self.certify(&answer.state, &mut answer.view);
             self.metrics.events(&answer.events);
             Ok(R::from(answer))
         })

@@ -208,13 +208,8 @@ impl Api {
             }
             seen => {
                 let catch_up = seen.is_none() || head.previous != seen;
-                change(watched(
-                    &self.tokens,
-                    &self.judge(),
-                    &watch,
-                    &head,
-                    catch_up,
-                )?)
+                let watched = watched(&self.tokens, &self.judge(), &watch, &head, catch_up);
+                change(self.certified(&head, watched?))
             }
         };
         let (players, over) = match self.tokens.open(&head.token) {
@@ -269,6 +264,16 @@ fn heartbeat(period: Duration) -> pb::WatchResponse {
         kind: Some(pb::watch_response::Kind::Heartbeat(pb::Heartbeat {
             interval_ms,
         })),
+    }
+}
+
+impl Api {
+    /// `change` of `head`, with the match's signed result on its view once it is over.
+    fn certified(&self, head: &Head, mut change: pb::WatchChange) -> pb::WatchChange {
+        if let Some(view) = &mut change.view {
+            self.certify(&head.token, view);
+        }
+        change
     }
 }
 
@@ -458,7 +463,9 @@ impl Follower {
         );
         self.followed.last = head.state;
         Some(Next::Message(Box::new(
-            watched.map(change).map_err(Status::from),
+            watched
+                .map(|w| change(self.api.certified(head, w)))
+                .map_err(Status::from),
         )))
     }
 

@@ -30,6 +30,7 @@ mod overload;
 mod playthroughs;
 mod presence;
 mod rematch;
+mod results;
 mod search_flood;
 mod search_queue;
 mod seat_events;

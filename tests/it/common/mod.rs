@@ -152,8 +152,10 @@ impl TestServer {
             let shutdown = async {
                 let _ = stopped.await;
             };
+            let results = Arc::new(config.result_keys().expect("result keys"));
             let result =
-                allfives::server::run(listener, &config, Arc::new(ring), shared, shutdown).await;
+                allfives::server::run(listener, &config, Arc::new(ring), results, shared, shutdown)
+                    .await;
             drop(grpc_done);
             scrapes.await.expect("metrics endpoint");
             result.expect("server");
