@@ -215,22 +215,32 @@ def check_wiring(docs):
         for p in rule.get("ports", []):
             need(p["port"] in named or p["port"] in named.values(), f"NetworkPolicy port {p['port']} is a container port")
 
-    keys_file = env.get("ALLFIVES_KEYS_FILE")
-    need(nonempty_str(keys_file), "the key ring comes from ALLFIVES_KEYS_FILE")
-    need("ALLFIVES_KEYS" not in env, "no key material in the environment")
     volumes = {v["name"]: v for v in spec.get("volumes", [])}
-    found = False
-    for mount in container.get("volumeMounts", []):
-        vol = volumes.get(mount["name"], {})
-        if "secret" not in vol:
-            continue
-        for item in vol["secret"].get("items", []):
-            if f"{mount['mountPath'].rstrip('/')}/{item['path']}" == keys_file:
-                need(mount.get("readOnly"), "the key Secret is mounted read-only")
-                need(vol["secret"].get("optional") is not True, "the key Secret is not optional")
-                found = True
-    need(found, f"ALLFIVES_KEYS_FILE {keys_file} is a file of a mounted Secret")
-    return "wiring: selectors, named ports, HPA target, key file from a mounted Secret"
+    secrets = {}
+    for variable, literal, what in (
+        ("ALLFIVES_KEYS_FILE", "ALLFIVES_KEYS", "the key ring"),
+        ("ALLFIVES_RESULT_KEYS_FILE", "ALLFIVES_RESULT_KEYS", "the result keys"),
+    ):
+        keys_file = env.get(variable)
+        need(nonempty_str(keys_file), f"{what} come from {variable}")
+        need(literal not in env, f"no key material in the environment ({literal})")
+        found = None
+        for mount in container.get("volumeMounts", []):
+            vol = volumes.get(mount["name"], {})
+            if "secret" not in vol:
+                continue
+            for item in vol["secret"].get("items", []):
+                if f"{mount['mountPath'].rstrip('/')}/{item['path']}" == keys_file:
+                    need(mount.get("readOnly"), f"{what}' Secret is mounted read-only")
+                    need(vol["secret"].get("optional") is not True, f"{what}' Secret is not optional")
+                    found = vol["secret"].get("secretName")
+        need(found, f"{variable} {keys_file} is a file of a mounted Secret")
+        secrets[variable] = found
+    need(
+        len(set(secrets.values())) == len(secrets),
+        "the result keys' Secret is not the token keys' (a verifier must not hold a token key)",
+    )
+    return "wiring: selectors, named ports, HPA target, token and result keys from two mounted Secrets"
 
 
 # --- What the pods promise ---------------------------------------------------------
