@@ -18,6 +18,13 @@
 //! Each `run_` count divided by `--calls` plus one (a first call, not timed) is one
 //! call's instructions (docs/PERFORMANCE.md, "Answers encoded by prost"); `--only Play`
 //! runs one RPC. Without valgrind it prints each RPC's time per call.
+//!
+//! `--only Result` measures a signed result instead (docs/PERFORMANCE.md, "Signed
+//! results"): a result's claims written and signed (`run_sign`, what the answer that
+//! ends a match pays once), and a spectator's Score of a finished match (two EASY bots
+//! to 50, client seed 7; the token cache on, as served, so every call finds its game
+//! there) by a server that signs results (`run_score_over_signed`: its result kept
+//! after the first) and by one that does not (`run_score_over`).
 
 use std::hint::black_box;
 use std::pin::Pin;
@@ -30,7 +37,9 @@ use allfives::connection::Tracker;
 use allfives::metrics::Metrics;
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_server::AllFivesServiceServer;
+use allfives::results::ResultKeys;
 use allfives::service::Api;
+use allfives::service::certify::Certifier;
 use allfives::service::steps::Policy;
 use allfives::state::{KeyRing, Tokens};
 use http_body::{Body, Frame, SizeHint};
@@ -268,6 +277,127 @@ macro_rules! runners {
     };
 }
 
+/// A spectator's Score of a finished match of two EASY bots (to 50, client seed 7).
+fn finished_score(rt: &tokio::runtime::Runtime, server: &mut Server) -> Bytes {
+    let bot = pb::SeatSetup {
+        bot: pb::BotLevel::Easy as i32,
+        claim: false,
+        display_name: String::new(),
+    };
+    let new_game = pb::NewGameRequest {
+        rules: Some(pb::Rules {
+            players: 2,
+            target: 50,
+            ..Default::default()
+        }),
+        seed: Some(7),
+        viewer: None,
+        seats: vec![bot; 2],
+    };
+    let mut state = answer::<pb::NewGameResponse>(rt, server, "NewGame", &new_game).state;
+    loop {
+        let deal = pb::DealRequest {
+            state: state.clone().into(),
+            ..Default::default()
+        };
+        let dealt: pb::DealResponse = answer(rt, server, "Deal", &deal);
+        state = dealt.state;
+        if dealt.view.is_some_and(|v| v.phase() == pb::Phase::Over) {
+            break;
+        }
+    }
+    framed(&pb::ScoreRequest {
+        state: state.into(),
+        ..Default::default()
+    })
+}
+
+#[inline(never)]
+fn run_score_over(rt: &tokio::runtime::Runtime, s: &mut Server, score: &Bytes, n: usize) -> usize {
+    // Its body differs from run_score_over_signed's, so that the linker does not fold
+    // the two into one symbol, which callgrind would count as one.
+    run(rt, s, "Score", score, n) + black_box(0)
+}
+
+/// `n` results of `view`'s match written and signed (none kept).
+#[inline(never)]
+fn run_sign(
+    certifier: &Certifier,
+    keys: &ResultKeys,
+    view: &pb::GameView,
+    sheet: &pb::ScoreSheet,
+    n: usize,
+) -> usize {
+    let mut bytes = 0;
+    for i in 0..n {
+        let claims = certifier
+            .claims(view, sheet, false, 1_800_000_000 + i as u64)
+            .expect("a finished match");
+        bytes += black_box(keys.sign(&claims).expect("signed")).len();
+    }
+    bytes
+}
+
+#[inline(never)]
+fn run_score_over_signed(
+    rt: &tokio::runtime::Runtime,
+    s: &mut Server,
+    score: &Bytes,
+    n: usize,
+) -> usize {
+    run(rt, s, "Score", score, n)
+}
+
+/// A finished match's Score by a server that signs results and by one that does not.
+fn measure_results(rt: &tokio::runtime::Runtime, ring: Arc<KeyRing>, policy: Policy, calls: usize) {
+    let api = Api::new(
+        Arc::new(Tokens::new(ring, 64)),
+        Arc::new(Metrics::new()),
+        policy,
+    );
+    let keys = Arc::new(ResultKeys::new(vec![(1, [9; 32])], None).expect("a result key"));
+    let certifier = Certifier::new(Arc::clone(&keys), "allfives".to_owned(), 604_800);
+    let mut unsigned = AllFivesServiceServer::new(api.clone());
+    let mut signed = AllFivesServiceServer::new(api.with_certifier(certifier.clone()));
+    let score = finished_score(rt, &mut unsigned);
+    let answer = rt
+        .block_on(call(&mut unsigned, "Score", score.clone()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let scored = pb::ScoreResponse::decode(&answer[..]).expect("a Score answer");
+    let (view, sheet) = (scored.view.expect("a view"), scored.sheet.expect("a sheet"));
+    run_sign(&certifier, &keys, &view, &sheet, 1);
+    let start = Instant::now();
+    let bytes = run_sign(&certifier, &keys, &view, &sheet, calls);
+    let per_call = start.elapsed() / calls as u32;
+    println!(
+        "results signed: {calls}, {per_call:?} each, {} B each",
+        bytes / calls
+    );
+    type Runner = fn(&tokio::runtime::Runtime, &mut Server, &Bytes, usize) -> usize;
+    let runs: [(&str, &mut Server, Runner); 2] = [
+        (
+            "Score of a finished match, unsigned",
+            &mut unsigned,
+            run_score_over,
+        ),
+        (
+            "Score of a finished match, signed",
+            &mut signed,
+            run_score_over_signed,
+        ),
+    ];
+    for (what, server, runner) in runs {
+        runner(rt, server, &score, 1);
+        let start = Instant::now();
+        let bytes = runner(rt, server, &score, calls);
+        let per_call = start.elapsed() / calls as u32;
+        println!(
+            "{what}: {calls} calls, {per_call:?} a call, {} B an answer",
+            bytes / calls
+        );
+    }
+}
+
 runners! {
     run_new_game => "NewGame", new_game;
     run_deal => "Deal", deal;
@@ -303,10 +433,14 @@ fn main() {
         ..Policy::default()
     };
     let api = Api::new(
-        Arc::new(Tokens::uncached(ring)),
+        Arc::new(Tokens::uncached(Arc::clone(&ring))),
         Arc::new(Metrics::new()),
         policy,
     );
+    if only.as_deref() == Some("Result") {
+        measure_results(&rt, ring, policy, calls);
+        return;
+    }
     let mut server = AllFivesServiceServer::new(api);
     let requests = requests(&rt, &mut server);
     for &(method, runner) in RUNNERS {

@@ -23,7 +23,7 @@ use jsonwebtoken::jwk::{Jwk, JwkSet, ThumbprintHash};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::Serialize;
 
-use crate::state::keyring::{KeyRingError, parse_entries};
+use crate::state::keyring::{KeyRingError, active_entry, parse_entries};
 
 /// The JWS `typ` of a result certificate (RFC 8725 section 3.11: explicit typing, so
 /// a result is never taken for another kind of JWT signed by the same key).
@@ -68,21 +68,7 @@ impl ResultKeys {
     /// A ring of `(id, Ed25519 secret key)`; `active` names the signing key (default:
     /// the first).
     pub fn new(keys: Vec<(u8, [u8; 32])>, active: Option<u8>) -> Result<ResultKeys, KeyRingError> {
-        if keys.is_empty() {
-            return Err(KeyRingError::Empty);
-        }
-        for (i, (id, _)) in keys.iter().enumerate() {
-            if keys[..i].iter().any(|(other, _)| other == id) {
-                return Err(KeyRingError::DuplicateId(*id));
-            }
-        }
-        let active = match active {
-            None => 0,
-            Some(id) => keys
-                .iter()
-                .position(|(k, _)| *k == id)
-                .ok_or(KeyRingError::UnknownActive(id))?,
-        };
+        let active = active_entry(&keys, active)?;
         let keys = keys
             .into_iter()
             .map(|(id, secret)| ResultKey::new(id, &secret))

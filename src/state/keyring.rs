@@ -62,24 +62,31 @@ impl fmt::Debug for KeyRing {
     }
 }
 
+/// Where the active key of a ring of `keys` stands: the one `active` names, else the
+/// first. Refused if the ring is empty, names one id twice, or has no key `active`.
+/// The result key ring (`crate::results::keys`) holds to the same rules.
+pub fn active_entry(keys: &[(u8, [u8; 32])], active: Option<u8>) -> Result<usize, KeyRingError> {
+    if keys.is_empty() {
+        return Err(KeyRingError::Empty);
+    }
+    for (i, (id, _)) in keys.iter().enumerate() {
+        if keys[..i].iter().any(|(other, _)| other == id) {
+            return Err(KeyRingError::DuplicateId(*id));
+        }
+    }
+    match active {
+        None => Ok(0),
+        Some(id) => keys
+            .iter()
+            .position(|(k, _)| *k == id)
+            .ok_or(KeyRingError::UnknownActive(id)),
+    }
+}
+
 impl KeyRing {
     /// A ring of `(id, key)`; `active` names the sealing key (default: the first).
     pub fn new(keys: Vec<(u8, [u8; 32])>, active: Option<u8>) -> Result<KeyRing, KeyRingError> {
-        if keys.is_empty() {
-            return Err(KeyRingError::Empty);
-        }
-        for (i, (id, _)) in keys.iter().enumerate() {
-            if keys[..i].iter().any(|(other, _)| other == id) {
-                return Err(KeyRingError::DuplicateId(*id));
-            }
-        }
-        let active = match active {
-            None => 0,
-            Some(id) => keys
-                .iter()
-                .position(|(k, _)| *k == id)
-                .ok_or(KeyRingError::UnknownActive(id))?,
-        };
+        let active = active_entry(&keys, active)?;
         let mut derived = [0u8; 32];
         hkdf::Hkdf::<Sha256>::new(None, &keys[active].1)
             .expand(PSEUDONYMS, &mut derived)

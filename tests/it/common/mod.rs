@@ -185,33 +185,11 @@ impl TestServer {
     /// `GET <path>` on the metrics endpoint over real TCP: the status code, the
     /// content type and the body.
     pub async fn scrape(&self, path: &str) -> (u16, String, String) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut stream = tokio::net::TcpStream::connect(self.metrics_addr)
-            .await
-            .expect("connect to metrics");
-        let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.expect("write");
-        let mut response = String::new();
-        tokio::time::timeout(
-            std::time::Duration::from_secs(5),
-            stream.read_to_string(&mut response),
-        )
-        .await
-        .expect("metrics answer in time")
-        .expect("read");
-        let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
-        let mut lines = head.lines();
-        let status = lines
-            .next()
-            .and_then(|l| l.split(' ').nth(1))
-            .and_then(|c| c.parse().ok())
-            .expect("a status line");
-        let content_type = lines
-            .filter_map(|l| l.split_once(':'))
-            .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
-            .map(|(_, value)| value.trim().to_owned())
-            .unwrap_or_default();
-        (status, content_type, body.to_owned())
+        let (status, headers, body) = http_get(self.metrics_addr, path).await;
+        let content_type = header(&headers, "content-type")
+            .unwrap_or_default()
+            .to_owned();
+        (status, content_type, body)
     }
 
     pub fn stop(&mut self) {
@@ -225,6 +203,43 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// `GET path` from `addr` over HTTP/1.1: the status, the headers (names in lower case)
+/// and the body.
+pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, Vec<(String, String)>, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = String::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_string(&mut response),
+    )
+    .await
+    .expect("an answer (hang guard)")
+    .expect("read");
+    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .expect("a status line");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+/// The value of header `name` (lower case) among `headers`.
+pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
 }
 
 /// A fixed key ring, as two replicas would share.
