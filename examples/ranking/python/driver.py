@@ -21,8 +21,9 @@ expired exp, another issuer or no jti (what the header and claim checks stop; th
 driver holds the CI's result key only to make these), and claims signed by a fresh key
 under the real kid and under a kid of its own.
 
-    python driver.py --store-addr A --stateless-addr B --foreign-addr C \\
-        --result-key HEX --issuer URL --matches 200 --out corpus.json
+    python driver.py --addr HOST:PORT --matches 3 --results results.txt   # the README's
+    python driver.py --addr A --recorded --stateless-addr B --foreign-addr C \\
+        --result-key HEX --issuer URL --matches 200 --out corpus.json   # .ci/ranking's
 """
 
 from __future__ import annotations
@@ -202,48 +203,68 @@ def forgeries(result, real_key, real_x, real_pem, fresh_key, jwks_text, i):
     ]
 
 
+_stubs: dict[str, pb_grpc.AllFivesServiceStub] = {}
+
+
+def stub_of(addr: str) -> pb_grpc.AllFivesServiceStub:
+    if addr not in _stubs:
+        _stubs[addr] = pb_grpc.AllFivesServiceStub(grpc.insecure_channel(addr))
+    return _stubs[addr]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store-addr", required=True, help="a server with --match-store memory")
-    parser.add_argument("--stateless-addr", required=True, help="the same keys, no store")
-    parser.add_argument("--foreign-addr", required=True, help="the same issuer, another key")
-    parser.add_argument("--result-key", required=True, help="the servers' result key, 64 hex")
-    parser.add_argument("--issuer", required=True)
+    parser.add_argument("--addr", required=True, help="the server the matches are played on")
+    parser.add_argument("--recorded", action="store_true",
+                        help="it has a match store: its results must say recorded: true")
     parser.add_argument("--matches", type=int, default=200)
+    parser.add_argument("--results", help="write each match's result here, a line each")
+    # The test's (.ci/ranking):
+    parser.add_argument("--stateless-addr", help="the same keys, no store: every "
+                        "--stateless-every th match is played there, and again to a second ending")
     parser.add_argument("--stateless-every", type=int, default=20)
+    parser.add_argument("--foreign-addr", help="the same issuer, another key")
     parser.add_argument("--foreign", type=int, default=5)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--result-key", help="the servers' result key (64 hex): the forgeries")
+    parser.add_argument("--issuer")
+    parser.add_argument("--out", help="write the results, their claims and the forgeries here")
     args = parser.parse_args()
 
     started = time.monotonic()
-    store = pb_grpc.AllFivesServiceStub(grpc.insecure_channel(args.store_addr))
-    stateless = pb_grpc.AllFivesServiceStub(grpc.insecure_channel(args.stateless_addr))
-    foreign = pb_grpc.AllFivesServiceStub(grpc.insecure_channel(args.foreign_addr))
+    main_stub = stub_of(args.addr)
     rng = random.Random(44)
     genuine, branches, foreign_results = [], [], []
     for i in range(args.matches):
         players, partnership, seats, settlement = MIX[i % len(MIX)]
         names = rng.sample(NAMES, len(seats))
-        recorded = (i + 1) % args.stateless_every != 0
-        stub = store if recorded else stateless
+        branch = args.stateless_addr and (i + 1) % args.stateless_every == 0
+        stub = stub_of(args.stateless_addr) if branch else main_stub
+        recorded = args.recorded and not branch
         view, deals, creds, humans = play(stub, players, partnership, seats, settlement, names)
         assert view.result, "a finished match's view carries its result"
         genuine.append({"result": view.result,
                         "expect": expected(view, seats, names, recorded)})
-        if not recorded:
+        if branch:
             # Another branch: from the last deal's token, other moves, another ending.
             state, deal_view = deals[-1]
             other = finish(stub, state, deal_view, creds, humans, [], "last")
             branches.append({"result": other.result, "jti": other.match_id,
                              "same_ending": other.state_id == view.state_id})
+    if args.results:
+        pathlib.Path(args.results).write_text("".join(g["result"] + "\n" for g in genuine))
+    print(f"driver: {len(genuine)} matches played, {len(branches)} of them again to a "
+          f"second ending ({sum(b['same_ending'] for b in branches)} on the same state)")
+    if not args.out:
+        return 0
     for i in range(args.foreign):
         players, partnership, seats, settlement = MIX[i % len(MIX)]
         names = rng.sample(NAMES, len(seats))
-        view, _, _, _ = play(foreign, players, partnership, seats, settlement, names)
+        view, _, _, _ = play(stub_of(args.foreign_addr), players, partnership, seats,
+                             settlement, names)
         foreign_results.append(view.result)
 
     real_key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(args.result_key))
-    jwks_text = store.GetResultKeys(pb.GetResultKeysRequest(), timeout=10).jwks
+    jwks_text = main_stub.GetResultKeys(pb.GetResultKeysRequest(), timeout=10).jwks
     real_x = base64.urlsafe_b64decode(json.loads(jwks_text)["keys"][0]["x"] + "==")
     real_pem = real_key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
     fresh_key = Ed25519PrivateKey.generate()
@@ -260,11 +281,8 @@ def main() -> int:
         "branches": branches,
         "mutations": mutations,
     }, indent=1))
-    unrecorded = sum(1 for g in genuine if not g["expect"]["recorded"])
-    print(f"driver: {len(genuine)} matches played ({unrecorded} without a store, each "
-          f"with a second branch, {sum(b['same_ending'] for b in branches)} of them ending "
-          f"on the same state), {len(foreign_results)} on another key; "
-          f"{len(mutations)} forgeries; {time.monotonic() - started:.1f} s")
+    print(f"driver: {len(foreign_results)} matches on another key; {len(mutations)} "
+          f"forgeries; {time.monotonic() - started:.1f} s")
     return 0
 
 
