@@ -39,10 +39,13 @@ class Tally:
 
 
 def outcome(ranking: Ranking, result: str) -> tuple[str, dict | None]:
+    """("taken", the claims), or the refusal's word, or the error no refusal should be."""
     try:
         return "taken", ranking.take(result)
     except Refused as refusal:
         return refusal.why, None
+    except Exception as err:  # a crash is a failure too, counted with the rest
+        return f"error {type(err).__name__}: {err}", None
 
 
 def matches_expectation(claims: dict, expect: dict) -> bool:
@@ -133,11 +136,11 @@ def main() -> int:
     by_name = collections.Counter()
     for m in corpus["mutations"]:
         verdict, _ = outcome(Ranking(sqlite3.connect(":memory:"), verifier), m["result"])
-        ok = verdict == m["refused_by"]
-        t.check(ok, f"{m['name']}: {verdict}, want refused by {m['refused_by']}")
-        by_name[m["name"], m["refused_by"], ok] += 1
-    for (name, defence, ok), n in sorted(by_name.items()):
-        print(f"ranking-python: {name}: {n} {'refused by ' + defence if ok else 'NOT as expected'}")
+        t.check(verdict == m["refused_by"], f"{m['name']}: {verdict}, want {m['refused_by']}")
+        by_name[m["name"], m["refused_by"], verdict] += 1
+    for (name, defence, verdict), n in sorted(by_name.items()):
+        how = f"refused by {defence}" if verdict == defence else f"{verdict}, NOT refused by {defence}"
+        print(f"ranking-python: {name}: {n} {how}")
     print(f"ranking-python: {t.passed} passed, {t.failed} failed")
     return 1 if t.failed else 0
 

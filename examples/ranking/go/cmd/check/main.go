@@ -155,22 +155,18 @@ func main() {
 		check(verdict(err) == "expired", "%s a second past its exp: %s", res.ID, verdict(err))
 	}
 
-	type outcome struct {
-		name, want string
-		ok         bool
-	}
+	type outcome struct{ name, want, got string }
 	counts := map[outcome]int{}
 	for _, m := range c.Mutations {
 		_, err := take(v, ranking.NewTaken(), m.Result)
-		ok := verdict(err) == m.RefusedBy
-		check(ok, "%s: %s, want refused by %s", m.Name, verdict(err), m.RefusedBy)
-		counts[outcome{m.Name, m.RefusedBy, ok}]++
+		check(verdict(err) == m.RefusedBy, "%s: %s, want %s", m.Name, verdict(err), m.RefusedBy)
+		counts[outcome{m.Name, m.RefusedBy, verdict(err)}]++
 	}
 	lines := []string{}
 	for o, n := range counts {
 		how := "refused by " + o.want
-		if !o.ok {
-			how = "NOT as expected"
+		if o.got != o.want {
+			how = o.got + ", NOT refused by " + o.want
 		}
 		lines = append(lines, fmt.Sprintf("ranking-go: %s: %d %s", o.name, n, how))
 	}
