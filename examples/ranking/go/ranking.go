@@ -147,10 +147,11 @@ func (k *Keys) fetch() error {
 type Verifier struct {
 	Keys   *Keys
 	Issuer string
-	// RequireRecorded refuses results of matches played without a match store, where
+	// AllowUnrecorded takes results of matches played without a match store, where
 	// whoever holds an older token can play on to another ending, signed just the
-	// same (docs/security.md); only the first ending to arrive is taken (by jti).
-	RequireRecorded bool
+	// same, and send the ending they like best (only the first to arrive is taken, by
+	// jti). Not for a ranked mode (docs/security.md).
+	AllowUnrecorded bool
 	// Now is the clock exp is judged by (nil: time.Now).
 	Now func() time.Time
 }
@@ -206,7 +207,7 @@ func (v *Verifier) Verify(token string) (*Result, error) {
 		}
 		return nil, refuse("claims", err)
 	}
-	if v.RequireRecorded && !*res.Recorded {
+	if !*res.Recorded && !v.AllowUnrecorded {
 		return nil, refuse("unrecorded", errors.New("played without a match store"))
 	}
 	return &res, nil

@@ -53,7 +53,7 @@ class ResultVerifier:
     """Checks a result's signature against the service's key set, and its header and
     claims. Changes nothing."""
 
-    def __init__(self, jwks_url: str, issuer: str, *, require_recorded: bool = False):
+    def __init__(self, jwks_url: str, issuer: str, *, allow_unrecorded: bool = False):
         # The set is fetched once and kept for an hour (the service's max-age); a kid
         # not in it fetches the set again (at most every 30 s), which is how a key the
         # service rotated to is learnt (docs/operations.md, "Result keys").
@@ -61,10 +61,10 @@ class ResultVerifier:
         self.issuer = issuer
         # A result with recorded: false comes from a match played without a match
         # store: whoever holds an older token of it can play on from there to another
-        # ending, signed just the same (docs/security.md, "Signed results"). Only the
-        # first ending to arrive is taken (by jti); require recorded results for a
-        # ranked mode.
-        self.require_recorded = require_recorded
+        # ending, signed just the same, and send the ending they like best (only the
+        # first to arrive is taken, by jti). Refused unless allowed: not for a ranked
+        # mode (docs/security.md, "Signed results").
+        self.allow_unrecorded = allow_unrecorded
 
     def verify(self, result: str) -> dict[str, Any]:
         """The result's claims, once its signature, header and claims hold."""
@@ -98,7 +98,7 @@ class ResultVerifier:
         if decoded["header"].get("typ") != RESULT_TYPE:
             raise Refused("type", f"typ {decoded['header'].get('typ')!r}")
         claims = decoded["payload"]
-        if self.require_recorded and claims["recorded"] is not True:
+        if claims["recorded"] is not True and not self.allow_unrecorded:
             raise Refused("unrecorded", "the match was played without a match store")
         return claims
 

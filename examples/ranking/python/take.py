@@ -4,7 +4,7 @@ compact JWS) a line on standard input, each verified against the service's key s
 refused if its match was taken already, and rated (ranking.py). Prints a line a result
 and then the ratings, best first (by mu - 3 sigma, a cautious estimate).
 
-    python take.py --server http://127.0.0.1:50051 --issuer allfives --db ranking.db < results.txt
+    python take.py --server https://allfives.example --issuer https://allfives.example < results.txt
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ def main() -> int:
     parser.add_argument("--server", required=True, help="the service's base URL (its API port)")
     parser.add_argument("--issuer", required=True, help="its --result-issuer")
     parser.add_argument("--db", default="ranking.db")
-    parser.add_argument("--require-recorded", action="store_true",
-                        help="refuse results of matches played without a match store")
+    parser.add_argument("--allow-unrecorded", action="store_true",
+                        help="take results of matches played without a match store")
     args = parser.parse_args()
     verifier = ResultVerifier(args.server.rstrip("/") + "/.well-known/jwks.json", args.issuer,
-                              require_recorded=args.require_recorded)
+                              allow_unrecorded=args.allow_unrecorded)
     ranking = Ranking(sqlite3.connect(args.db), verifier)
     taken = refused = 0
     for line in sys.stdin:
@@ -38,7 +38,7 @@ def main() -> int:
                   f"{claims['winner']} won")
         except Refused as refusal:
             refused += 1
-            print(f"refused ({refusal.why}): {refusal}")
+            print(f"refused: {refusal}")
     print(f"{taken} taken, {refused} refused")
     for player, mu, sigma, n in ranking.db.execute(
             "SELECT player, mu, sigma, matches FROM ratings ORDER BY mu - 3 * sigma DESC"):

@@ -3,7 +3,7 @@
 // and refused if its match was taken already in this run (the ranking package keeps
 // the ids in memory). Prints a line a result.
 //
-//	go run ./cmd/verify --server http://127.0.0.1:50051 --issuer allfives < results.txt
+//	go run ./cmd/verify --server https://allfives.example --issuer https://allfives.example < results.txt
 package main
 
 import (
@@ -20,8 +20,8 @@ import (
 func main() {
 	server := flag.String("server", "", "the service's base URL (its API port)")
 	issuer := flag.String("issuer", "", "its --result-issuer")
-	requireRecorded := flag.Bool("require-recorded", false,
-		"refuse results of matches played without a match store")
+	allowUnrecorded := flag.Bool("allow-unrecorded", false,
+		"take results of matches played without a match store")
 	flag.Parse()
 	if *server == "" || *issuer == "" {
 		fmt.Fprintln(os.Stderr, "verify: --server and --issuer are needed")
@@ -30,7 +30,7 @@ func main() {
 	v := ranking.Verifier{
 		Keys:            ranking.NewKeys(strings.TrimRight(*server, "/")+"/.well-known/jwks.json", nil),
 		Issuer:          *issuer,
-		RequireRecorded: *requireRecorded,
+		AllowUnrecorded: *allowUnrecorded,
 	}
 	taken := ranking.NewTaken()
 	lines := bufio.NewScanner(os.Stdin)
@@ -52,7 +52,7 @@ func main() {
 			fmt.Printf("taken: match %s, scores %v, side %d won\n", res.ID, res.Scores, *res.Winner)
 		case errors.As(err, &refused):
 			nRefused++
-			fmt.Printf("refused (%s): %v\n", refused.Why, err)
+			fmt.Printf("refused: %v\n", err)
 		default:
 			fmt.Fprintln(os.Stderr, "verify:", err)
 			os.Exit(1)
