@@ -122,7 +122,7 @@ class Ranking:
             CREATE TABLE IF NOT EXISTS taken (
                 jti TEXT PRIMARY KEY,        -- the match id: one result per match
                 state TEXT NOT NULL,
-                taken_at INTEGER NOT NULL DEFAULT (unixepoch())
+                taken_at INTEGER NOT NULL DEFAULT (strftime('%s', 'now'))
             );
             CREATE TABLE IF NOT EXISTS ratings (
                 player TEXT PRIMARY KEY, mu REAL NOT NULL, sigma REAL NOT NULL,
@@ -165,8 +165,8 @@ class Ranking:
         """The seats grouped by side (partners are one team), and each side's rank:
         the winner first, then by score."""
         seats, scores, winner = claims["seats"], claims["scores"], claims["winner"]
-        if not (isinstance(scores, list) and isinstance(winner, int)
-                and 0 <= winner < len(scores) >= 2):
+        if not (isinstance(scores, list) and len(scores) >= 2
+                and isinstance(winner, int) and 0 <= winner < len(scores)):
             raise Refused("claims", "scores or winner malformed")
         teams: list[list[dict]] = [[] for _ in scores]
         keys = set()
