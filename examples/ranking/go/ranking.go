@@ -29,6 +29,11 @@ import (
 // ResultType is the `typ` of every result; no other token the keys sign is of it.
 const ResultType = "allfives-result+jwt"
 
+// Leeway is how far the service's clock and the verifier's may disagree: a result
+// signed a second ago by a clock ahead of the verifier's would otherwise be issued in
+// the future. It applies to iat and exp alike.
+const Leeway = time.Minute
+
 // Refused is a result not taken. Why is one word: signature, unknown-key, algorithm,
 // type, issuer, expired, claims, unrecorded or replay.
 type Refused struct {
@@ -198,7 +203,7 @@ func (v *Verifier) Verify(token string) (*Result, error) {
 	if v.Now != nil {
 		now = v.Now()
 	}
-	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: v.Issuer, Time: now}, 0); err != nil {
+	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: v.Issuer, Time: now}, Leeway); err != nil {
 		switch {
 		case errors.Is(err, jwt.ErrInvalidIssuer):
 			return nil, refuse("issuer", err)

@@ -29,6 +29,10 @@ RESULT_TYPE = "allfives-result+jwt"
 REQUIRED_CLAIMS = ["iss", "iat", "exp", "jti", "state", "recorded", "rules", "seats",
                    "scores", "winner"]
 
+# The clocks of the service and of the ranking server disagree a little: a result
+# signed a second ago by a clock ahead of ours would otherwise be "issued in the future".
+LEEWAY_SECONDS = 60
+
 # Bots play as fixed-rating players: a bot of one level plays the same way in every
 # match, so its strength is a constant; a win against it counts as a win against a
 # player of that rating, and no player can move a bot's rating by farming it. These
@@ -81,6 +85,7 @@ class ResultVerifier:
                 key,
                 algorithms=["EdDSA"],  # never the header's choice: no "none", no HS256
                 issuer=self.issuer,
+                leeway=LEEWAY_SECONDS,  # on iat and exp alike
                 options={"require": REQUIRED_CLAIMS, "verify_exp": True, "verify_iat": True},
             )
         except jwt.InvalidAlgorithmError as err:

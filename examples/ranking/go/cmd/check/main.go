@@ -2,7 +2,7 @@
 // the real server's key set (.ci/ranking runs it): every genuine result verifies with
 // the claims of its match and is taken; each submitted again is refused as a replay,
 // and so is every stateless match's second branch; with the clock a second past its
-// exp each is refused as expired; a verifier on its defaults refuses exactly the
+// exp (and the leeway) each is refused as expired, a second before it taken; a verifier on its defaults refuses exactly the
 // stateless ones (unrecorded); every forgery is refused by the defence it was made to meet (each
 // against an empty set of taken ids, so no other check hides a missing one).
 //
@@ -143,18 +143,25 @@ func main() {
 		}
 		check(verdict(err) == want, "by default, %s: %s, want %s", g.Expect.JTI, verdict(err), want)
 	}
-	// The clock injected: a second past its exp, every real result is refused.
+	// The clock injected: a second past its exp and the leeway, every real result is
+	// refused; a second before, taken.
 	for _, g := range c.Genuine {
 		res, err := v.Verify(g.Result)
 		if err != nil {
 			check(false, "%s: %s", g.Expect.JTI, verdict(err))
 			continue
 		}
-		exp := res.Expiry
-		late := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true,
-			Now: func() time.Time { return time.Unix(exp+1, 0) }}
-		_, err = late.Verify(g.Result)
-		check(verdict(err) == "expired", "%s a second past its exp: %s", res.ID, verdict(err))
+		deadline := time.Unix(res.Expiry, 0).Add(ranking.Leeway)
+		at := func(t time.Time) string {
+			v := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true,
+				Now: func() time.Time { return t }}
+			_, err := v.Verify(g.Result)
+			return verdict(err)
+		}
+		got := at(deadline.Add(time.Second))
+		check(got == "expired", "%s a second past its exp and the leeway: %s", res.ID, got)
+		got = at(deadline.Add(-time.Second))
+		check(got == "taken", "%s a second before its exp and the leeway: %s", res.ID, got)
 	}
 
 	type outcome struct{ name, want, got string }
