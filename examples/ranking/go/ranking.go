@@ -150,7 +150,8 @@ func (k *Keys) fetch() error {
 
 // Verifier checks a result's signature, header and claims. It changes nothing.
 type Verifier struct {
-	Keys   *Keys
+	Keys *Keys
+	// Issuer is the service's --result-issuer; required.
 	Issuer string
 	// AllowUnrecorded takes results of matches played without a match store, where
 	// whoever holds an older token can play on to another ending, signed just the
@@ -163,6 +164,9 @@ type Verifier struct {
 
 // Verify answers the result's claims once its signature, header and claims hold.
 func (v *Verifier) Verify(token string) (*Result, error) {
+	if v.Issuer == "" { // go-jose would then take any iss
+		return nil, errors.New("ranking: Verifier.Issuer is empty")
+	}
 	// EdDSA only, whatever the header says: no "none", no HS256.
 	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
