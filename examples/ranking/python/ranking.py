@@ -62,6 +62,8 @@ class ResultVerifier:
         # not in it fetches the set again (at most every 30 s), which is how a key the
         # service rotated to is learnt (docs/operations.md, "Result keys").
         self.keys = jwt.PyJWKClient(jwks_url, cache_jwk_set=True, lifespan=3600, timeout=10)
+        if not issuer:  # PyJWT would then take any iss
+            raise ValueError("the service's issuer (its --result-issuer) is required")
         self.issuer = issuer
         # A result with recorded: false comes from a match played without a match
         # store: whoever holds an older token of it can play on from there to another
