@@ -9,16 +9,22 @@ with it (as a spectator holding a token: its changes carry tokens), claims seat 
 the latest with a claim key, and watches as seat 1. From then on each device learns
 every move, its own and the other's, only from its Watch stream, and plays on its
 turn (the host also deals). A stream that ends (the connection aged, the server
-drained) is watched again with the last state id seen, and nothing is missed.
+drained) is watched again with the last state id seen, and nothing is missed. With
+--min-watches N a device makes no move of its own (the host's first is the first
+deal) until it has opened its seat's Watch stream N times: on a server that ages
+connections every second, N = 2 shows each device watching again mid-match however
+fast the match then goes (CI's check).
 
 What it checks: every change follows the last one seen (one unbroken chain of state
 ids) unless it says it is a catch-up; every view is its own seat's; no event shows a
-tile the other seat drew; both devices end on the same state.
+tile the other seat drew; the match is over when the follow ends; both devices end
+on the same state (the caller compares their last lines).
 
     python3 device.py --addr HOST:PORT --host --invite FILE
     python3 device.py --addr HOST:PORT --join FILE
 
-(.ci/clients runs the two against a server started with --match-store memory.)
+(.ci/clients runs the two with --min-watches 2 against a server started with
+--match-store memory --max-connection-age-secs 1.)
 """
 
 from __future__ import annotations
@@ -37,17 +43,19 @@ check = afc.check
 
 
 class Device:
-    def __init__(self, client: afc.Client, quiet: bool, pause: float) -> None:
+    def __init__(self, client: afc.Client, quiet: bool, pause: float, min_watches: int) -> None:
         self.client = client
         self.quiet = quiet
         self.pause = pause
+        self.min_watches = min_watches
+        self.held = False  # a move waits for the stream to be watched again
         self.seat = 0
         self.credential = b""
         self.token = b""
         self.view = None
         self.changes = 0
         self.catch_ups = 0
-        self.watches = 0
+        self.watches = 0  # the seat's Watch streams opened
 
     def log(self, line: str) -> None:
         if not self.quiet:
@@ -55,7 +63,6 @@ class Device:
 
     def watch(self, viewer: int | None, token: bytes, last: bytes):
         """A Watch stream of the match, as `viewer` (None: a spectator)."""
-        self.watches += 1
         request = pb.WatchRequest(state=token, last_state_id=last)
         if viewer is not None:
             request.viewer = viewer
@@ -85,7 +92,11 @@ class Device:
         self.changes += 1
 
     def act(self) -> None:
-        """Its move, if the match waits for it: the deal (the host), or its turn."""
+        """Its move, if the match waits for it: the deal (the host), or its turn; held
+        (made on the next stream's first message) until min_watches streams."""
+        self.held = self.watches < self.min_watches
+        if self.held:
+            return
         view = self.view
         seated = all(s.kind != pb.SEAT_KIND_OPEN for s in view.seats)
         if view.phase == pb.PHASE_DEALING and self.seat == 0 and seated:
@@ -130,14 +141,22 @@ class Device:
             if cause is not None:
                 self.log(f"the stream broke ({cause}); watching again")
 
-        self.act()
+        def message(m) -> None:
+            # A stream watched again from the latest state opens with a heartbeat (a
+            # change comes to act() through take()): a held move is made now.
+            if self.held and m.HasField("heartbeat"):
+                self.act()
+
         self.watches += 1
+        self.act()
         policy = afc.FollowPolicy(first_backoff=0.02, max_backoff=0.5)
         for change in self.client.follow(
-            self.token, self.view, self.seat, self.credential, policy, on_rewatch=rewatch
+            self.token, self.view, self.seat, self.credential, policy,
+            on_rewatch=rewatch, on_message=message,
         ):
             self.take(change)
             self.act()
+        check(self.view.phase == pb.PHASE_OVER, "the follow ended before the match did")
 
 
 def main() -> int:
@@ -151,10 +170,17 @@ def main() -> int:
     parser.add_argument(
         "--pause-ms", type=int, default=0, help="think this long before each move"
     )
+    parser.add_argument(
+        "--min-watches", type=int, default=1, metavar="N",
+        help="no move of its own until its seat's Watch stream is opened N times (CI: 2, "
+        "on a server ageing connections every second)",
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
 
-    device = Device(afc.Client.connect(args.addr, timeout=10), args.quiet, args.pause_ms / 1000)
+    device = Device(
+        afc.Client.connect(args.addr, timeout=10), args.quiet, args.pause_ms / 1000, args.min_watches
+    )
     started = time.monotonic()
     if args.host:
         check(args.invite is not None, "--host needs --invite FILE")

@@ -29,7 +29,8 @@ export interface Harness {
   body: (page: Page) => Promise<{ phase?: string; moves?: string; hand?: string; stateId?: string; yourTurn?: string }>;
   newMatch: (page: Page, rules: { name?: string; players: number; bots: string[]; target?: number; handSize?: string }) => Promise<void>;
   act: (page: Page, touch?: boolean) => Promise<"dealt" | "drew" | "played" | "over">;
-  cuttableProxy: (url: string) => Promise<{ url: string; cut: () => void; restore: () => void; close: () => Promise<void> }>;
+  /** A TCP proxy the test runs in front of a server: cut, restored, sent to another. */
+  tcpProxy: (url: string) => Promise<{ url: string; cut: () => void; restore: () => void; retarget: (url: string) => void; close: () => Promise<void> }>;
   savedSeat: (page: Page) => Promise<{ state: Uint8Array; viewer: number; credential: Uint8Array }>;
   serverScore: (page: Page) => Promise<ScoreResponse>;
   client: Client<typeof AllFivesService>;
@@ -172,38 +173,6 @@ async function startRedis(): Promise<{ proc: ChildProcess; url: string }> {
   return { proc, url: `redis://127.0.0.1:${port}` };
 }
 
-/**
- * A TCP proxy standing in for a deployment's gateway: each new connection goes to the
- * replica `to()` last named (a connection already open stays where it is, and is
- * closed when its replica's end closes).
- */
-async function gatewayProxy(url: string) {
-  let target = new URL(url);
-  const sockets = new Set<Socket>();
-  const server = createServer((inbound) => {
-    const outbound = connect(Number(target.port), target.hostname);
-    for (const [socket, other] of [[inbound, outbound], [outbound, inbound]] as const) {
-      sockets.add(socket);
-      socket.pipe(other);
-      socket.on("error", () => other.destroy());
-      socket.on("close", () => {
-        sockets.delete(socket);
-        other.destroy();
-      });
-    }
-  });
-  await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    to: (url: string) => void (target = new URL(url)),
-    close: () =>
-      new Promise<void>((closed) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => closed());
-      }),
-  };
-}
-
 export function networkTests(h: Harness) {
   const { PAGE_URL, SERVER_URL, OUTPUT, WAIT, called } = h;
 
@@ -285,7 +254,7 @@ export function networkTests(h: Harness) {
   // moves; meanwhile the player's move is made from Node; restored, the page says it is
   // back and shows the match as it now is.
   h.webTest("network: a connection cut is said at once and the moves held; back, the page says so and catches up", 90_000, async () => {
-    const proxy = await h.cuttableProxy(SERVER_URL);
+    const proxy = await h.tcpProxy(SERVER_URL);
     try {
       const page = await h.open(h.at(PAGE_URL, proxy.url));
       await h.newMatch(page, { players: 2, bots: ["1"] });
@@ -469,7 +438,7 @@ export function networkTests(h: Harness) {
   // B's Score), plays its own turn by a click, and takes Bob's next move pushed by B.
   h.webTest("network: a replica killed mid-hand: the page goes on on the other replica by itself, every change once, and plays on", 90_000, async () => {
     const started: ChildProcess[] = [];
-    let proxy: Awaited<ReturnType<typeof gatewayProxy>> | undefined;
+    let proxy: Awaited<ReturnType<Harness["tcpProxy"]>> | undefined;
     try {
       const redis = await startRedis();
       started.push(redis.proc);
@@ -480,7 +449,7 @@ export function networkTests(h: Harness) {
       const replica = () => startServer(0, flags, store).then((r) => (started.push(r.proc), r));
       const a = await replica();
       const b = await replica();
-      proxy = await gatewayProxy(a.url);
+      proxy = await h.tcpProxy(a.url);
       const onA = createClient(AllFivesServiceDesc, createGrpcWebTransport({ baseUrl: a.url }));
       const onB = createClient(AllFivesServiceDesc, createGrpcWebTransport({ baseUrl: b.url }));
       const page = await h.open(h.at(PAGE_URL, proxy.url));
@@ -557,7 +526,7 @@ export function networkTests(h: Harness) {
         missed.push(await nodeMove(onB));
       }
       assert.equal(missed[0].seat, 1, "Bob's move first");
-      proxy.to(b.url);
+      proxy.retarget(b.url);
       await shows(missed.at(-1)!.stateId, `the ${missed.length} moves made on B while the page could not hear`);
       await page.waitForFunction(() => document.body.dataset.connected === "true", null, { timeout: 30_000 });
       await h.idle(page);

@@ -782,11 +782,14 @@ webTest("turn clocks: a page claims a stalled turn by itself, a bot moves for th
 // --- Presence (issue 41): a player whose connection is cut. ---------------------------
 /**
  * A TCP proxy to the server at `url`, run by the test, for a page whose connection is
- * to be cut: `cut()` destroys every connection open through it, and every new one until
- * `restore()`. (A browser context's setOffline leaves a stream already open alone.)
+ * to be cut or moved: `cut()` destroys every connection open through it, and every new
+ * one until `restore()` (a browser context's setOffline leaves a stream already open
+ * alone); `retarget(url)` sends each new connection to another server, as a
+ * deployment's gateway does (one already open stays where it is, and is closed when its
+ * server's end closes).
  */
-async function cuttableProxy(url: string) {
-  const target = new URL(url);
+async function tcpProxy(url: string) {
+  let target = new URL(url);
   const sockets = new Set<Socket>();
   let cut = false;
   const server = createServer((inbound) => {
@@ -811,6 +814,7 @@ async function cuttableProxy(url: string) {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     cut: cutAll,
     restore: () => void (cut = false),
+    retarget: (url: string) => void (target = new URL(url)),
     close: () =>
       new Promise<void>((closed) => {
         cutAll();
@@ -829,7 +833,7 @@ async function cuttableProxy(url: string) {
 // bot plays for her, takes her seat back and plays on; Bob's page no longer says she is
 // gone. What the pages show is waited for (bounded), never how long it took.
 webTest("presence: a phone cut off mid-hand is shown gone on the other, whose page claims its turns for a bot; back, it takes its seat back and plays on", 180_000, async () => {
-  const proxy = await cuttableProxy(SERVER_URL);
+  const proxy = await tcpProxy(SERVER_URL);
   try {
     const phone = SIZES[0].options;
     const bob = await open(at(PAGE_URL, SERVER_URL, "&debug=1&clock=4,0"), phone);
@@ -1813,7 +1817,7 @@ networkTests({
   body,
   newMatch,
   act,
-  cuttableProxy,
+  tcpProxy,
   savedSeat,
   serverScore,
   client,

@@ -9,15 +9,20 @@
 // learns every move, its own and the other's, only from its Watch stream (Connect's
 // server streaming: an async iterator), and plays on its turn (the host also deals). A
 // stream that ends (the connection aged, the server drained) is watched again with the
-// last state id seen, and nothing is missed.
+// last state id seen, and nothing is missed. With --min-watches N a device makes no
+// move of its own (the host's first is the first deal) until it has opened its seat's
+// Watch stream N times: on a server that ages connections every second, N = 2 shows
+// each device watching again mid-match however fast the match then goes (CI's check).
 //
 // Checks: every change follows the last one seen unless it says it is a catch-up;
-// every view is its own seat's; no event shows a tile the other seat drew; both
-// devices end on the same state (the caller compares their last lines).
+// every view is its own seat's; no event shows a tile the other seat drew; the match
+// is over when the follow ends; both devices end on the same state (the caller
+// compares their last lines).
 //
 //   node dist/device.js --addr HOST:PORT --host --invite FILE [--transport grpc-web]
 //   node dist/device.js --addr HOST:PORT --join FILE
-// (--pause-ms N: think N ms before each move; --target: the match's target.)
+// (--pause-ms N: think N ms before each move; --target: the match's target;
+// --min-watches N, above.)
 
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -52,16 +57,20 @@ class Device {
   view: GameView | undefined;
   changes = 0;
   catchUps = 0;
-  watches = 0;
+  watches = 0; // the seat's Watch streams opened
   calls = 0;
+  /** A move waits for the stream to be watched again (minWatches). */
+  held = false;
+  /** A held move made when the stream was watched again, if any. */
+  heldMove: Promise<void> = Promise.resolve();
 
   constructor(
     public api: Api,
     readonly pauseMs: number,
+    readonly minWatches: number,
   ) {}
 
   watch(viewer: number | undefined, token: Uint8Array, last: Uint8Array, signal: AbortSignal) {
-    this.watches++;
     const request = { state: token, lastStateId: last, viewer, credential: viewer === undefined ? undefined : this.credential };
     return this.api.watch(request, { signal });
   }
@@ -110,8 +119,11 @@ class Device {
     return this.view?.phase === Phase.OVER;
   }
 
-  /** Its move, if the match waits for it: the deal (the host), or its turn. */
+  /** Its move, if the match waits for it: the deal (the host), or its turn; held (made
+   * on the next stream's first message) until minWatches streams. */
   async act(): Promise<void> {
+    this.held = this.watches < this.minWatches;
+    if (this.held) return;
     const view = this.view;
     const seat = this.seat;
     if (!view || seat === undefined) return;
@@ -136,21 +148,30 @@ class Device {
   async play(reconnect: () => Api): Promise<void> {
     const view = this.view;
     check(view !== undefined, "no view to follow from");
-    await this.act();
     this.watches++;
+    await this.act();
+    const failed = new AbortController(); // a held move's failure ends the follow
     const changes = follow(
       this.api,
       { state: this.token, view, viewer: this.seat, credential: this.credential },
       {
         policy: { ...defaultFollowPolicy, firstBackoffMs: 20, maxBackoffMs: 500 },
+        signal: failed.signal,
         onRewatch: () => this.watches++,
+        // A stream watched again from the latest state opens with a heartbeat (a change
+        // comes to act() through take()): a held move is made now.
+        onMessage: (message) => {
+          if (this.held && message.kind.case === "heartbeat") this.heldMove = this.act().catch((err) => failed.abort(err));
+        },
         reconnect: () => (this.api = reconnect()),
       },
     );
     for await (const change of changes) {
+      await this.heldMove; // one move at a time
       this.take(change);
       await this.act();
     }
+    check(this.over(), "the follow ended before the match did");
   }
 }
 
@@ -163,6 +184,7 @@ async function main(): Promise<number> {
       invite: { type: "string" },
       target: { type: "string", default: "100" },
       "pause-ms": { type: "string", default: "0" },
+      "min-watches": { type: "string", default: "1" },
       transport: { type: "string", default: "grpc" },
       quiet: { type: "boolean", default: false },
     },
@@ -180,7 +202,7 @@ async function main(): Promise<number> {
     client = createClient(AllFivesService, createGrpcTransport({ baseUrl, sessionManager }));
     reconnect = () => (sessionManager.abort(), client);
   }
-  const device = new Device(client, Number(args["pause-ms"]));
+  const device = new Device(client, Number(args["pause-ms"]), Number(args["min-watches"]));
   const started = Date.now();
   if (args.host) {
     check(args.invite !== undefined, "--host needs --invite FILE");

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"example.com/allfives/goclient/engine"
@@ -25,7 +27,7 @@ type device struct {
 	acted   []byte // the state_id last acted on
 	changes int
 	catchUp int
-	watches int
+	watches atomic.Int32 // its Watch streams opened (read by twoDevices' goroutine too)
 }
 
 // take checks a change and keeps it as the latest: it follows the last one seen (one
@@ -52,21 +54,18 @@ func (d *device) take(change *allfivesv1.WatchChange) error {
 }
 
 // act makes this device's move if the latest state waits for it (once per state): the
-// host deals once no seat is open; the seat on turn plays its first legal move, or
-// draws. The answer comes back on the stream, so only a refusal matters here, and
-// STATE_STALE only says the match moved on first (the stream will show how).
+// host deals every hand after the first (twoDevices deals the first); the seat on turn
+// plays its first legal move, or draws. The answer comes back on the stream, so only a
+// refusal matters here, and STATE_STALE only says the match moved on first (the stream
+// will show how).
 func (d *device) act(ctx context.Context) error {
 	v := d.view
 	if bytes.Equal(d.acted, v.GetStateId()) {
 		return nil
 	}
-	open := false
-	for _, s := range v.GetSeats() {
-		open = open || s.GetKind() == allfivesv1.SeatKind_SEAT_KIND_OPEN
-	}
 	var err error
 	switch {
-	case v.GetPhase() == allfivesv1.Phase_PHASE_DEALING && d.seat == 0 && !open:
+	case v.GetPhase() == allfivesv1.Phase_PHASE_DEALING && d.seat == 0 && v.GetHandNumber() > 0:
 		time.Sleep(d.pause)
 		_, err = d.c.Deal(ctx, &allfivesv1.DealRequest{State: d.token, Viewer: proto.Uint32(d.seat), Credential: d.cred})
 	case v.GetPhase() == allfivesv1.Phase_PHASE_PLAYING && v.GetTurn() == d.seat && v.GetMustDraw():
@@ -98,11 +97,11 @@ func (d *device) act(ctx context.Context) error {
 // seen, each time a stream ends (the connection aged every second in CI). The waits
 // between streams are short here, for a test's match; a device keeps DefaultFollow's.
 func (d *device) follow(ctx context.Context) error {
-	d.watches = 1
+	d.watches.Store(1)
 	policy := engine.DefaultFollow
 	policy.FirstBackoff, policy.MaxBackoff = 20*time.Millisecond, 500*time.Millisecond
 	policy.OnRewatch = func(cause error) {
-		d.watches++
+		d.watches.Add(1)
 		if cause != nil {
 			d.say("seat %d: the stream broke (%v); watching again", d.seat, cause)
 		}
@@ -131,7 +130,8 @@ func (d *device) follow(ctx context.Context) error {
 // twoDevices plays a match between two devices, one goroutine and one connection
 // each: the host makes the match (seat 0 claimed, seat 1 open) and an invite code; the
 // guest opens the code, claims seat 1 with a claim key, and both follow the match on
-// their own streams to its end, which must be the same state for both.
+// their own streams to its end, which must be the same state for both. The first hand
+// is dealt here, once each device has watched minWatches times.
 func twoDevices(ctx context.Context, addr string, timeout time.Duration, target uint32, pause time.Duration, minWatches int,
 	say func(string, ...any)) (string, error) {
 	started := time.Now()
@@ -151,6 +151,7 @@ func twoDevices(ctx context.Context, addr string, timeout time.Duration, target 
 	defer guestClient.Close()
 
 	codes := make(chan string, 1)
+	seated := make(chan []byte, 1) // the guest's claim's state, the first deal's
 	results := make(chan error, 2)
 	host := &device{c: hostClient, seat: 0, pause: pause, say: say}
 	guest := &device{c: guestClient, seat: 1, pause: pause, say: say}
@@ -191,12 +192,47 @@ func twoDevices(ctx context.Context, addr string, timeout time.Duration, target 
 			}
 			guest.cred, guest.token, guest.view = claimed.GetCredential().GetCredential(), claimed.GetState(), claimed.GetView()
 			say("seat 1 claimed through invite code %s", code)
+			seated <- claimed.GetState()
 			return guest.follow(ctx)
 		}()
 	}()
+	// The first hand is dealt once each device has watched minWatches times (with 2: its
+	// first stream ended with its connection's age, and its follow opened another from
+	// the last state id), so every follow is shown resuming, however fast the match then
+	// goes. A device that stops first says why; stop(), deferred, ends the other.
+	stopped := func(err error) error {
+		if err == nil {
+			err = errors.New("a device's follow ended before the first deal")
+		}
+		return err
+	}
+	var state []byte
+	select {
+	case state = <-seated:
+	case err := <-results:
+		return "", stopped(err)
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	guard := time.After(30 * time.Second) // a hang guard: connections that never age
+	for int(host.watches.Load()) < minWatches || int(guest.watches.Load()) < minWatches {
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case err := <-results:
+			return "", stopped(err)
+		case <-guard:
+			return "", fmt.Errorf("the devices watched %d and %d times in 30 s; want %d each before the first deal (their connections never aged?)",
+				host.watches.Load(), guest.watches.Load(), minWatches)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	if _, err := host.c.Deal(ctx, &allfivesv1.DealRequest{State: state, Viewer: proto.Uint32(0), Credential: host.cred}); err != nil {
+		return "", fmt.Errorf("seat 0: the first deal failed: %w", err)
+	}
 	for range 2 {
 		if err := <-results; err != nil {
-			return "", err // stop(), deferred, ends the other device
+			return "", err
 		}
 	}
 	a, b := host.view.GetStateId(), guest.view.GetStateId()
@@ -204,8 +240,8 @@ func twoDevices(ctx context.Context, addr string, timeout time.Duration, target 
 		return "", fmt.Errorf("the devices ended on different states: %x and %x", a, b)
 	}
 	for _, d := range []*device{host, guest} {
-		if d.watches < minWatches {
-			return "", fmt.Errorf("seat %d watched %d times; want at least %d (its connection never aged mid-match)", d.seat, d.watches, minWatches)
+		if int(d.watches.Load()) < minWatches {
+			return "", fmt.Errorf("seat %d watched %d times; want at least %d (its connection never aged mid-match)", d.seat, d.watches.Load(), minWatches)
 		}
 	}
 	v := host.view
@@ -213,6 +249,6 @@ func twoDevices(ctx context.Context, addr string, timeout time.Duration, target 
 	// retries counted are the engine package's, after a failure grpc-go reported.
 	return fmt.Sprintf("match over in %.1f s, scores %d %d, side %d wins; seat 0: %d changes from %d Watch streams (%d catch-ups), seat 1: %d changes from %d streams (%d catch-ups); %d calls, %d retried; both at last state %x",
 		time.Since(started).Seconds(), v.GetScores()[0].GetScore(), v.GetScores()[1].GetScore(), v.GetWinnerSide(),
-		host.changes, host.watches, host.catchUp, guest.changes, guest.watches, guest.catchUp,
+		host.changes, host.watches.Load(), host.catchUp, guest.changes, guest.watches.Load(), guest.catchUp,
 		hostClient.Calls()+guestClient.Calls(), hostClient.Retries()+guestClient.Retries(), a), nil
 }

@@ -29,7 +29,7 @@ func main() {
 	total := flag.Duration("total", 90*time.Second, "the deadline of the whole run")
 	target := flag.Uint("device-target", 200, "the two devices' match is played to this score")
 	pause := flag.Duration("device-pause", 20*time.Millisecond, "each device thinks this long before each move")
-	minWatches := flag.Int("min-watches", 1, "each device must have watched at least this many times (2 where connections age mid-match)")
+	minWatches := flag.Int("min-watches", 1, "the first hand is dealt once each device has watched this many times (2 where connections age every second)")
 	quiet := flag.Bool("quiet", false, "print only each part's result")
 	flag.Parse()
 
