@@ -73,7 +73,12 @@ pub struct Config {
 
     /// The `iss` of every result: the service's public base URL, under which
     /// `/.well-known/jwks.json` serves the result keys.
-    #[arg(long, env = "ALLFIVES_RESULT_ISSUER", default_value = "allfives")]
+    #[arg(
+        long,
+        env = "ALLFIVES_RESULT_ISSUER",
+        default_value = "allfives",
+        value_parser = clap::builder::NonEmptyStringValueParser::new()
+    )]
     pub result_issuer: String,
 
     /// How long a verifier takes a result after it was signed (its `exp`), in seconds,
@@ -88,7 +93,7 @@ pub struct Config {
 
     /// Print the result keys' public JWK Set (what `/.well-known/jwks.json` serves) and
     /// exit, for a verifier that cannot reach the service.
-    #[arg(long)]
+    #[arg(long, env = "ALLFIVES_PRINT_RESULT_JWKS")]
     pub print_result_jwks: bool,
 
     /// Log output format.
@@ -579,6 +584,12 @@ pub enum ConfigError {
          must not hold a key that opens tokens, which hold every hand"
     )]
     ResultKeyIsTokenKey(u8),
+    #[error(
+        "--allow-client-seeds with --result-keys: a player who chose the seed knows every \
+         hand, so its matches' results must not be signed with keys verifiers trust (tests \
+         and replays run without result keys: a random key signs)"
+    )]
+    ResultKeysWithClientSeeds,
 }
 
 impl Config {
@@ -661,6 +672,9 @@ impl Config {
                 return Ok(keys);
             }
         };
+        if self.allow_client_seeds {
+            return Err(ConfigError::ResultKeysWithClientSeeds);
+        }
         let keys = ResultKeys::parse(&text, self.result_active_key_id)
             .map_err(|source| ConfigError::ResultKeys { origin, source })?;
         // The token keys as configured (a random one cannot be a result key). Read
@@ -1111,5 +1125,15 @@ mod tests {
         let bad = parse(&["--result-keys", "1:abcd"]).expect("parse");
         let err = bad.result_keys().expect_err("short key");
         assert!(err.to_string().contains("--result-keys"), "{err}");
+
+        // A server that takes client seeds signs with a random key only.
+        let seeded = parse(&["--allow-client-seeds", "--result-keys", &theirs]).expect("parse");
+        assert!(matches!(
+            seeded.result_keys(),
+            Err(ConfigError::ResultKeysWithClientSeeds)
+        ));
+        let random = parse(&["--allow-client-seeds"]).expect("parse");
+        assert!(random.result_keys().expect("a random key").is_ephemeral());
+        assert!(parse(&["--result-issuer", ""]).is_err(), "an empty issuer");
     }
 }

@@ -73,6 +73,15 @@ impl ResultKeys {
             .into_iter()
             .map(|(id, secret)| ResultKey::new(id, &secret))
             .collect::<Result<Vec<_>, _>>()?;
+        // One key under two ids would publish one kid twice, which verifiers refuse.
+        for (i, key) in keys.iter().enumerate() {
+            if keys[..i].iter().any(|other| other.kid == key.kid) {
+                return Err(KeyRingError::BadEntry {
+                    entry: usize::from(key.id),
+                    reason: "the same key as another entry",
+                });
+            }
+        }
         let mut ring = ResultKeys {
             keys,
             active,
@@ -285,6 +294,12 @@ mod tests {
         assert!(matches!(
             ResultKeys::parse(&text, Some(3)),
             Err(KeyRingError::UnknownActive(3))
+        ));
+        // One key under two ids: refused (its kid would be published twice).
+        let twice = format!("1:{RFC8032_SECRET}\n2:{RFC8032_SECRET}");
+        assert!(matches!(
+            ResultKeys::parse(&twice, None),
+            Err(KeyRingError::BadEntry { entry: 2, .. })
         ));
     }
 

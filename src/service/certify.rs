@@ -19,8 +19,9 @@ pub const NO_KEYS: &str = r#"{"keys":[]}"#;
 /// How many finished matches' results a replica keeps signed ([`Certifier`]'s cache).
 const SIGNED_KEPT: usize = 1024;
 
-/// How long a kept result is answered again before it is signed anew: a small share
-/// of its lifetime, so one handed on later is still taken for most of it.
+/// How long a kept result is answered again before it is signed anew, at most: an
+/// hour, or a tenth of its lifetime if that is shorter, so a result handed on later is
+/// still taken for most of its lifetime.
 const SIGNED_REUSED_SECS: u64 = 3600;
 
 /// A result kept: the JWS and its `iat`.
@@ -30,7 +31,8 @@ type Signed = (String, u64);
 /// signed it and for how long it is taken. A signature costs several calls' work
 /// (docs/PERFORMANCE.md, "Signed results"), so the latest results are kept by final
 /// state and answered again, for a while: the devices watching a match's end, and a
-/// Score asked again and again, cost one signature.
+/// Score asked again and again, usually cost one signature (calls at the same moment
+/// may each sign: Ed25519 is deterministic, so within a second they sign the same).
 #[derive(Clone, Debug)]
 pub struct Certifier {
     keys: Arc<ResultKeys>,
@@ -91,11 +93,12 @@ impl Certifier {
     }
 
     /// The result kept for the final state `state_id`, if it was signed less than
-    /// [`SIGNED_REUSED_SECS`] before `now_secs`.
+    /// [`SIGNED_REUSED_SECS`] (or a tenth of its lifetime) before `now_secs`.
     pub fn kept(&self, state_id: &[u8], now_secs: u64) -> Option<String> {
         let mut signed = self.signed.lock().ok()?;
         let (jws, iat) = signed.get(state_id)?;
-        (now_secs.saturating_sub(*iat) < SIGNED_REUSED_SECS).then(|| jws.clone())
+        let reused = SIGNED_REUSED_SECS.min(self.lifetime_secs / 10);
+        (now_secs.saturating_sub(*iat) < reused).then(|| jws.clone())
     }
 
     /// What the result says; `None` while the match is not over.
@@ -115,7 +118,7 @@ impl Certifier {
             view.scores
                 .iter()
                 .find(|s| s.seats.contains(&seat))
-                .map_or(seat, |s| s.side)
+                .map(|s| s.side)
         };
         let sides = view.scores.len();
         let mut play = vec![0; sides];
@@ -137,11 +140,12 @@ impl Certifier {
             state: hex(&view.state_id),
             recorded,
             rules: rules_claim(rules),
+            // Every seat scores for a side; a view where one does not is never signed.
             seats: view
                 .seats
                 .iter()
-                .map(|s| seat_claim(s, side_of(s.seat)))
-                .collect(),
+                .map(|s| Some(seat_claim(s, side_of(s.seat)?)))
+                .collect::<Option<_>>()?,
             scores: view.scores.iter().map(|s| s.score).collect(),
             sheet: SheetClaim {
                 hands: view.hand_number,
@@ -266,14 +270,14 @@ mod tests {
 
     fn certifier() -> Certifier {
         let keys = ResultKeys::new(vec![(1, [3; 32])], None).expect("a key");
-        Certifier::new(Arc::new(keys), "https://games.example".into(), 600)
+        Certifier::new(Arc::new(keys), "https://games.example".into(), 604_800)
     }
 
     #[test]
     fn the_claims_are_the_public_end_of_the_match() {
         let (view, sheet) = finished();
         let claims = certifier().claims(&view, &sheet, true, 1000).expect("over");
-        assert_eq!((claims.iat, claims.exp), (1000, 1600));
+        assert_eq!((claims.iat, claims.exp), (1000, 605_800));
         assert_eq!(claims.jti, "ab".repeat(16));
         assert_eq!(claims.state, "07".repeat(16));
         assert!(claims.recorded);
@@ -316,11 +320,20 @@ mod tests {
         // Another ending (another final state) is never answered another's result.
         let other = pb::GameView {
             state_id: vec![8; 16],
-            ..view
+            ..view.clone()
         };
         let theirs = certifier
             .certify(&other, &sheet, false, 1000)
             .expect("signed");
         assert_ne!(theirs, first);
+
+        // A lifetime of a minute: kept for six seconds only, never handed out expired.
+        let keys = ResultKeys::new(vec![(1, [3; 32])], None).expect("a key");
+        let brief = Certifier::new(Arc::new(keys), "https://games.example".into(), 60);
+        let first = brief.certify(&view, &sheet, false, 1000).expect("signed");
+        let kept = brief.certify(&view, &sheet, false, 1005);
+        assert_eq!(kept.as_deref(), Some(first.as_str()));
+        let anew = brief.certify(&view, &sheet, false, 1006);
+        assert_ne!(anew.as_deref(), Some(first.as_str()));
     }
 }

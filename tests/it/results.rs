@@ -72,15 +72,16 @@ async fn keys(client: &mut Client) -> String {
         .jwks
 }
 
-/// A match of seat 0 (a human called Ana) against an EASY bot, to 50, seeded.
-fn against_easy(seed: u64) -> pb::NewGameRequest {
+/// A match of seat 0 (a human called Ana) against an EASY bot, to 50 (seeded by the
+/// test where the server takes client seeds).
+fn against_easy(seed: Option<u64>) -> pb::NewGameRequest {
     pb::NewGameRequest {
         rules: Some(pb::Rules {
             players: 2,
             target: 50,
             ..Default::default()
         }),
-        seed: Some(seed),
+        seed,
         viewer: Some(0),
         seats: vec![
             pb::SeatSetup {
@@ -189,16 +190,10 @@ fn hex(bytes: &[u8]) -> String {
 #[tokio::test]
 async fn a_finished_match_carries_a_result_every_claim_its_own_verified_against_the_published_keys()
 {
-    let args = [
-        "--allow-client-seeds",
-        "--result-keys",
-        RESULT_KEY,
-        "--result-issuer",
-        ISSUER,
-    ];
+    let args = ["--result-keys", RESULT_KEY, "--result-issuer", ISSUER];
     let server = TestServer::start_with(ring(1, 3), &args).await;
     let mut client = server.client().await;
-    let (seen, creds) = play_out(&mut client, against_easy(11)).await;
+    let (seen, creds) = play_out(&mut client, against_easy(None)).await;
     let (end_state, end) = seen.last().expect("the end");
     for (_, view) in &seen[..seen.len() - 1] {
         assert_eq!(view.result, "", "no result before the end");
@@ -313,16 +308,10 @@ async fn a_finished_match_carries_a_result_every_claim_its_own_verified_against_
 
     // Signed by a key the set does not hold (another deployment's): refused, though
     // it verifies against its own set.
-    let stranger_args = [
-        "--allow-client-seeds",
-        "--result-keys",
-        OTHER_KEY,
-        "--result-issuer",
-        ISSUER,
-    ];
+    let stranger_args = ["--result-keys", OTHER_KEY, "--result-issuer", ISSUER];
     let stranger = TestServer::start_with(ring(1, 4), &stranger_args).await;
     let mut theirs = stranger.client().await;
-    let (their_seen, _) = play_out(&mut theirs, against_easy(11)).await;
+    let (their_seen, _) = play_out(&mut theirs, against_easy(None)).await;
     let their_result = &their_seen.last().expect("the end").1.result;
     verify(&keys(&mut theirs).await, their_result).expect("theirs, against their set");
     let refused = verify(&body, their_result).expect_err("a key not in the set");
@@ -342,7 +331,7 @@ async fn with_a_match_store_only_the_recorded_ending_is_certified_and_watchers_g
     let server = TestServer::start_with(ring(1, 5), &args).await;
     let mut client = server.client().await;
     let jwks = keys(&mut client).await;
-    let (seen, creds) = play_out(&mut client, against_easy(12)).await;
+    let (seen, creds) = play_out(&mut client, against_easy(Some(12))).await;
     let (end_state, end) = seen.last().expect("the end");
     let claims = verify(&jwks, &end.result).expect("verifies against the random key's set");
     assert_eq!(
@@ -403,7 +392,7 @@ async fn without_a_store_each_branch_ends_unrecorded_so_a_verifier_takes_one_per
     let server = TestServer::start_with(ring(1, 6), &args).await;
     let mut client = server.client().await;
     let jwks = keys(&mut client).await;
-    let (seen, creds) = play_out(&mut client, against_easy(13)).await;
+    let (seen, creds) = play_out(&mut client, against_easy(Some(13))).await;
     let first = verify(&jwks, &seen.last().expect("end").1.result).expect("verifies");
     // Play on from the first deal with other choices: the last legal move each time.
     let other = play_on(&mut client, seen[1].clone(), &creds, <[_]>::last).await;

@@ -12,6 +12,11 @@ SQLite transaction. What a result proves and what it does not: docs/security.md,
                                      issuer="https://allfives.example"))
     claims = ranking.take(result)          # raises Refused, with .why
 
+One `Ranking` (one SQLite connection) per thread or process: a connection shared
+between threads would mix their transactions, and a replay's rollback could undo
+another thread's taking of a match id. Under contention SQLite answers `database is
+locked` (sqlite3.OperationalError): retry the result later; it was not taken.
+
 Needs requirements.txt (PyJWT[crypto] 2.15.1, openskill 6.2.0).
 """
 
