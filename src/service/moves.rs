@@ -14,6 +14,7 @@ use super::status::ApiError;
 use super::status::deadline_passed;
 use super::steps::{self, Answer, Doing, Step, act, open, render};
 use super::{Api, traced};
+use crate::engine::suggest::Stop;
 use crate::engine::{Action, Seat};
 use crate::proto::v1 as pb;
 use crate::state::Tokens;
@@ -102,7 +103,7 @@ impl Api {
         // eat into the floor and leave the search's own time showing.
         // A call refused after its bots searched lasts the floor too (a deferred move
         // that the timed-out seat's bot made illegal): its time hides theirs as well.
-        let end = move |api: &Api, stop: &dyn Fn() -> bool| {
+        let end = move |api: &Api, stop: &dyn Stop| {
             let started = Instant::now();
             let mut worlds = 0;
             let answer = steps::finish_spending(&api.tokens, &api.policy, step, stop, &mut worlds)
