@@ -4,8 +4,7 @@
 //! pool, in the search queue, when a HARD one may search), and the store moved before
 //! the answer.
 
-use std::time::Instant;
-
+use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
 use super::clocks::Judge;
@@ -103,6 +102,8 @@ impl Api {
         // eat into the floor and leave the search's own time showing.
         // A call refused after its bots searched lasts the floor too (a deferred move
         // that the timed-out seat's bot made illegal): its time hides theirs as well.
+        // Tokio's clock (the system's, unless a test paused it): the floor is waited
+        // out on it.
         let end = move |api: &Api, stop: &dyn Stop| {
             let started = Instant::now();
             let mut worlds = 0;
@@ -123,11 +124,12 @@ impl Api {
             // whether the bots' search had finished does not show either. The store is
             // told only after the floor, so the time its head moves does not show it
             // either, and an expired call stores nothing.
-            if until > call.deadline {
-                tokio::time::sleep_until(tokio::time::Instant::from_std(call.deadline)).await;
+            let deadline = Instant::from_std(call.deadline);
+            if until > deadline {
+                tokio::time::sleep_until(deadline).await;
                 return Err(deadline_passed(&call).into());
             }
-            tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
+            tokio::time::sleep_until(until).await;
         }
         let answer = match answer {
             Ok(answer) => self.stored(answer, &call).await,
