@@ -313,14 +313,9 @@ impl Metrics {
     }
 }
 
-fn counter(
-    encoder: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    value: &AtomicU64,
-) -> fmt::Result {
+fn counter(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: u64) -> fmt::Result {
     let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-    ConstCounter::new(value.load(Relaxed)).encode(metric)
+    ConstCounter::new(value).encode(metric)
 }
 
 fn labelled_counter<const N: usize>(
@@ -401,19 +396,19 @@ impl Collector for Counts {
             e,
             "games_created",
             "Games started (successful NewGame calls).",
-            &self.games_created,
+            self.games_created.load(Relaxed),
         )?;
         counter(
             e,
             "games_finished",
             "Games won (a side reached the target).",
-            &self.games_finished,
+            self.games_finished.load(Relaxed),
         )?;
         counter(
             e,
             "hands_dealt",
             "Hands dealt (successful Deal calls).",
-            &self.hands_dealt,
+            self.hands_dealt.load(Relaxed),
         )?;
         labelled_counter(
             e,
@@ -449,7 +444,7 @@ impl Collector for Counts {
             "clock_skew_refusals",
             "Changing calls refused CLOCK_SKEW: the match's last move was written by a \
              replica whose clock is ahead of this one's by more than --max-clock-skew-ms.",
-            &self.clock_skew_refusals,
+            self.clock_skew_refusals.load(Relaxed),
         )?;
         labelled_counter(
             e,
@@ -486,6 +481,22 @@ impl Collector for Counts {
                     ([("state", "running")], slots),
                     ([("state", "waiting")], places),
                 ],
+            )?;
+            let (stopped, worlds_after) = searches.stops();
+            counter(
+                e,
+                "hard_searches_stopped",
+                "HARD searches whose call ended (its client gone, or its deadline passed) \
+                 while they ran: each stops before its next world.",
+                stopped,
+            )?;
+            counter(
+                e,
+                "hard_search_worlds_after_stop",
+                "Worlds the stopped HARD searches started after their call ended: at most \
+                 one each (the world whose check came just before the end); more is a \
+                 search that does not stop.",
+                worlds_after,
             )?;
         }
         if let Some(watches) = self.watches.get() {

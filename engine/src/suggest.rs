@@ -19,10 +19,10 @@
 //!
 //! A suggestion is a pure function of (knowledge, level, budget, seed): the same
 //! request gives the same answer. A HARD search can also be stopped between worlds by
-//! its caller ([`suggest_until`], [`play_bots_until`]: the caller's question, asked
-//! before each world, e.g. "has my client gone, or my deadline passed?"); a stopped
-//! search answers nothing rather than a weaker answer, so whatever it does answer is
-//! still that pure function. The generator is seeded with `seed` and set to the
+//! its caller ([`suggest_until`], [`play_bots_until`]: the caller's [`Stop`], asked
+//! before each world, e.g. "has my client gone, or my deadline passed?", and told of
+//! each world it starts); a stopped search answers nothing rather than a weaker answer,
+//! so whatever it does answer is still that pure function. The generator is seeded with `seed` and set to the
 //! stream `knowledge.moves`, so one seed gives different (but repeatable) randomness at
 //! every point of a match.
 
@@ -56,6 +56,23 @@ pub const MAX_WORLDS: u32 = 1024;
 /// What a rollout that ends the match counts for (a loss counts as minus this): more
 /// than any hand's points, so a move that wins (or does not lose) the match comes first.
 pub const MATCH_POINTS: f32 = 500.0;
+
+/// What a HARD search asks its caller between worlds: whether to give up, and (told,
+/// not asked) that a world starts, so that a caller can count the worlds a search
+/// started after it was told to stop. A closure `Fn() -> bool` is a `Stop` that only
+/// answers.
+pub trait Stop {
+    /// Whether to give up now: asked before each world.
+    fn stop(&self) -> bool;
+    /// A world starts: told after [`Stop::stop`] said no.
+    fn world_started(&self) {}
+}
+
+impl<F: Fn() -> bool> Stop for F {
+    fn stop(&self) -> bool {
+        self()
+    }
+}
 
 /// A legal move and what the bot thinks of it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -123,16 +140,17 @@ pub fn suggest_with(
 }
 
 /// As [`suggest_with`], asking `stop` before each world of a HARD search whether to
-/// give up: `Ok(None)` when it said so (the other levels never ask). A search that is
-/// not stopped answers exactly as [`suggest_with`]; one that is stops within one
-/// world's time of `stop` turning true. `stop` is the caller's (an atomic flag, a
-/// clock): the engine keeps no time of its own.
+/// give up (and telling it of each world started): `Ok(None)` when it said so (the
+/// other levels never ask). A search that is not stopped answers exactly as
+/// [`suggest_with`]; one that is starts no world after `stop` turned true but the one
+/// under way. `stop` is the caller's (an atomic flag, a clock): the engine keeps no
+/// time of its own.
 pub fn suggest_until(
     knowledge: &Knowledge,
     level: Level,
     search: Search,
     seed: u64,
-    stop: &dyn Fn() -> bool,
+    stop: &dyn Stop,
 ) -> Result<Option<Suggestion>, Error> {
     let seat = knowledge.seat;
     if knowledge.turn != seat {
@@ -255,7 +273,7 @@ pub fn play_bots_until(
     bots: &[Option<Level>],
     search: Search,
     events: &mut Vec<Event>,
-    stop: &dyn Fn() -> bool,
+    stop: &dyn Stop,
 ) -> Result<Option<BotsPlayed>, Error> {
     play_while(game, bots, search, events, stop, false)
 }
@@ -270,7 +288,7 @@ pub fn play_turn_until(
     level: Level,
     search: Search,
     events: &mut Vec<Event>,
-    stop: &dyn Fn() -> bool,
+    stop: &dyn Stop,
 ) -> Result<Option<BotsPlayed>, Error> {
     let mut bots = [None; 4];
     if let Some(slot) = bots.get_mut(seat) {
@@ -286,7 +304,7 @@ fn play_while(
     bots: &[Option<Level>],
     search: Search,
     events: &mut Vec<Event>,
-    stop: &dyn Fn() -> bool,
+    stop: &dyn Stop,
     one_turn: bool,
 ) -> Result<Option<BotsPlayed>, Error> {
     let seed = bot_seed(game.seed());
@@ -349,7 +367,7 @@ fn evaluate(
     moves: &[Move],
     search: Search,
     rng: &mut ChaCha8Rng,
-    stop: &dyn Fn() -> bool,
+    stop: &dyn Stop,
 ) -> Option<Vec<f32>> {
     let worlds = search.worlds.clamp(1, MAX_WORLDS);
     let seat = knowledge.seat;
@@ -360,9 +378,10 @@ fn evaluate(
     let mut scratch = Vec::new();
     let mut events: Vec<Event> = Vec::new();
     for _ in 0..worlds {
-        if stop() {
+        if stop.stop() {
             return None;
         }
+        stop.world_started();
         let world = knowledge.sample(rng);
         let rollout_seed = rng.next_u64();
         for (total, m) in totals.iter_mut().zip(moves) {
@@ -569,6 +588,40 @@ mod tests {
             ));
         }
         assert_eq!(asked.get(), 0);
+    }
+
+    #[test]
+    fn a_search_tells_its_stop_of_each_world_it_starts_and_of_none_once_stopped() {
+        use std::cell::Cell;
+        /// Says stop at its `at`th question; counts the worlds it is told of.
+        struct Counting {
+            asked: Cell<u32>,
+            started: Cell<u32>,
+            at: u32,
+        }
+        impl Stop for Counting {
+            fn stop(&self) -> bool {
+                self.asked.set(self.asked.get() + 1);
+                self.asked.get() >= self.at
+            }
+            fn world_started(&self) {
+                assert!(self.asked.get() < self.at, "a world started after stop");
+                self.started.set(self.started.get() + 1);
+            }
+        }
+        let game = dealt(2, 11);
+        let k = game.knowledge(game.turn().unwrap()).unwrap();
+        let search = Search::worlds(Some(40));
+        for (at, started) in [(1, 0), (6, 5), (41, 40)] {
+            let stop = Counting {
+                asked: Cell::new(0),
+                started: Cell::new(0),
+                at,
+            };
+            let answer = suggest_until(&k, Level::Hard, search, 3, &stop).unwrap();
+            assert_eq!(answer.is_some(), at > 40);
+            assert_eq!(stop.started.get(), started, "stopped at question {at}");
+        }
     }
 
     #[test]

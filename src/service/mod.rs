@@ -39,11 +39,12 @@ pub mod watch_limits;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
 use crate::call::CallContext;
+use crate::engine::suggest::Stop;
 use crate::metrics::Metrics;
 use crate::proto::v1 as pb;
 use crate::proto::v1::all_fives_service_server::AllFivesService;
@@ -350,7 +351,7 @@ impl Api {
         call: &CallContext,
         match_id: MatchId,
         seat: Option<u32>,
-        work: impl FnOnce(&Api, &dyn Fn() -> bool) -> Option<T> + Send + 'static,
+        work: impl FnOnce(&Api, &dyn Stop) -> Option<T> + Send + 'static,
     ) -> Result<T, Status> {
         let owner = Owner {
             client: call.client,
@@ -369,15 +370,10 @@ impl Api {
         let stopped = Arc::new(AtomicBool::new(false));
         let _stop_on_drop = StopOnDrop(Arc::clone(&stopped));
         let api = self.clone();
-        let flag = Arc::clone(&stopped);
-        let until = call.deadline;
-        let searched = tokio::task::spawn_blocking(move || {
-            let _ticket = ticket;
-            let stop = || flag.load(Ordering::Relaxed) || Instant::now() >= until;
-            work(&api, &stop)
-        })
-        .await
-        .map_err(|_| Status::internal("the search failed"))?;
+        let stop = ticket.stop_when(Arc::clone(&stopped), call.deadline);
+        let searched = tokio::task::spawn_blocking(move || work(&api, &stop))
+            .await
+            .map_err(|_| Status::internal("the search failed"))?;
         searched.ok_or_else(|| deadline_passed(call).into())
     }
 
@@ -574,7 +570,7 @@ mod tests {
             connection,
             None,
             "/allfives.v1.AllFivesService/Play",
-            Instant::now(),
+            std::time::Instant::now(),
             Some(b"1S"),
             Duration::from_secs(5),
         );

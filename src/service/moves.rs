@@ -4,8 +4,7 @@
 //! pool, in the search queue, when a HARD one may search), and the store moved before
 //! the answer.
 
-use std::time::Instant;
-
+use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
 use super::clocks::Judge;
@@ -14,6 +13,7 @@ use super::status::ApiError;
 use super::status::deadline_passed;
 use super::steps::{self, Answer, Doing, Step, act, open, render};
 use super::{Api, traced};
+use crate::engine::suggest::Stop;
 use crate::engine::{Action, Seat};
 use crate::proto::v1 as pb;
 use crate::state::Tokens;
@@ -106,7 +106,9 @@ impl Api {
         // eat into the floor and leave the search's own time showing.
         // A call refused after its bots searched lasts the floor too (a deferred move
         // that the timed-out seat's bot made illegal): its time hides theirs as well.
-        let end = move |api: &Api, stop: &dyn Fn() -> bool| {
+        // Tokio's clock (the system's, unless a test paused it): the floor is waited
+        // out on it.
+        let end = move |api: &Api, stop: &dyn Stop| {
             let started = Instant::now();
             let mut worlds = 0;
             let answer = steps::finish_spending(&api.tokens, &api.policy, step, stop, &mut worlds)
@@ -126,11 +128,12 @@ impl Api {
             // whether the bots' search had finished does not show either. The store is
             // told only after the floor, so the time its head moves does not show it
             // either, and an expired call stores nothing.
-            if until > call.deadline {
-                tokio::time::sleep_until(tokio::time::Instant::from_std(call.deadline)).await;
+            let deadline = Instant::from_std(call.deadline);
+            if until > deadline {
+                tokio::time::sleep_until(deadline).await;
                 return Err(deadline_passed(&call).into());
             }
-            tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
+            tokio::time::sleep_until(until).await;
         }
         let answer = match answer {
             Ok(answer) => self.stored(answer, &call).await,

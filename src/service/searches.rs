@@ -19,7 +19,11 @@
 //! before the keys running now (so a new player waits a turn, not a flood's round).
 //!
 //! The [`Ticket`] holds the place (in the queue, then in a slot) and gives it back when
-//! dropped: by a caller that gave up while waiting, or by the search when it ends.
+//! dropped: by a caller that gave up while waiting, or by the search when it ends. A
+//! search holds it in its [`SearchStop`], the engine's question before each world
+//! (has the call gone, or its deadline passed?), which counts the searches whose call
+//! ended while they ran and the worlds they started after it ([`Searches::stops`], shown
+//! as metrics): at most one each, the world a question answered just before the end.
 //!
 //! Time is read from a [`Clock`] (the system's, unless [`Searches::with_clock`] is
 //! handed another), so that the tests decide how long every search holds its slot and
@@ -29,8 +33,10 @@
 //! with no queue (tower's `ConcurrencyLimit`, `LoadShed`); none bounds a queue per key,
 //! ranks waiters by what their keys last ran, or displaces a waiter for a newcomer.
 
+use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -143,6 +149,10 @@ pub struct Searches {
     state: Mutex<State>,
     /// Refusals are logged at most once per period, with a count of the others.
     refusals: Mutex<crate::throttle::Throttle>,
+    /// Searches whose call ended while they ran ([`SearchStop`]).
+    stopped: AtomicU64,
+    /// The worlds those searches started after their call ended.
+    worlds_after_stop: AtomicU64,
 }
 
 impl std::fmt::Debug for Searches {
@@ -267,7 +277,20 @@ impl Searches {
                 hold: FIRST_HOLD,
             }),
             refusals: Mutex::default(),
+            stopped: AtomicU64::new(0),
+            worlds_after_stop: AtomicU64::new(0),
         })
+    }
+
+    /// Searches whose call ended (its client gone, or its deadline passed) while they
+    /// ran, and the worlds they started after it: at most one each, the world whose
+    /// question was answered just before the end. Counted when the search gives its
+    /// slot back.
+    pub fn stops(&self) -> (u64, u64) {
+        (
+            self.stopped.load(Relaxed),
+            self.worlds_after_stop.load(Relaxed),
+        )
     }
 
     /// Whether a refusal's log line is due: `Some(refusals held back since the last)`.
@@ -492,6 +515,69 @@ impl Ticket {
         match self.place {
             Place::Gone => Err(SearchRefused),
             _ => Ok(()),
+        }
+    }
+
+    /// The search's stop, holding this place until the search ends: true once `gone`
+    /// is set (the call's future dropped) or `deadline` passes on the queue's clock.
+    pub fn stop_when(self, gone: Arc<AtomicBool>, deadline: Instant) -> SearchStop {
+        SearchStop {
+            ticket: self,
+            gone,
+            deadline,
+            came: Cell::new(false),
+            worlds_after: Cell::new(0),
+        }
+    }
+}
+
+/// A running search's [`Stop`](crate::engine::suggest::Stop), asked by the engine
+/// before each world, and its place in a slot. Dropped when the search ends: it counts
+/// into [`Searches::stops`] whether the call ended while the search ran and the worlds
+/// the search started after that, then gives the slot back.
+pub struct SearchStop {
+    ticket: Ticket,
+    gone: Arc<AtomicBool>,
+    deadline: Instant,
+    /// Whether the end of the call has been seen, by a question or a world's start.
+    came: Cell<bool>,
+    /// Worlds started once the call had ended.
+    worlds_after: Cell<u64>,
+}
+
+impl SearchStop {
+    /// Whether the call has ended: now, or already seen.
+    fn ended(&self) -> bool {
+        let ended = self.came.get()
+            || self.gone.load(Relaxed)
+            || self.ticket.searches.clock.now() >= self.deadline;
+        self.came.set(ended);
+        ended
+    }
+}
+
+impl crate::engine::suggest::Stop for SearchStop {
+    fn stop(&self) -> bool {
+        self.ended()
+    }
+
+    fn world_started(&self) {
+        if self.ended() {
+            self.worlds_after.set(self.worlds_after.get() + 1);
+        }
+    }
+}
+
+impl Drop for SearchStop {
+    /// Counted before the ticket (a field) gives the slot back: whoever sees the slot
+    /// free sees the search counted.
+    fn drop(&mut self) {
+        if self.came.get() {
+            let searches = &self.ticket.searches;
+            searches.stopped.fetch_add(1, Relaxed);
+            searches
+                .worlds_after_stop
+                .fetch_add(self.worlds_after.get(), Relaxed);
         }
     }
 }
@@ -865,6 +951,51 @@ mod tests {
         drop(deaf);
         assert_eq!(searches.counts(), (0, 0));
         assert!(searches.lock().owners.is_empty());
+    }
+
+    #[test]
+    fn a_search_whose_call_ends_is_counted_with_the_worlds_it_started_after() {
+        use crate::engine::suggest::Stop;
+        let (searches, clock) = clocked(SearchLimits::for_slots(1, FIRST_HOLD * 8));
+        let running = |gone: &Arc<AtomicBool>, deadline| {
+            let ticket = searches.enter(owner(1, 1), far()).unwrap();
+            ticket.stop_when(Arc::clone(gone), deadline)
+        };
+        let gone = Arc::new(AtomicBool::new(false));
+        // Two worlds, then its deadline passes: told to stop, none after. Counted once
+        // the slot is given back, and before it is.
+        let stop = running(&gone, clock.now() + Duration::from_millis(10));
+        for _ in 0..2 {
+            assert!(!stop.stop());
+            stop.world_started();
+        }
+        clock.advance(Duration::from_millis(10));
+        assert!(stop.stop());
+        assert_eq!(searches.stops(), (0, 0));
+        drop(stop);
+        assert_eq!(searches.counts(), (0, 0));
+        assert_eq!(searches.stops(), (1, 0));
+        // Its call dropped between a world's question and its start: that world is one
+        // after the end, and the next question stops it.
+        let stop = running(&gone, far());
+        assert!(!stop.stop());
+        gone.store(true, Relaxed);
+        stop.world_started();
+        assert!(stop.stop());
+        drop(stop);
+        assert_eq!(searches.stops(), (2, 1));
+        // A search that does not ask (the check removed) counts every world it starts
+        // after the end.
+        let stop = running(&gone, far());
+        (0..5).for_each(|_| stop.world_started());
+        drop(stop);
+        assert_eq!(searches.stops(), (3, 6));
+        // A search that ends before its call does is not counted.
+        let stop = running(&Arc::new(AtomicBool::new(false)), far());
+        assert!(!stop.stop());
+        stop.world_started();
+        drop(stop);
+        assert_eq!(searches.stops(), (3, 6));
     }
 
     /// Whether a waiting ticket has been told since it was last looked at: `Some(true)`

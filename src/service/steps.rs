@@ -8,7 +8,7 @@
 //! only on the seats), and only then the move, so a request that may not act or look
 //! for a seat is refused before anything that depends on hidden tiles is looked at.
 
-use crate::engine::suggest::{self, Level, Search};
+use crate::engine::suggest::{self, Level, Search, Stop};
 use crate::engine::{Absence, Action, Event, Phase, Seat};
 use crate::proto::v1 as pb;
 use crate::state::{self, MatchId, Opened, Record, Seats, Tokens};
@@ -396,7 +396,7 @@ pub fn finish_until(
     tokens: &Tokens,
     policy: &Policy,
     step: Step,
-    stop: &dyn Fn() -> bool,
+    stop: &dyn Stop,
 ) -> Result<Option<Answer>, ApiError> {
     finish_spending(tokens, policy, step, stop, &mut 0)
 }
@@ -410,7 +410,7 @@ pub fn finish_spending(
     tokens: &Tokens,
     policy: &Policy,
     step: Step,
-    stop: &dyn Fn() -> bool,
+    stop: &dyn Stop,
     hard_worlds: &mut u32,
 ) -> Result<Option<Answer>, ApiError> {
     let mut step = step;
@@ -462,11 +462,7 @@ pub fn finish_spending(
 
 /// The bots (and the seats a bot holds) play while one is on turn in the hand: the
 /// worlds their HARD searches were given, or `None` if `stop` said so.
-fn play_bots(
-    step: &mut Step,
-    search: Search,
-    stop: &dyn Fn() -> bool,
-) -> Result<Option<u32>, ApiError> {
+fn play_bots(step: &mut Step, search: Search, stop: &dyn Stop) -> Result<Option<u32>, ApiError> {
     let bots = step.opened.seats.bots();
     if step.opened.game.phase() != Phase::Playing || bots.iter().all(Option::is_none) {
         return Ok(Some(0));

@@ -7,7 +7,7 @@ use super::convert::{level_in, seat_in, suggestion_out, worlds_in};
 use super::status::ApiError;
 use super::{Api, traced};
 use crate::engine::Knowledge;
-use crate::engine::suggest::{self, Level, Search};
+use crate::engine::suggest::{self, Level, Search, Stop};
 use crate::proto::v1 as pb;
 use crate::state::{MatchId, Tokens};
 
@@ -94,10 +94,7 @@ impl Asked {
 
     /// The second half of [`suggest`]: the search, asking `stop` before each world
     /// whether to give up (`Ok(None)` when it said so).
-    pub fn search_until(
-        &self,
-        stop: &dyn Fn() -> bool,
-    ) -> Result<Option<pb::SuggestResponse>, ApiError> {
+    pub fn search_until(&self, stop: &dyn Stop) -> Result<Option<pb::SuggestResponse>, ApiError> {
         let search = Search::worlds(self.worlds);
         let Some(suggestion) =
             suggest::suggest_until(&self.knowledge, self.level, search, self.seed, stop)?

@@ -1,20 +1,20 @@
-// Each test here runs alone in a child process (`common::alone`): the tests bound a
-// stopped search's CPU time by the whole process's (`CLOCK_PROCESS_CPUTIME_ID`), which
-// would count every other test running beside them in a shared process.
-
-//! HARD searches under attack, against a real server on loopback: a search whose call
-//! expired or was cancelled stops using CPU within about one world's time (a CPU-time
-//! bound read from the process, not a clock), a bot's search too, and a flood of HARD
-//! Suggests for one match from one connection is refused past its share
-//! (`SEARCH_QUEUE_FULL`) while another player is still served. The latency under such a flood is measured by
-//! `.ci/search-flood` (release build); docs/RELIABILITY.md quotes both.
+//! HARD searches under attack, judged by the server's decisions and counts, never by
+//! the machine's speed: a search whose call expired (`grpc-timeout`, or the server's
+//! own `--request-timeout-ms` for the bots' searches) or was cancelled (RST_STREAM)
+//! starts at most one more world, as the server counts
+//! (`allfives_hard_searches_stopped_total`, `allfives_hard_search_worlds_after_stop_total`:
+//! `service::searches::SearchStop`); a flood of HARD Suggests for one match from one
+//! connection is refused past its share (`SEARCH_QUEUE_FULL`) while another player is
+//! still served; and on tokio's paused clock a bot's call answers exactly the bots'
+//! floor after its search got a slot, however long it waited for the slot and whatever
+//! the bot weighed. The CPU a world costs and the latency under a flood are measured by
+//! `.ci/search-flood` (release build); docs/RELIABILITY.md quotes it.
 
 use crate::common;
 
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use allfives::engine::suggest::{Level, Search, suggest_with};
-use allfives::engine::{Game, Rules};
 use allfives::proto::v1 as pb;
 use allfives::proto::v1::all_fives_service_client::AllFivesServiceClient;
 use allfives::service::suggest::SUGGEST_MAX_WORLDS;
@@ -25,36 +25,16 @@ use tonic::transport::Endpoint;
 /// The seed of the match searched: a two-player lead, the costliest position.
 const SEED: u64 = 7;
 
-/// Rounds of each kind of stopped search.
-const ROUNDS: u32 = 8;
+/// Stopped searches each test sees before it judges them.
+const STOPPED: u64 = 6;
 
-/// Measurements of each kind, the least of which must be within the bound: on this
-/// shared machine a burst of outside load sometimes doubles what one set of rounds
-/// reads (seen once in four CI runs), while a search that does not stop burns three to
-/// eight times the bound in every set (106 to 320 ms against about 40), so the least
-/// of three still tells the two apart.
-const ATTEMPTS: u32 = 3;
+/// The most calls a test makes to see [`STOPPED`] searches stopped part way: a call
+/// whose search ended before its stop came, or whose stop came before it searched,
+/// shows nothing and is made again (with a deadline moved toward the search's middle).
+const MOST_CALLS: u32 = 200;
 
-/// CPU time used so far by every thread of this process (server and clients).
-fn process_cpu() -> Duration {
-    clock(libc::CLOCK_PROCESS_CPUTIME_ID)
-}
-
-/// CPU time used so far by this thread.
-fn thread_cpu() -> Duration {
-    clock(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
-fn clock(id: libc::clockid_t) -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into the one we pass.
-    let status = unsafe { libc::clock_gettime(id, &mut now) };
-    assert_eq!(status, 0, "clock_gettime");
-    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
-}
+/// A hang guard: far longer than anything here waits for.
+const HANG: Duration = Duration::from_secs(60);
 
 /// A new client on its own HTTP/2 connection.
 async fn connect(server: &TestServer) -> Client {
@@ -92,163 +72,161 @@ fn hard(state: &[u8], creds: &Creds, seat: u32) -> pb::SuggestRequest {
     }
 }
 
-/// What one world of the biggest Suggest costs in this build, on this thread: the
-/// same search run here, its CPU time over its worlds. And the whole search's.
-fn world_cost() -> (Duration, Duration) {
-    let mut game = Game::new(Rules::for_players(2), SEED).expect("game");
-    game.deal().expect("deal");
-    let k = game
-        .knowledge(game.turn().expect("turn"))
-        .expect("knowledge");
-    let search = Search::worlds(Some(SUGGEST_MAX_WORLDS));
-    let mut cheapest = Duration::MAX;
-    for _ in 0..3 {
-        let before = thread_cpu();
-        suggest_with(&k, Level::Hard, search, 1).expect("suggest");
-        cheapest = cheapest.min(thread_cpu() - before);
-    }
-    (cheapest / SUGGEST_MAX_WORLDS, cheapest)
+/// The value of metric line `name` (with its labels) in the server's exposition.
+fn metric(server: &TestServer, name: &str) -> u64 {
+    let text = server.metrics.encode().expect("encode");
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
 }
 
-/// The CPU the process burns after a call has failed at the client: measured from the
-/// failure until the search (if it kept going) would long have finished.
-async fn burned_after(fail: impl Future<Output = ()>, settle: Duration) -> Duration {
-    fail.await;
-    let after_failure = process_cpu();
-    tokio::time::sleep(settle).await;
-    process_cpu() - after_failure
+/// Waits until `server` shows its search queue (its task has made it: a test server
+/// starts in a task of its own, and its port takes connections before).
+async fn serving(server: &TestServer) {
+    until("the server's search queue", || {
+        let text = server.metrics.encode().expect("encode");
+        text.contains("allfives_hard_searches_stopped_total")
+    })
+    .await;
 }
 
-/// How long to wait for a search that did not stop to finish: ten times its CPU time,
-/// and at least 200 ms (the measurement only ends then; nothing is timed).
-fn settle(full: Duration) -> Duration {
-    (full * 10).max(Duration::from_millis(200))
+/// HARD searches running and waiting on the server now.
+fn searching(server: &TestServer) -> (u64, u64) {
+    (
+        metric(server, r#"allfives_hard_searches{state="running"}"#),
+        metric(server, r#"allfives_hard_searches{state="waiting"}"#),
+    )
 }
 
-/// The CPU a call that does not search leaves behind after it answered (the calls'
-/// bookkeeping, the runtime), over the same `settle` time as the measurement it is the
-/// noise allowance of (the process's own background CPU grows with the time waited).
-async fn quiet_baseline(
-    client: &mut Client,
-    state: &[u8],
-    creds: &Creds,
-    seat: u32,
-    settle: Duration,
-) -> Duration {
-    let mut total = Duration::ZERO;
-    for _ in 0..ROUNDS {
-        let mut req = hard(state, creds, seat);
-        req.level = pb::BotLevel::Medium as i32;
-        total += burned_after(
-            async {
-                client.suggest(req).await.expect("MEDIUM Suggest");
-            },
-            settle,
-        )
-        .await;
-    }
-    total
+/// The server's stopped searches and the worlds they started after their call ended.
+fn stops(server: &TestServer) -> (u64, u64) {
+    (
+        metric(server, "allfives_hard_searches_stopped_total"),
+        metric(server, "allfives_hard_search_worlds_after_stop_total"),
+    )
 }
 
-/// The most CPU `ROUNDS` stopped searches may burn after their calls failed: three
-/// worlds each (the world under way when the stop came), twice the quiet calls' noise,
-/// and 4 ms a round for the stop to travel while the search still runs (a cancel is a
-/// RST_STREAM the server's connection must read before it drops the call: 0.4 to 1.6
-/// ms a round measured here). A search that does not stop leaves its whole remaining
-/// search a round, 15 to 20 ms here.
-fn allowed(world: Duration, baseline: Duration) -> Duration {
-    (world * 3 + Duration::from_millis(4)) * ROUNDS + baseline * 2
-}
-
-/// The CPU `ROUNDS` runs of `round` left burning (each answers what one left), the
-/// least over up to [`ATTEMPTS`] sets, stopping at the first within `bound`: outside
-/// load can double one set, while a search that does not stop burns several times the
-/// bound in every set.
-async fn least_burned(
-    what: &str,
-    bound: Duration,
-    mut round: impl AsyncFnMut() -> Duration,
-) -> Duration {
-    let mut least = Duration::MAX;
-    for attempt in 1..=ATTEMPTS {
-        let mut burned = Duration::ZERO;
-        for _ in 0..ROUNDS {
-            burned += round().await;
+/// Waits (polling, no timing) until `done` holds.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let wait = async {
+        while !done() {
+            tokio::task::yield_now().await;
         }
-        eprintln!("attempt {attempt}: after {ROUNDS} {what}: {burned:?} of CPU (bound {bound:?})");
-        least = least.min(burned);
-        if least <= bound {
-            break;
-        }
+    };
+    tokio::time::timeout(HANG, wait)
+        .await
+        .unwrap_or_else(|_| panic!("hung waiting for {what}"));
+}
+
+/// Waits until no search runs or waits on `server`: every search has given its slot
+/// back, so it is counted in [`stops`] if its call ended while it ran.
+async fn settled(server: &TestServer) {
+    until("the searches to end", || searching(server) == (0, 0)).await;
+}
+
+/// One round: runs `call`, waits until every search on `server` has given its slot
+/// back, and answers what `call` did with the searches the server stopped meanwhile and
+/// the worlds they started after their call ended.
+async fn counted<T>(server: &TestServer, call: impl Future<Output = T>) -> (T, (u64, u64)) {
+    let before = stops(server);
+    let done = call.await;
+    settled(server).await;
+    let after = stops(server);
+    (done, (after.0 - before.0, after.1 - before.1))
+}
+
+/// The stopped searches of a test's rounds, and the worlds they started after their
+/// call ended.
+#[derive(Debug, Default)]
+struct Tally {
+    calls: u32,
+    stopped: u64,
+    worlds_after: u64,
+}
+
+impl Tally {
+    /// Adds a round's counts; whether to go on ([`STOPPED`] not yet seen).
+    fn add(&mut self, what: &str, (stopped, worlds_after): (u64, u64)) -> bool {
+        self.calls += 1;
+        self.stopped += stopped;
+        self.worlds_after += worlds_after;
+        assert!(
+            self.calls <= MOST_CALLS || self.stopped >= STOPPED,
+            "{what}: {self:?} (a search never stopped part way)"
+        );
+        self.stopped < STOPPED
     }
-    least
+
+    /// At most one world after its call ended for each stopped search: the one whose
+    /// question was answered just before the end.
+    fn judge(&self, what: &str) {
+        eprintln!("{what}: {self:?}");
+        assert!(
+            self.worlds_after <= self.stopped,
+            "{what}: {} stopped searches started {} worlds after their call ended (at \
+             most one each)",
+            self.stopped,
+            self.worlds_after
+        );
+    }
+}
+
+/// The next deadline after a call with `deadline` whose search was stopped part way
+/// (`stopped`), else that answered (the search finished first) or not (the deadline
+/// came before the search began): toward the search's middle, whatever the machine's
+/// speed, never below `shortest`.
+fn next_deadline(
+    deadline: Duration,
+    stopped: bool,
+    answered: bool,
+    shortest: Duration,
+) -> Duration {
+    match (stopped, answered) {
+        (true, _) => deadline,
+        (false, true) => (deadline / 2).max(shortest),
+        (false, false) => (deadline * 2).min(Duration::from_secs(2)),
+    }
+}
+
+/// A failed call's code is the deadline's: the client's, or the server's at its own.
+fn expired(status: &tonic::Status) {
+    assert!(
+        matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
+        "{status:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn expired_and_cancelled_suggests_stop_searching_within_a_world() {
-    if !common::alone::alone(
-        module_path!(),
-        "expired_and_cancelled_suggests_stop_searching_within_a_world",
-    )
-    .await
-    {
-        return;
-    }
+async fn an_expired_suggest_starts_at_most_one_world_after_its_deadline() {
     let server = TestServer::start(ring(1, 1)).await;
     let mut client = connect(&server).await;
     let (state, creds, seat) = lead(&mut client).await;
-    let (world, full) = world_cost();
-    let baseline = quiet_baseline(&mut client, &state, &creds, seat, settle(full)).await;
-    let bound = allowed(world, baseline);
-    eprintln!(
-        "a world {world:?}, the whole search {full:?}; quiet calls leave {baseline:?}; \
-         {ROUNDS} stopped searches may leave {bound:?}"
-    );
-    // The search must outlast its call by far, or stopping it would show nothing.
-    assert!(full > Duration::from_millis(8), "{full:?}");
-
-    // A 3 ms deadline (grpc-timeout): the call fails, and then nothing searches.
-    let expired = least_burned("expired searches", bound, async || {
+    // Deadlines (grpc-timeout) from 3 ms, moved toward the search's middle.
+    let mut deadline = Duration::from_millis(3);
+    let mut tally = Tally::default();
+    loop {
         let mut req = tonic::Request::new(hard(&state, &creds, seat));
-        req.set_timeout(Duration::from_millis(3));
-        burned_after(
-            async {
-                let status = client.suggest(req).await.expect_err("no time to search");
-                assert!(
-                    matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
-                    "{status:?}"
-                );
-            },
-            settle(full),
-        )
-        .await
-    })
-    .await;
-    assert!(
-        expired <= bound,
-        "expired searches burned {expired:?} after their calls failed (bound {bound:?})"
-    );
-
-    // The client gives up after 3 ms (its future dropped: RST_STREAM), no deadline
-    // sent: the server drops the call, and the search stops.
-    let cancelled = least_burned("cancelled searches", bound, async || {
-        let req = hard(&state, &creds, seat);
-        burned_after(
-            async {
-                let call = client.suggest(req);
-                let gave_up = tokio::time::timeout(Duration::from_millis(3), call).await;
-                assert!(gave_up.is_err(), "the search answered in 3 ms");
-            },
-            settle(full),
-        )
-        .await
-    })
-    .await;
-    assert!(
-        cancelled <= bound,
-        "cancelled searches burned {cancelled:?} after their calls ended (bound {bound:?})"
-    );
-
+        req.set_timeout(deadline);
+        let (answer, counts) = counted(&server, client.suggest(req)).await;
+        let stopped = counts.0 > 0;
+        if stopped {
+            expired(
+                answer
+                    .as_ref()
+                    .expect_err("a stopped search answers nothing"),
+            );
+        }
+        deadline = next_deadline(
+            deadline,
+            stopped,
+            answer.is_ok(),
+            Duration::from_micros(100),
+        );
+        if !tally.add("expired Suggests", counts) {
+            break;
+        }
+    }
+    tally.judge("expired Suggests");
     // Not stopped, the same search answers in full, with the worlds it sampled: the
     // cap, whatever was asked.
     let answer = client
@@ -259,38 +237,46 @@ async fn expired_and_cancelled_suggests_stop_searching_within_a_world() {
     assert_eq!(answer.worlds, SUGGEST_MAX_WORLDS);
 }
 
-/// The deadline of every call to the server whose bots' calls expire
-/// (`--request-timeout-ms`): far shorter than the bots' four searches, long enough for
-/// the calls that do not search.
-const SHORT_DEADLINE_MS: &str = "10";
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_suggest_starts_at_most_one_world_after_its_client_gave_up() {
+    let server = TestServer::start(ring(1, 1)).await;
+    let mut client = connect(&server).await;
+    let (state, creds, seat) = lead(&mut client).await;
+    let mut tally = Tally::default();
+    loop {
+        // No deadline sent. Once the server shows the search in its slot, the client
+        // gives up: its call's future is dropped, which resets the stream (RST_STREAM),
+        // and the server drops the call. A search that answered first shows nothing.
+        let mut c = client.clone();
+        let req = hard(&state, &creds, seat);
+        let call = tokio::spawn(async move { c.suggest(req).await });
+        let (_, counts) = counted(&server, async {
+            until("the search to start", || {
+                searching(&server).0 > 0 || call.is_finished()
+            })
+            .await;
+            call.abort();
+            let _ = call.await;
+        })
+        .await;
+        if !tally.add("cancelled Suggests", counts) {
+            break;
+        }
+    }
+    tally.judge("cancelled Suggests");
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
-    if !common::alone::alone(
-        module_path!(),
-        "an_expired_call_stops_its_bots_searches_and_does_nothing",
-    )
-    .await
-    {
-        return;
-    }
     // A table of two HARD bots: Deal plays the whole hand in the call, four full
-    // searches of 512 worlds and the rest small. Two replicas with one key ring: on
-    // `short` every call's deadline is the server's own, 10 ms, so it is the server
-    // that ends the call (CANCELLED at its deadline, the search told at that moment)
-    // and the client's failure comes after it. A client-side deadline would start
-    // before the request is sent, and the search would rightly run on until the
-    // server's deadline, after the client's: a delay in the request's trip (milliseconds
-    // on a loaded machine) would be counted as search that did not stop.
+    // searches of 512 worlds and the rest small. Replicas with one key ring: `server`
+    // keeps the default deadline; on `short` every call's deadline is the server's own
+    // (`--request-timeout-ms`), so it is the server that ends the call and tells the
+    // search at that moment. The limit moves toward the bots' searches' middle (a
+    // replica started anew for each limit), whatever the machine's speed.
     let args = ["--allow-client-seeds", "--bot-worlds", "512"];
     let server = TestServer::start_with(ring(1, 1), &args).await;
-    let short = TestServer::start_with(
-        ring(1, 1),
-        &[&args[..], &["--request-timeout-ms", SHORT_DEADLINE_MS]].concat(),
-    )
-    .await;
     let mut client = connect(&server).await;
-    let mut hurried = connect(&short).await;
     let hard_bot = bot(pb::BotLevel::Hard);
     let new = client
         .new_game(pb::NewGameRequest {
@@ -309,52 +295,42 @@ async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
         state: new.state.clone().into(),
         ..Default::default()
     };
-    let (world, full) = world_cost();
-    let baseline = {
-        let mut req = hard(&new.state, &Creds::default(), 0);
-        req.level = pb::BotLevel::Medium as i32;
-        let mut total = Duration::ZERO;
-        for _ in 0..ROUNDS {
-            let req = req.clone();
-            total += burned_after(
-                async {
-                    // Refused (nobody's turn before the deal): a call that does not search.
-                    let _ = hurried.suggest(req).await;
-                },
-                settle(full * 5),
-            )
-            .await;
+    let mut limit = Duration::from_millis(10);
+    let mut short: Option<(Duration, TestServer, Client)> = None;
+    let mut tally = Tally::default();
+    loop {
+        if short.as_ref().is_none_or(|(at, _, _)| *at != limit) {
+            let ms = limit.as_millis().to_string();
+            let flags = [&args[..], &["--request-timeout-ms", &ms]].concat();
+            let replica = TestServer::start_with(ring(1, 1), &flags).await;
+            serving(&replica).await;
+            let hurried = connect(&replica).await;
+            short = Some((limit, replica, hurried));
         }
-        total
-    };
-    let bound = allowed(world, baseline);
-    let expired = least_burned("expired bot calls", bound, async || {
-        burned_after(
-            async {
-                let status = hurried
-                    .deal(deal())
-                    .await
-                    .expect_err("no time for the bots");
-                assert!(
-                    matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
-                    "{status:?}"
-                );
-            },
-            settle(full * 5),
-        )
-        .await
-    })
-    .await;
-    assert!(
-        expired <= bound,
-        "expired bot calls burned {expired:?} after they failed (bound {bound:?})"
-    );
+        let Some((_, replica, hurried)) = short.as_mut() else {
+            unreachable!("started above")
+        };
+        let (answer, counts) = counted(replica, hurried.deal(deal())).await;
+        let stopped = counts.0 > 0;
+        if stopped {
+            let status = answer
+                .as_ref()
+                .expect_err("a stopped search answers nothing");
+            expired(status);
+        }
+        let shortest = Duration::from_millis(1);
+        limit = next_deadline(limit, stopped, answer.is_ok(), shortest);
+        // Whole milliseconds, as the flag takes them.
+        limit = Duration::from_millis(limit.as_millis().max(1) as u64);
+        if !tally.add("expired bot calls", counts) {
+            break;
+        }
+    }
+    tally.judge("expired bot calls");
     // The stopped calls did nothing: the token is the match's still, and the call
     // answers the same every time it is made in full.
-    let started = Instant::now();
     let a = client.deal(deal()).await.expect("Deal").into_inner();
     let b = client.deal(deal()).await.expect("Deal again").into_inner();
-    eprintln!("a full Deal of the two bots: {:?}", started.elapsed() / 2);
     assert_eq!(a.events, b.events);
     assert_eq!(a.view, b.view);
     assert!(!a.events.is_empty());
@@ -362,14 +338,8 @@ async fn an_expired_call_stops_its_bots_searches_and_does_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_connection_flooding_is_refused_past_its_share_and_another_is_served() {
-    if !common::alone::alone(
-        module_path!(),
-        "one_connection_flooding_is_refused_past_its_share_and_another_is_served",
-    )
-    .await
-    {
-        return;
-    }
+    // A flood: no test that measures runs beside it.
+    let _load = common::measuring().await;
     let server = TestServer::start(ring(1, 1)).await;
     let mut flooder = connect(&server).await;
     let (state, creds, seat) = lead(&mut flooder).await;
@@ -411,80 +381,79 @@ async fn one_connection_flooding_is_refused_past_its_share_and_another_is_served
     assert!(served > 0);
 }
 
-/// Calls of the loaded timing attack in which the bot made exactly one decision.
-const TIMED_CALLS: usize = 1500;
+/// The bots' floor per full search in the floor's test below.
+const FLOOR: Duration = Duration::from_millis(8);
 
-/// HARD Suggests each of the attack's two loading connections keeps in flight.
-const LOAD_IN_FLIGHT: usize = 4;
+/// How long that test's bot's search waits for a slot: less than the floor, which a
+/// floor counted from the call's start would eat into.
+const SLOT_WAIT: Duration = Duration::from_millis(3);
 
-/// The worlds of each loading Suggest.
-const LOAD_WORLDS: u32 = 256;
-
-/// The attack of issue 25 on the bots' time floor: a player loads the server with HARD
-/// Suggests of its own from two connections (so its bot's search waits for a slot),
-/// plays whole matches against one HARD bot, and times each call. How long the bot
-/// thought depends on how many moves it weighed; the call must not show it. The test
-/// mirrors every match with the engine (the seed is the test's) to count the bot's
-/// legal moves at each of its decisions, and asks whether the calls' durations rise
-/// with that count (Spearman's rank correlation, as a z score). With the floor counted
-/// from the call's start, before the wait for a slot, the wait ate into the floor and
-/// the search's own time showed past it (z 4.7 and 5.5 in two runs here, medians 10.3
-/// against 11.7 ms); counted from when the search starts, nothing shows (z −1.2 and
-/// 0.4, medians 14.0 against 14.0 ms).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn under_load_a_bots_call_lasts_the_same_whatever_its_tiles() {
-    if !common::alone::alone(
-        module_path!(),
-        "under_load_a_bots_call_lasts_the_same_whatever_its_tiles",
-    )
-    .await
-    {
-        return;
-    }
-    use allfives::engine::Seat;
+/// The attack of issue 25 on the bots' time floor, decided on tokio's paused clock: a
+/// player loads the server with HARD Suggests of its own, so its bot's search waits
+/// for a slot, then times its calls against one HARD bot. How long the bot thought
+/// depends on how many moves it weighed; the call must not show it. Here the service
+/// is called in process with its slots held by other searches for [`SLOT_WAIT`] of the
+/// paused clock (the search itself takes none of it: tokio does not move a paused
+/// clock while a blocking task runs), and every call in which the bot made one decision
+/// must answer exactly [`FLOOR`] after the slot was given, whatever the number of legal
+/// moves the bot weighed (counted on a mirror of the match). With the floor counted
+/// from the call's start, the wait would eat into it: the call would answer
+/// `FLOOR - SLOT_WAIT` after the slot, leaving the search's own time to show.
+#[tokio::test(start_paused = true)]
+async fn bots_call_answers_a_floor_after_its_search_got_a_slot_whatever_its_tiles() {
+    use allfives::call::CallContext;
+    use allfives::config::Config;
+    use allfives::connection::{ClientId, ConnectionId, Tracker};
+    use allfives::engine::{Game, Rules, Seat};
+    use allfives::metrics::Metrics;
+    use allfives::proto::v1::all_fives_service_server::AllFivesService;
     use allfives::proto::v1::event::Kind;
+    use allfives::service::Api;
     use allfives::service::convert::{end_in, tile_in};
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use allfives::service::searches::Owner;
+    use allfives::state::{MATCH_ID_LEN, MatchId, Tokens};
+    use clap::Parser;
+    use std::collections::BTreeSet;
+    use tokio::time::Instant;
 
-    let server = TestServer::start(ring(1, 1)).await;
-    let loading = Arc::new(AtomicBool::new(true));
-    let mut load = Vec::new();
-    for _ in 0..2 {
-        let mut c = connect(&server).await;
-        let (state, creds, seat) = lead(&mut c).await;
-        for _ in 0..LOAD_IN_FLIGHT {
-            let mut c = c.clone();
-            let mut req = hard(&state, &creds, seat);
-            req.worlds = LOAD_WORLDS;
-            let loading = Arc::clone(&loading);
-            load.push(tokio::spawn(async move {
-                let mut served = 0u32;
-                while loading.load(Ordering::Relaxed) {
-                    served += u32::from(c.suggest(req.clone()).await.is_ok());
-                }
-                served
-            }));
-        }
-    }
-    let mut client = connect(&server).await;
-    let rules = pb::Rules {
-        players: 2,
-        ..Default::default()
+    let config = Config::try_parse_from(["allfives", "--allow-client-seeds"]).expect("config");
+    let api = Api::new(
+        Arc::new(Tokens::new(Arc::new(ring(1, 1)), 64)),
+        Arc::new(Metrics::new()),
+        config.policy(),
+    )
+    .with_bot_move_floor(FLOOR);
+    let searches = api.searches();
+    let slots = searches.limits().slots;
+    let connection = Tracker::in_process();
+    // A call made now on the paused clock, with a deadline far beyond the test.
+    let call = |method: &str| {
+        let path = format!("/allfives.v1.AllFivesService/{method}");
+        let now = Instant::now().into_std();
+        CallContext::new(
+            Arc::clone(&connection),
+            None,
+            &path,
+            now,
+            None,
+            Duration::from_secs(3600),
+        )
     };
+    fn request<T>(call: CallContext, message: T) -> tonic::Request<T> {
+        let mut req = tonic::Request::new(message);
+        req.extensions_mut().insert(call);
+        req
+    }
     let bot_seat: u32 = 1;
-    // (the bot's legal moves at its one decision, the call's time)
-    let mut timed: Vec<(usize, Duration)> = Vec::new();
-    let mut seed = 1_000;
-    while timed.len() < TIMED_CALLS {
-        seed += 1;
-        let new = client
-            .new_game(pb::NewGameRequest {
-                rules: Some(rules),
-                seed: Some(seed),
-                viewer: Some(0),
-                seats: vec![common::CLAIMED, bot(pb::BotLevel::Hard)],
-            })
+    // The legal moves the bot weighed, in the calls with one decision of it.
+    let mut weighed = BTreeSet::new();
+    let mut timed = 0;
+    for seed in 1..=4u64 {
+        let new = api
+            .new_game(request(
+                call("NewGame"),
+                common::against_a_bot(pb::BotLevel::Hard, seed),
+            ))
             .await
             .expect("NewGame")
             .into_inner();
@@ -493,64 +462,96 @@ async fn under_load_a_bots_call_lasts_the_same_whatever_its_tiles() {
         let mut state = new.state;
         let mut view = new.view.expect("view");
         while view.winner_side.is_none() {
-            let started = Instant::now();
-            let (next, events) = if view.turn != Some(0) {
-                let a = client
-                    .deal(pb::DealRequest {
-                        state: state.into(),
+            // Every slot held by another player's search, from now.
+            let held: Vec<_> = (0..slots)
+                .map(|n| {
+                    let owner = Owner {
+                        client: ClientId::Connection(ConnectionId(1000 + n as u64)),
+                        match_id: MatchId([n as u8; MATCH_ID_LEN]),
+                        seat: None,
+                    };
+                    let far = Instant::now().into_std() + Duration::from_secs(3600);
+                    searches.enter(owner, far).expect("a free slot")
+                })
+                .collect();
+            let api = api.clone();
+            let creds = creds.of(0);
+            let state_now = state.clone();
+            let (deal, play) = (view.turn != Some(0), view.legal_moves.first().copied());
+            let answer = if deal {
+                let req = request(
+                    call("Deal"),
+                    pb::DealRequest {
+                        state: state_now.into(),
                         viewer: Some(0),
-                        credential: creds.of(0),
-                    })
-                    .await
-                    .expect("Deal")
-                    .into_inner();
-                (a.state, (a.view.expect("view"), a.events))
-            } else if let Some(m) = view.legal_moves.first() {
-                let a = client
-                    .play(pb::PlayRequest {
-                        state: state.into(),
+                        credential: creds,
+                    },
+                );
+                tokio::spawn(async move {
+                    let a = api.deal(req).await.map(|a| a.into_inner());
+                    (Instant::now(), a.map(|a| (a.state, a.view, a.events)))
+                })
+            } else if let Some(m) = play {
+                let req = request(
+                    call("Play"),
+                    pb::PlayRequest {
+                        state: state_now.into(),
                         seat: 0,
                         tile: m.tile,
                         end: m.end,
-                        credential: creds.of(0),
+                        credential: creds,
                         viewer: Some(0),
-                    })
-                    .await
-                    .expect("Play")
-                    .into_inner();
-                (a.state, (a.view.expect("view"), a.events))
+                    },
+                );
+                tokio::spawn(async move {
+                    let a = api.play(req).await.map(|a| a.into_inner());
+                    (Instant::now(), a.map(|a| (a.state, a.view, a.events)))
+                })
             } else {
-                let a = client
-                    .draw(pb::DrawRequest {
-                        state: state.into(),
+                let req = request(
+                    call("Draw"),
+                    pb::DrawRequest {
+                        state: state_now.into(),
                         seat: 0,
-                        credential: creds.of(0),
+                        credential: creds,
                         viewer: Some(0),
-                    })
-                    .await
-                    .expect("Draw")
-                    .into_inner();
-                (a.state, (a.view.expect("view"), a.events))
+                    },
+                );
+                tokio::spawn(async move {
+                    let a = api.draw(req).await.map(|a| a.into_inner());
+                    (Instant::now(), a.map(|a| (a.state, a.view, a.events)))
+                })
             };
-            let took = started.elapsed();
+            // A call whose bot searches waits for a slot; the others answer at once.
+            until("the call to wait or answer", || {
+                searches.counts().1 == 1 || answer.is_finished()
+            })
+            .await;
+            let searched = searches.counts().1 == 1;
+            if searched {
+                tokio::time::advance(SLOT_WAIT).await;
+            }
+            let slot_given = Instant::now();
+            drop(held);
+            let (answered, result) = answer.await.expect("the call's task");
+            let (next, next_view, events) = result.expect("the call");
             state = next;
-            view = events.0;
+            view = next_view.expect("view");
             // The bot's decisions in this call, replayed on the mirror: the legal moves
             // it weighed before each.
             let mut decisions = Vec::new();
-            for event in events.1 {
+            for event in events {
                 match event.kind.expect("event") {
                     Kind::Dealt(_) => {
                         mirror.deal().expect("mirror deal");
                     }
                     Kind::TilePlayed(p) => {
-                        let seat = p.seat as Seat;
                         if p.seat == bot_seat {
                             decisions.push(mirror.legal_moves().len());
                         }
                         let tile = tile_in(p.tile.as_ref()).expect("tile");
                         let end = end_in(p.end).expect("end");
-                        mirror.play(seat, tile, end).expect("mirror play");
+                        mirror.play(p.seat as Seat, tile, end).expect("mirror play");
                     }
                     Kind::TileDrawn(d) => {
                         if d.seat == bot_seat {
@@ -564,68 +565,27 @@ async fn under_load_a_bots_call_lasts_the_same_whatever_its_tiles() {
             if let [moves] = decisions[..]
                 && moves > 0
             {
-                timed.push((moves, took));
+                assert!(searched, "the bot moved without a search slot");
+                assert_eq!(
+                    answered - slot_given,
+                    FLOOR,
+                    "seed {seed}: a call whose bot weighed {moves} moves answered \
+                     {:?} after its search got a slot, {:?} after the call began",
+                    answered - slot_given,
+                    answered - slot_given + SLOT_WAIT,
+                );
+                weighed.insert(moves);
+                timed += 1;
             }
         }
     }
-    loading.store(false, Ordering::Relaxed);
-    let mut served = 0;
-    for l in load {
-        served += l.await.expect("load");
-    }
-    assert!(served > 0, "the load was never served");
-    let z = spearman_z(&timed);
-    let median = |keep: &dyn Fn(usize) -> bool| {
-        let mut t: Vec<Duration> = timed
-            .iter()
-            .filter(|(m, _)| keep(*m))
-            .map(|&(_, t)| t)
-            .collect();
-        t.sort();
-        (t.len(), t.get(t.len() / 2).copied().unwrap_or_default())
-    };
     eprintln!(
-        "{} calls with one bot decision under load: with 1-2 legal moves {:?}, with 5 or \
-         more {:?} (count, median); Spearman z {z:.2}",
-        timed.len(),
-        median(&|m| m <= 2),
-        median(&|m| m >= 5),
+        "{timed} calls, the bot weighing {weighed:?} moves: each answered the floor after its slot"
     );
+    // Both few and many moves weighed: the answer's time did not follow them.
+    assert!(timed >= 20, "{timed}");
     assert!(
-        z < 3.0,
-        "the calls' time rises with the bot's legal moves (z = {z:.2}): it shows its tiles"
+        weighed.first() == Some(&1) && weighed.last() >= Some(&4),
+        "{weighed:?}"
     );
-}
-
-/// Spearman's rank correlation of the pairs, as a z score (r·√(n−1)): about normal
-/// when the two do not depend on each other.
-fn spearman_z(pairs: &[(usize, Duration)]) -> f64 {
-    fn ranks<T: PartialOrd + Copy>(values: &[T]) -> Vec<f64> {
-        let mut order: Vec<usize> = (0..values.len()).collect();
-        order.sort_by(|&a, &b| values[a].partial_cmp(&values[b]).expect("ordered"));
-        let mut ranks = vec![0.0; values.len()];
-        let mut i = 0;
-        while i < order.len() {
-            let mut j = i;
-            while j + 1 < order.len() && values[order[j + 1]] == values[order[i]] {
-                j += 1;
-            }
-            // Ties share their mean rank.
-            let rank = (i + j) as f64 / 2.0;
-            for &k in &order[i..=j] {
-                ranks[k] = rank;
-            }
-            i = j + 1;
-        }
-        ranks
-    }
-    let x = ranks(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
-    let y = ranks(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
-    let n = x.len() as f64;
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / n;
-    let (mx, my) = (mean(&x), mean(&y));
-    let cov: f64 = x.iter().zip(&y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let var = |v: &[f64], m: f64| v.iter().map(|a| (a - m).powi(2)).sum::<f64>();
-    let r = cov / (var(&x, mx) * var(&y, my)).sqrt();
-    r * (n - 1.0).sqrt()
 }
