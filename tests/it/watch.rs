@@ -150,7 +150,14 @@ impl Device {
                 viewer: Some(seat),
                 credential,
             };
-            self.client.play(req).await.expect("Play").into_inner().view
+            for attempt in 1.. {
+                match self.client.play(req.clone()).await {
+                    Ok(answer) => return answer.into_inner().view,
+                    Err(status) if sent_as_it_closed(&status) && attempt < 5 => {}
+                    Err(status) => panic!("Play: {status:?}"),
+                }
+            }
+            None
         } else {
             let req = pb::DrawRequest {
                 state: self.token.clone().into(),
@@ -158,9 +165,27 @@ impl Device {
                 viewer: Some(seat),
                 credential,
             };
-            self.client.draw(req).await.expect("Draw").into_inner().view
+            for attempt in 1.. {
+                match self.client.draw(req.clone()).await {
+                    Ok(answer) => return answer.into_inner().view,
+                    Err(status) if sent_as_it_closed(&status) && attempt < 5 => {}
+                    Err(status) => panic!("Draw: {status:?}"),
+                }
+            }
+            None
         }
     }
+}
+
+/// A call sent as its connection closed (the replica's connections are aged every
+/// second): it failed before reaching the service, CANCELLED or UNAVAILABLE, and is
+/// made again, as docs/clients.md tells a client to (a move the store recorded all the
+/// same is answered again). Under load a move meets a closing connection more often.
+fn sent_as_it_closed(status: &tonic::Status) -> bool {
+    matches!(
+        status.code(),
+        tonic::Code::Cancelled | tonic::Code::Unavailable
+    )
 }
 
 /// Two devices, `a` (which makes the match, seat 0) and `b` (which gets the invite: the
