@@ -42,6 +42,7 @@ pub mod config;
 pub mod connection;
 pub use allfives_engine as engine;
 pub mod metrics;
+pub mod passes;
 pub mod proto;
 pub mod results;
 pub mod routes;

@@ -8,6 +8,7 @@
 //! - [`cache`]: [`Tokens`], what the service opens and seals with: the ring, and a
 //!   cache of the games this process sealed lately, kept by their token.
 //! - [`seats`]: who plays each seat, and the seats' credentials.
+//! - [`player_id`]: the player id a seat's studio pass named, padded in the token.
 //! - [`lineage`]: state ids, which tell a match's branches apart.
 //! - [`claim`]: the credential and seed of a claim made with a claim key (repeatable).
 //! - [`rematch`]: the match that follows a finished one, the same for every seat that
@@ -22,6 +23,7 @@ pub mod lineage;
 pub mod match_id;
 pub mod names;
 pub mod plaintext;
+pub mod player_id;
 pub mod random;
 pub mod rematch;
 pub mod seats;
@@ -31,6 +33,7 @@ pub use cache::{Opened, Tokens};
 pub use keyring::{KeyRing, KeyRingError};
 pub use lineage::StateId;
 pub use plaintext::{MATCH_ID_LEN, MatchId, Record};
+pub use player_id::PlayerId;
 pub use seats::{Credential, Denied, Player, Seats};
 pub use token::TokenError;
 
