@@ -469,6 +469,7 @@ impl Config {
             match_store: self.match_store != StoreKind::None,
             clock_lag_grace_ms: self.clock_lag_grace_ms,
             max_clock_skew_ms: self.max_clock_skew_ms,
+            show_player_ids: false,
         }
     }
 

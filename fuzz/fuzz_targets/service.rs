@@ -45,6 +45,7 @@ const JUDGE: allfives::service::clocks::Judge = allfives::service::clocks::Judge
     now_ms: 1_800_000_000_000,
     grace_ms: 2000,
     skew_ms: 1000,
+    show_player_ids: false,
 };
 
 /// The real token the `u16` selects, or `None` for 0.

@@ -29,6 +29,7 @@ pub enum PassError {
 }
 
 /// The studio's pass keys and what a pass must say.
+#[derive(Debug)]
 pub struct Passes {
     required: bool,
 }
@@ -43,5 +44,10 @@ impl Passes {
     /// Whether every human seat claimed must show a pass (`--pass-required`).
     pub fn required(&self) -> bool {
         self.required
+    }
+
+    /// Whether views show every seat's player id (`--show-player-ids`).
+    pub fn show_player_ids(&self) -> bool {
+        false
     }
 }

@@ -77,6 +77,11 @@ pub struct SeatClaim {
     /// A human seat's display name (maybe empty); absent for a bot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// A human seat's player id: the subject of the studio's pass its player showed
+    /// when claiming it (`crate::passes`); absent for a seat claimed without one, and
+    /// for a bot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub player: Option<String>,
     /// A bot's level (`BOT_LEVEL_HARD`); absent for a human seat, even one a bot held
     /// at the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -188,6 +188,7 @@ fn seat_claim(seat: &pb::SeatStatus, side: u32) -> SeatClaim {
         seat: seat.seat,
         side,
         name: (!bot).then(|| seat.display_name.clone()),
+        player: (!seat.player_id.is_empty()).then(|| seat.player_id.clone()),
         bot: bot.then(|| seat.bot().as_str_name().to_owned()),
         ended: (!bot).then(|| {
             match seat.absent() {

@@ -14,13 +14,17 @@ use crate::state::{Opened, Player, Record};
 use super::status::ApiError;
 
 /// The time a call is judged at (its arrival, by this server's clock), and the
-/// deployment's allowances (`--clock-lag-grace-ms`, `--max-clock-skew-ms`).
+/// deployment's allowances (`--clock-lag-grace-ms`, `--max-clock-skew-ms`); with them,
+/// what the call's views may show (`--show-player-ids`), the one other setting every
+/// view is rendered under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Judge {
     /// Milliseconds since the Unix epoch.
     pub now_ms: u64,
     pub grace_ms: u64,
     pub skew_ms: u64,
+    /// Views show every seat's player id, not the viewer's own only.
+    pub show_player_ids: bool,
 }
 
 impl Judge {

@@ -10,6 +10,7 @@ use crate::engine::{
 
 use crate::proto::v1 as pb;
 use crate::state::names::Names;
+use crate::state::plaintext::PlayerIds;
 use crate::state::{MatchId, Player, Seats};
 use crate::store::invites::InviteCode;
 
@@ -351,6 +352,10 @@ pub struct Table<'a> {
     pub previous_state_id: &'a [u8],
     pub seats: &'a Seats,
     pub names: &'a Names,
+    /// Each seat's player id, shown to its own seat, or to everyone with
+    /// `show_player_ids` (`--show-player-ids`).
+    pub player_ids: &'a PlayerIds,
+    pub show_player_ids: bool,
     /// With a turn clock: the clocks as the server judged them, and each seat's
     /// timeouts in a row.
     pub clock: Option<(pb::ClockView, [u8; 4])>,
@@ -382,6 +387,8 @@ fn seat_out(
         display_name: name.to_owned(),
         absent: absent.map_or(pb::AbsenceReason::Unspecified, why_out) as i32,
         timeouts_in_row: u32::from(late),
+        pass_holder: false,
+        player_id: String::new(),
     }
 }
 
@@ -450,7 +457,14 @@ pub fn view_out(view: &View, table: &Table<'_>) -> pb::GameView {
             .enumerate()
             .map(|(seat, player)| {
                 let late = table.clock.as_ref().map_or(0, |(_, late)| late[seat]);
-                seat_out(seat, player, &table.names.0[seat], view.forfeit, late)
+                let mut out = seat_out(seat, player, &table.names.0[seat], view.forfeit, late);
+                if let Some(id) = &table.player_ids.0[seat] {
+                    out.pass_holder = true;
+                    if table.show_player_ids || view.viewer == Some(seat) {
+                        out.player_id = id.as_str().to_owned();
+                    }
+                }
+                out
             })
             .collect(),
         clock: table.clock.as_ref().map(|(clock, _)| clock.clone()),

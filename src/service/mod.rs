@@ -83,6 +83,8 @@ pub struct Api {
     clock: crate::server_clock::ServerClock,
     /// Signs finished matches' results (`certify`); none: views carry no result.
     certifier: Option<certify::Certifier>,
+    /// Checks the studio's player passes (`--pass-keys-file`); none: a pass is refused.
+    passes: Option<Arc<crate::passes::Passes>>,
 }
 
 /// Sets the flag when dropped: the search of a call whose future was dropped (its
@@ -117,6 +119,21 @@ impl Api {
             watch_heartbeat: watch::DEFAULT_HEARTBEAT,
             clock: crate::server_clock::ServerClock::system(),
             certifier: None,
+            passes: None,
+        }
+    }
+
+    /// The same service, seating players who show the studio's passes, checked with
+    /// `passes`, and showing player ids as they say (`--show-player-ids`).
+    pub fn with_passes(self, passes: Option<Arc<crate::passes::Passes>>) -> Api {
+        let policy = Policy {
+            show_player_ids: passes.as_ref().is_some_and(|p| p.show_player_ids()),
+            ..self.policy
+        };
+        Api {
+            passes,
+            policy,
+            ..self
         }
     }
 
@@ -148,8 +165,15 @@ impl Api {
         };
         let game = &opened.game;
         let sheet = convert::sheet_out(game.rules(), game.sheet(), game.winner());
+        // The result names every seat's player id, whichever of them this view shows.
+        let mut every_id = view.clone();
+        for seat in &mut every_id.seats {
+            if let Some(Some(id)) = opened.player_ids.0.get(seat.seat as usize) {
+                seat.player_id = id.as_str().to_owned();
+            }
+        }
         view.result = certifier
-            .certify(view, &sheet, opened.stored, now_secs)
+            .certify(&every_id, &sheet, opened.stored, now_secs)
             .unwrap_or_default();
         self.tokens.keep(opened);
     }

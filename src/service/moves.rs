@@ -298,6 +298,7 @@ mod tests {
         match_store: false,
         clock_lag_grace_ms: 2000,
         max_clock_skew_ms: 1000,
+        show_player_ids: false,
     };
 
     /// The time the tests' calls are judged at.
@@ -305,6 +306,7 @@ mod tests {
         now_ms: 1_800_000_000_000,
         grace_ms: 2000,
         skew_ms: 1000,
+        show_player_ids: false,
     };
 
     /// A hot-seat match of `players` (every seat claimed in NewGame), seeded.
@@ -321,6 +323,7 @@ mod tests {
                     bot: 0,
                     claim: true,
                     display_name: String::new(),
+                    pass: String::new(),
                 };
                 players as usize
             ],
@@ -512,6 +515,7 @@ mod tests {
                         bot: 0,
                         claim: true,
                         display_name: String::new(),
+                        pass: String::new(),
                     },
                     pb::SeatSetup::default(),
                 ],
@@ -580,11 +584,13 @@ mod tests {
                 bot: pb::BotLevel::Hard as i32,
                 claim: false,
                 display_name: String::new(),
+                pass: String::new(),
             };
             let me = pb::SeatSetup {
                 bot: 0,
                 claim: true,
                 display_name: String::new(),
+                pass: String::new(),
             };
             let new = new_game(
                 &tokens,

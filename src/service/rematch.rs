@@ -129,6 +129,7 @@ pub fn rematch(
         previous: None,
         stored: policy.match_store,
         names: finished.names.clone(),
+        player_ids: finished.player_ids.clone(),
         clocks: rules
             .clock
             .as_ref()

@@ -10,10 +10,12 @@ use super::status::ApiError;
 use super::steps::{Answer, Policy, answer, random_bytes, random_seed, secret_bytes};
 use super::{Api, traced};
 use crate::engine::Game;
+use crate::passes::Passes;
 use crate::proto::v1 as pb;
 use crate::state::names::Names;
+use crate::state::plaintext::PlayerIds;
 use crate::state::seats::CREDENTIAL_LEN;
-use crate::state::{self, MatchId, Opened, Player, Record, Seats, Tokens};
+use crate::state::{self, MatchId, Opened, Player, PlayerId, Record, Seats, Tokens};
 
 impl Api {
     pub(super) async fn new_game_call(
@@ -23,7 +25,15 @@ impl Api {
         // With a store, the new match's record is written before it is answered: its
         // tokens say it was made with one, so a store that does not hold it refuses it.
         let call = Api::call(&req)?;
-        let answer = match new_game(&self.tokens, &self.policy, &self.judge(), req.get_ref()) {
+        let passes = self.passes.as_deref();
+        let made = new_game_with_passes(
+            &self.tokens,
+            &self.policy,
+            &self.judge(),
+            req.get_ref(),
+            passes,
+        );
+        let answer = match made {
             Ok(answer) => self.stored(answer, &call).await,
             Err(error) => Err(error),
         };
@@ -45,7 +55,14 @@ impl Api {
     ) -> Result<Response<pb::ClaimSeatResponse>, Status> {
         let seat = req.get_ref().seat;
         let call = Api::call(&req)?;
-        let answer = claim_seat(&self.tokens, &self.policy, &self.judge(), req.get_ref());
+        let passes = self.passes.as_deref();
+        let answer = claim_seat_with_passes(
+            &self.tokens,
+            &self.policy,
+            &self.judge(),
+            req.get_ref(),
+            passes,
+        );
         let answer = match answer {
             Ok((answer, credential)) => (self.stored(answer, &call).await).map(|a| (a, credential)),
             Err(error) => Err(error),
@@ -66,12 +83,65 @@ impl Api {
 const LOOKS_ALIKE: &str =
     "a display name may not look like another seat's name at the table: choose another";
 
+/// The player id a request's `pass` names, checked before anything else at the
+/// judge's time; `None` for no pass (refused where every claim needs one).
+fn pass_in(
+    passes: Option<&Passes>,
+    pass: &str,
+    field: &'static str,
+    judge: &Judge,
+) -> Result<Option<PlayerId>, ApiError> {
+    match passes {
+        _ if pass.is_empty() => match passes {
+            Some(p) if p.required() => Err(ApiError::PassRequired { field }),
+            _ => Ok(None),
+        },
+        None => Err(ApiError::PassesNotAccepted { field }),
+        Some(passes) => passes
+            .check(pass, judge.now_ms / 1000)
+            .map(Some)
+            .map_err(|error| ApiError::Pass { field, error }),
+    }
+}
+
+/// `NewGame` on a server that takes no passes.
 pub fn new_game(
     tokens: &Tokens,
     policy: &Policy,
     judge: &Judge,
     req: &pb::NewGameRequest,
 ) -> Result<Answer, ApiError> {
+    new_game_with_passes(tokens, policy, judge, req, None)
+}
+
+/// `NewGame`, the passes of its seats checked with `passes` (none: the server takes
+/// none).
+pub fn new_game_with_passes(
+    tokens: &Tokens,
+    policy: &Policy,
+    judge: &Judge,
+    req: &pb::NewGameRequest,
+    passes: Option<&Passes>,
+) -> Result<Answer, ApiError> {
+    // The passes first: a refusal says nothing of the rest of the request.
+    let mut player_ids = PlayerIds::default();
+    for (seat, setup) in req.seats.iter().enumerate().take(player_ids.0.len()) {
+        if !setup.claim {
+            if !setup.pass.is_empty() {
+                return Err(ApiError::field(
+                    "seats.pass",
+                    "only a seat claimed in this call shows a pass in it",
+                ));
+            }
+            continue;
+        }
+        if let Some(id) = pass_in(passes, &setup.pass, "seats.pass", judge)? {
+            if player_ids.seat_of(&id, seat).is_some() {
+                return Err(ApiError::PlayerAlreadySeated);
+            }
+            player_ids.0[seat] = Some(id);
+        }
+    }
     let rules = rules_in(req.rules.as_ref())?;
     let viewer = viewer_in(req.viewer, &rules)?;
     let seed = match req.seed {
@@ -149,19 +219,35 @@ pub fn new_game(
             .clock
             .as_ref()
             .map(|c| crate::engine::Clocks::new(c, rules.players)),
+        player_ids,
     });
     let mut answer = answer(tokens, opened, viewer, &[], judge)?;
     answer.credentials = credentials;
     Ok(answer)
 }
 
-/// A seat claimed: the answer, and the seat's new credential.
+/// A seat claimed on a server that takes no passes: the answer, and the seat's new
+/// credential.
 pub fn claim_seat(
     tokens: &Tokens,
     policy: &Policy,
     judge: &Judge,
     req: &pb::ClaimSeatRequest,
 ) -> Result<(Answer, pb::SeatCredential), ApiError> {
+    claim_seat_with_passes(tokens, policy, judge, req, None)
+}
+
+/// A seat claimed, its pass checked with `passes` (none: the server takes none): the
+/// answer, and the seat's new credential.
+pub fn claim_seat_with_passes(
+    tokens: &Tokens,
+    policy: &Policy,
+    judge: &Judge,
+    req: &pb::ClaimSeatRequest,
+    passes: Option<&Passes>,
+) -> Result<(Answer, pb::SeatCredential), ApiError> {
+    // Before the token is opened: a refusal says nothing of the match.
+    let player_id = pass_in(passes, &req.pass, "pass", judge)?;
     let mut opened = tokens.open(&req.state)?;
     let rules = *opened.game.rules();
     let seat = seat_in(req.seat, &rules, "seat")?;
@@ -191,6 +277,11 @@ pub fn claim_seat(
     if opened.names.alike(seat, &name).is_some() {
         return Err(ApiError::field("display_name", LOOKS_ALIKE));
     }
+    if let Some(id) = &player_id
+        && opened.player_ids.seat_of(id, seat).is_some()
+    {
+        return Err(ApiError::PlayerAlreadySeated);
+    }
     // A claim in another branch (an older token) must not deal the hands of this one,
     // so each claim makes the seed anew (nothing has been dealt yet): drawn, or with a
     // claim key derived from it (the same claim again makes the same state).
@@ -206,6 +297,7 @@ pub fn claim_seat(
     }
     opened.seats.0[seat] = Player::Human(credential);
     opened.names.0[seat] = name;
+    opened.player_ids.0[seat] = player_id;
     opened.previous = Some(previous);
     let answer = answer(tokens, opened, Some(seat), &[], judge)?;
     let credential = pb::SeatCredential {

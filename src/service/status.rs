@@ -8,6 +8,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::call::CallContext;
 use crate::engine;
+use crate::passes::PassError;
 use crate::proto::v1::ErrorReason;
 use crate::state::{Denied, StateId, TokenError};
 
@@ -85,6 +86,17 @@ pub enum ApiError {
     /// The match's last move was written later than this server's clock reads, by
     /// more than the skew allowed.
     ClockSkew,
+    /// The request's pass (`field`) was refused (`crate::passes`).
+    Pass {
+        field: &'static str,
+        error: crate::passes::PassError,
+    },
+    /// A seat claimed without a pass on a server that requires one (`--pass-required`).
+    PassRequired { field: &'static str },
+    /// A pass sent to a server without the studio's pass keys.
+    PassesNotAccepted { field: &'static str },
+    /// The pass's player holds another seat of the match.
+    PlayerAlreadySeated,
 }
 
 impl From<crate::store::StoreRefusal> for ApiError {
@@ -160,6 +172,15 @@ impl ApiError {
             ApiError::TurnTimedOut { .. } => R::TurnTimedOut,
             ApiError::SeatNotHeld(_) => R::SeatNotHeld,
             ApiError::ClockSkew => R::ClockSkew,
+            ApiError::Pass { error, .. } => match error {
+                PassError::Malformed(_) => R::PassMalformed,
+                PassError::Invalid(_) => R::PassInvalid,
+                PassError::Expired => R::PassExpired,
+                PassError::NotYetValid => R::PassNotYetValid,
+            },
+            ApiError::PassRequired { .. } => R::PassRequired,
+            ApiError::PassesNotAccepted { .. } => R::PassesNotAccepted,
+            ApiError::PlayerAlreadySeated => R::PlayerAlreadySeated,
         }
     }
 }
@@ -383,6 +404,42 @@ impl From<ApiError> for Status {
                  one's by more than the deployment allows: nothing was done; retry",
                 info(HashMap::new()),
             ),
+            ApiError::Pass { field, error } => {
+                let code = match error {
+                    PassError::Malformed(_) => Code::InvalidArgument,
+                    _ => Code::Unauthenticated,
+                };
+                let advice = match error {
+                    PassError::Expired => ": get a fresh one from the studio's login and retry",
+                    _ => "",
+                };
+                Status::with_error_details(
+                    code,
+                    format!("{field}: {error}{advice}"),
+                    info(HashMap::from([("field".to_string(), field.to_string())])),
+                )
+            }
+            ApiError::PassRequired { field } => Status::with_error_details(
+                Code::Unauthenticated,
+                format!(
+                    "{field}: this server seats only players who show the studio's pass: \
+                     send one with the claim"
+                ),
+                info(HashMap::from([("field".to_string(), field.to_string())])),
+            ),
+            ApiError::PassesNotAccepted { field } => Status::with_error_details(
+                Code::FailedPrecondition,
+                format!(
+                    "{field}: this server takes no passes (it has no studio keys to check \
+                     them with): leave it out; nothing was done"
+                ),
+                info(HashMap::from([("field".to_string(), field.to_string())])),
+            ),
+            ApiError::PlayerAlreadySeated => Status::with_error_details(
+                Code::FailedPrecondition,
+                "the pass's player holds another seat of this match: a player plays one seat",
+                info(HashMap::new()),
+            ),
             ApiError::Rules(e) => {
                 let mut metadata = HashMap::new();
                 if let engine::Error::NotYourTurn { turn, .. } = e {
@@ -584,7 +641,21 @@ mod tests {
             },
             ApiError::SeatNotHeld(1),
             ApiError::ClockSkew,
+            ApiError::PassRequired { field: "pass" },
+            ApiError::PassesNotAccepted { field: "pass" },
+            ApiError::PlayerAlreadySeated,
         ]);
+        for error in [
+            PassError::Malformed("x"),
+            PassError::Invalid("x"),
+            PassError::Expired,
+            PassError::NotYetValid,
+        ] {
+            all.push(ApiError::Pass {
+                field: "pass",
+                error,
+            });
+        }
         all
     }
 

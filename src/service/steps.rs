@@ -33,6 +33,9 @@ pub struct Policy {
     pub clock_lag_grace_ms: u64,
     /// How far the replicas' clocks may disagree (`--max-clock-skew-ms`).
     pub max_clock_skew_ms: u64,
+    /// Views show every seat's player id, not the viewer's own only
+    /// (`--show-player-ids`).
+    pub show_player_ids: bool,
 }
 
 impl Default for Policy {
@@ -43,6 +46,7 @@ impl Default for Policy {
             match_store: false,
             clock_lag_grace_ms: 2000,
             max_clock_skew_ms: 1000,
+            show_player_ids: false,
         }
     }
 }
@@ -54,6 +58,7 @@ impl Policy {
             now_ms,
             grace_ms: self.clock_lag_grace_ms,
             skew_ms: self.max_clock_skew_ms,
+            show_player_ids: self.show_player_ids,
         }
     }
 }
@@ -117,6 +122,8 @@ pub(super) fn render(
             previous_state_id: previous.as_ref().map_or(&[], |id| id.as_slice()),
             seats: &opened.seats,
             names: &opened.names,
+            player_ids: &opened.player_ids,
+            show_player_ids: judge.show_player_ids,
             clock: clocks::view(opened, judge),
         },
     ))

@@ -20,8 +20,9 @@ use crate::proto::internal as pb;
 
 use super::lineage::{ID_LEN, StateId};
 use super::names::{self, Names};
+use super::player_id::{PADDED_LEN, PlayerId};
 use super::seats::{CREDENTIAL_LEN, Player, Seats};
-use super::token::{BEFORE_CLOCKS, TOKEN_VERSION};
+use super::token::{BEFORE_CLOCKS, BEFORE_PASSES, TOKEN_VERSION};
 
 pub use super::match_id::{MATCH_ID_LEN, MatchId};
 /// The room a plaintext's buffer starts with: enough for most (the buffer grows past
@@ -52,6 +53,24 @@ pub struct Record {
     pub names: Names,
     /// With a turn clock (`game.rules().clock`): the clocks; `None` without one.
     pub clocks: Option<Clocks>,
+    /// The player id of each seat whose player showed a studio's pass (`crate::passes`).
+    pub player_ids: PlayerIds,
+}
+
+/// Each seat's player id, where its player showed a pass, in seat order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlayerIds(pub [Option<PlayerId>; 4]);
+
+impl PlayerIds {
+    /// Whether no seat holds a pass.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(Option::is_none)
+    }
+
+    /// A seat other than `seat` that `id` holds, if any.
+    pub fn seat_of(&self, id: &PlayerId, seat: usize) -> Option<usize> {
+        (0..self.0.len()).find(|&other| other != seat && self.0[other].as_ref() == Some(id))
+    }
 }
 
 impl Record {
@@ -75,13 +94,18 @@ impl Record {
                 .clock
                 .as_ref()
                 .map(|c| Clocks::new(c, game.rules().players)),
+            player_ids: PlayerIds::default(),
             game,
         }
     }
 
     /// The token format the record needs: the one before clocks unless it uses a
-    /// clock, the absence option, a seat a bot holds or a forfeit.
+    /// clock, the absence option, a seat a bot holds or a forfeit; the newest if a seat
+    /// holds a pass.
     pub fn version(&self) -> u8 {
+        if !self.player_ids.is_empty() {
+            return TOKEN_VERSION;
+        }
         let rules = self.game.rules();
         let newer = rules.clock.is_some()
             || rules.absence != Absence::default()
@@ -91,7 +115,7 @@ impl Record {
                 .iter()
                 .any(|p| matches!(p, Player::Held { .. }))
             || self.game.forfeit().is_some();
-        if newer { TOKEN_VERSION } else { BEFORE_CLOCKS }
+        if newer { BEFORE_PASSES } else { BEFORE_CLOCKS }
     }
 }
 
@@ -174,6 +198,15 @@ pub fn encode_into(record: &Record, buf: &mut Vec<u8>) {
             .clocks
             .as_ref()
             .map_or_else(Vec::new, |c| c.late[..rules.players].to_vec()),
+        pass_seats: (0..rules.players)
+            .filter(|&seat| record.player_ids.0[seat].is_some())
+            .map(|seat| 1 << seat)
+            .sum(),
+        player_ids: record.player_ids.0[..rules.players]
+            .iter()
+            .flatten()
+            .flat_map(|id| id.padded())
+            .collect(),
     };
     // A Vec grows as needed: encoding into it cannot fail.
     let _ = state.encode(buf);
@@ -392,6 +425,7 @@ pub fn decode_version(version: u8, bytes: &[u8]) -> Result<Record, DecodeError> 
     };
     let clocks = clocks_in(&state, &rules, card.actions.len())?;
     let names = names_in(state.names, &seats, rules.players)?;
+    let player_ids = player_ids_in(state.pass_seats, &state.player_ids, &seats, rules.players)?;
     let game = Game::replay(rules, seed, &card).map_err(DecodeError::Replay)?;
     // What the service never seals: a hand dealt to a seat nobody holds (Deal refuses
     // open seats), a state after NewGame's with no previous one, and a bot left on
@@ -416,9 +450,10 @@ pub fn decode_version(version: u8, bytes: &[u8]) -> Result<Record, DecodeError> 
         stored: state.stored,
         names,
         clocks,
+        player_ids,
     };
     if record.version() > version {
-        return Err(corrupt("a version 5 match in an older token"));
+        return Err(corrupt("a newer version's match in an older token"));
     }
     Ok(record)
 }
@@ -481,6 +516,33 @@ fn names_in(given: Vec<String>, seats: &Seats, players: usize) -> Result<Names, 
     }
     if out.is_empty() {
         return Err(corrupt("names, all empty"));
+    }
+    Ok(out)
+}
+
+/// The seats' player ids as the token holds them: one padded id for each seat its
+/// bits name, each a seat a human claimed, no id at two seats.
+fn player_ids_in(
+    bits: u32,
+    ids: &[u8],
+    seats: &Seats,
+    players: usize,
+) -> Result<PlayerIds, DecodeError> {
+    let mut out = PlayerIds::default();
+    if bits >> players != 0 || ids.len() != bits.count_ones() as usize * PADDED_LEN {
+        return Err(corrupt("player ids"));
+    }
+    let mut chunks = ids.chunks_exact(PADDED_LEN);
+    for seat in (0..players).filter(|seat| bits & (1 << seat) != 0) {
+        let claimed = matches!(seats.0[seat], Player::Human(_) | Player::Held { .. });
+        let id = chunks
+            .next()
+            .and_then(PlayerId::unpadded)
+            .ok_or(corrupt("a player id"))?;
+        if !claimed || out.seat_of(&id, seat).is_some() {
+            return Err(corrupt("a player id"));
+        }
+        out.0[seat] = Some(id);
     }
     Ok(out)
 }
@@ -609,6 +671,7 @@ mod tests {
             secret in any::<[u8; ID_LEN]>(),
             previous in any::<Option<[u8; ID_LEN]>>(),
             stored in any::<bool>(),
+            passes in any::<[bool; 4]>(),
         ) {
             let ring = KeyRing::new(vec![(3, [0x33; 32])], None).unwrap();
             let strategy = if greedy { Strategy::Greedy } else { Strategy::Random };
@@ -646,10 +709,19 @@ mod tests {
                     .clock
                     .as_ref()
                     .map(|c| Clocks::new(c, rules(table).players)),
+                player_ids: PlayerIds::default(),
             };
             // Seats past the table's players are not written.
             for slot in &mut record.seats.0[record.game.rules().players..] {
                 *slot = Player::Open;
+            }
+            // Some claimed seats' players showed a pass: ids of every length.
+            for seat in 0..record.game.rules().players {
+                let claimed = matches!(record.seats.0[seat], Player::Human(_) | Player::Held { .. });
+                if claimed && passes[seat] {
+                    let id = format!("{seat}-{seed:x}-{}", "~".repeat(kinds[seat] as usize % 40));
+                    record.player_ids.0[seat] = PlayerId::new(&id);
+                }
             }
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let mut scratch = Vec::new();
@@ -799,13 +871,93 @@ mod tests {
         );
         absence.previous = None;
         for newer in [held, clocked, forfeited, absence] {
-            assert_eq!(newer.version(), TOKEN_VERSION, "{newer:?}");
+            assert_eq!(newer.version(), BEFORE_PASSES, "{newer:?}");
             assert_eq!(
                 decode_version(BEFORE_CLOCKS, &encode(&newer)),
-                Err(corrupt("a version 5 match in an older token"))
+                Err(corrupt("a newer version's match in an older token"))
+            );
+            assert_eq!(
+                decode_version(BEFORE_PASSES, &encode(&newer)),
+                Ok(newer.clone())
             );
             assert_eq!(decode_version(TOKEN_VERSION, &encode(&newer)), Ok(newer));
         }
+    }
+
+    /// A seat's player id (the subject of its player's pass) round-trips in a
+    /// version-6 token and nothing older, padded so that the plaintext's length says
+    /// which seats hold a pass and nothing of the ids; ids the service never writes
+    /// (on a seat nobody claimed, one player at two seats, bits past the players, an
+    /// id badly padded) are refused.
+    #[test]
+    fn player_ids_need_version_6_and_their_length_tells_nothing() {
+        let mut game = Game::new(Rules::for_players(3), 3).unwrap();
+        game.deal().unwrap();
+        let plain = Record::new(MatchId([9; MATCH_ID_LEN]), game);
+        let with = |ids: [Option<&str>; 3]| {
+            let mut record = plain.clone();
+            for (slot, id) in record.player_ids.0.iter_mut().zip(ids) {
+                *slot = id.map(|id| PlayerId::new(id).expect("an id"));
+            }
+            record
+        };
+        let short = with([Some("a"), None, Some("b")]);
+        let long = with([
+            Some(&"x".repeat(64)),
+            None,
+            Some("auth0|5f7c8ec7c33c6c004bbafe82"),
+        ]);
+        assert_eq!(short.version(), TOKEN_VERSION);
+        assert_eq!(encode(&short).len(), encode(&long).len());
+        assert_eq!(
+            encode(&with([Some("a"), Some("c"), None])).len(),
+            encode(&short).len(),
+            "which seats hold one: the same length"
+        );
+        assert!(encode(&with([Some("a"), None, None])).len() < encode(&short).len());
+        for record in [short.clone(), long] {
+            assert_eq!(
+                decode_version(TOKEN_VERSION, &encode(&record)),
+                Ok(record.clone())
+            );
+            assert_eq!(
+                decode_version(BEFORE_PASSES, &encode(&record)),
+                Err(corrupt("a newer version's match in an older token"))
+            );
+        }
+        let state = pb::State::decode(encode(&short).as_slice()).unwrap();
+        assert_eq!(state.pass_seats, 0b101);
+        let changed = |change: &dyn Fn(&mut pb::State)| {
+            let mut state = state.clone();
+            change(&mut state);
+            decode(&state.encode_to_vec())
+        };
+        let refused = Err(corrupt("player ids"));
+        assert_eq!(
+            changed(&|s| s.pass_seats = 0b1101),
+            refused,
+            "a fourth seat"
+        );
+        assert_eq!(
+            changed(&|s| s.pass_seats = 0b111),
+            refused,
+            "three bits, two ids"
+        );
+        assert_eq!(changed(&|s| s.player_ids.pop().map_or((), drop)), refused);
+        assert_eq!(
+            changed(&|s| s.player_ids[64..].copy_from_slice(&state.player_ids[..64])),
+            Err(corrupt("a player id")),
+            "one player at two seats"
+        );
+        assert_eq!(
+            changed(&|s| s.player_ids[5] = b'z'),
+            Err(corrupt("a player id")),
+            "a byte after the padding"
+        );
+        let mut open_seat = with([Some("a"), None, Some("b")]);
+        open_seat.game = Game::new(Rules::for_players(3), 3).unwrap();
+        open_seat.seats.0[2] = Player::Open;
+        assert_eq!(decode(&encode(&open_seat)), Err(corrupt("a player id")));
     }
 
     /// A token the release before clocks sealed (`tests/fixtures/token_v4.hex`: key id
@@ -907,6 +1059,8 @@ mod tests {
             names: Vec::new(),
             dealt_at: 0,
             times: Vec::new(),
+            pass_seats: 0,
+            player_ids: Vec::new(),
             banks: Vec::new(),
             late: Vec::new(),
         };

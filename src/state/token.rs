@@ -18,20 +18,26 @@
 //! 3 kept version 2's framing and cipher around the scorekeeper's record of the match
 //! ([`super::plaintext`]); version 4 adds the seats, their credentials, the match's
 //! secret and the previous state's id to that record; version 5 adds turn clocks, the
-//! absence option, seats a bot holds and forfeits. This build reads versions 4 and 5
-//! and writes version 4 for every match that uses none of version 5's fields, so that
-//! during a rolling upgrade a replica of the release before reads them; a match that
-//! does gets version 5, which that replica refuses as
-//! [`TokenError::UnsupportedVersion`] (docs/compatibility.md). Tokens of versions 1 to
-//! 3 are refused the same way (docs/operations.md, "Upgrading").
+//! absence option, seats a bot holds and forfeits; version 6 adds the player ids of
+//! seats whose player showed a studio's pass. This build reads versions 4 to 6 and
+//! writes the oldest a match's fields fit in (4 for one with no clock, absence option,
+//! held seat, forfeit or pass; 5 for one with no pass), so that during a rolling
+//! upgrade a replica of the release before reads every match it could; a match that
+//! needs version 6 gets it, which that replica refuses as
+//! [`TokenError::UnsupportedVersion`] (docs/compatibility.md) rather than re-seal it
+//! without its player ids. Tokens of versions 1 to 3 are refused the same way
+//! (docs/operations.md, "Upgrading").
 
 use aes_gcm_siv::aead::AeadInOut;
 use aes_gcm_siv::aead::inout::InOutBuf;
 
 use super::keyring::KeyRing;
 
-/// The newest token format this build writes and reads (turn clocks, absences).
-pub const TOKEN_VERSION: u8 = 5;
+/// The newest token format this build writes and reads (players' passes).
+pub const TOKEN_VERSION: u8 = 6;
+/// The format before passes (turn clocks, absences), which this build writes for a
+/// match whose seats hold none.
+pub const BEFORE_PASSES: u8 = 5;
 /// The format before clocks, which this build writes for a match without any.
 pub const BEFORE_CLOCKS: u8 = 4;
 /// The formats this build reads.
@@ -42,7 +48,7 @@ const HEADER_LEN: usize = 2 + NONCE_LEN;
 /// Bytes a token adds to its plaintext.
 pub const OVERHEAD: usize = HEADER_LEN + TAG_LEN;
 /// Longest token accepted; anything longer is refused before any work.
-pub const MAX_TOKEN_LEN: usize = 1024;
+pub const MAX_TOKEN_LEN: usize = 1280;
 
 /// Why a token was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -180,7 +186,7 @@ mod tests {
         assert_eq!(OVERHEAD, 30);
         assert_eq!(token.len(), 40 + 30);
         assert_eq!(token[0], TOKEN_VERSION);
-        assert_eq!(token[0], 5);
+        assert_eq!(token[0], 6);
         assert_eq!(token[1], 9);
         let nonces: std::collections::HashSet<Vec<u8>> = (0..1000)
             .map(|_| seal(&r, b"x").unwrap()[2..2 + NONCE_LEN].to_vec())
@@ -243,19 +249,25 @@ mod tests {
         assert_eq!(open(&r, &v3), Err(TokenError::UnsupportedVersion(3)));
     }
 
-    /// A rolling upgrade: this build reads the version before clocks; the release
-    /// before this one (which read version 4 alone) refuses a version-5 token as a
-    /// version it does not read, and takes a version-4 one.
+    /// A rolling upgrade: this build reads the versions before passes and before
+    /// clocks; the release before this one (which read versions 4 and 5) refuses a
+    /// version-6 token as a version it does not read, and takes the older ones.
     #[test]
-    fn the_release_before_refuses_version_5_and_both_read_version_4() {
+    fn the_release_before_refuses_version_6_and_both_read_versions_4_and_5() {
         let r = ring(&[1], None);
-        let v5 = seal_with(&r, TOKEN_VERSION, 1, |b| b.push(7)).unwrap();
+        let v6 = seal_with(&r, TOKEN_VERSION, 1, |b| b.push(7)).unwrap();
+        let v5 = seal_with(&r, BEFORE_PASSES, 1, |b| b.push(7)).unwrap();
         let v4 = seal_with(&r, BEFORE_CLOCKS, 1, |b| b.push(7)).unwrap();
-        let before = |t: &[u8]| open_reading(&r, t, 4..=4, |v, p| (v, p.to_vec()));
-        assert_eq!(before(&v5), Err(TokenError::UnsupportedVersion(5)));
+        let before = |t: &[u8]| open_reading(&r, t, 4..=5, |v, p| (v, p.to_vec()));
+        assert_eq!(before(&v6), Err(TokenError::UnsupportedVersion(6)));
+        assert_eq!(before(&v5), Ok((5, vec![7])));
         assert_eq!(before(&v4), Ok((4, vec![7])));
-        assert_eq!(open_with(&r, &v4, |v, p| (v, p.to_vec())), Ok((4, vec![7])));
-        assert_eq!(open_with(&r, &v5, |v, p| (v, p.to_vec())), Ok((5, vec![7])));
+        for (token, version) in [(&v4, 4), (&v5, 5), (&v6, 6)] {
+            assert_eq!(
+                open_with(&r, token, |v, p| (v, p.to_vec())),
+                Ok((version, vec![7]))
+            );
+        }
     }
 
     #[test]

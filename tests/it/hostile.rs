@@ -75,6 +75,7 @@ const POLICY: steps::Policy = steps::Policy {
     match_store: false,
     clock_lag_grace_ms: 2000,
     max_clock_skew_ms: 1000,
+    show_player_ids: false,
 };
 
 /// The time the handlers' calls are judged at (none of these matches has a clock).
@@ -82,6 +83,7 @@ const JUDGE: allfives::service::clocks::Judge = allfives::service::clocks::Judge
     now_ms: 1_800_000_000_000,
     grace_ms: 2000,
     skew_ms: 1000,
+    show_player_ids: false,
 };
 
 /// Who plays each seat of the matches at [`tables`]: every way a seat is played, so

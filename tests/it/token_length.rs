@@ -120,6 +120,7 @@ const POLICY: Policy = Policy {
     match_store: true,
     clock_lag_grace_ms: 2000,
     max_clock_skew_ms: 1000,
+    show_player_ids: false,
 };
 
 /// Rule options for match `i` at a table: every hand-size and settlement rule in turn,

@@ -76,6 +76,7 @@ pub const JUDGE: allfives::service::clocks::Judge = allfives::service::clocks::J
     now_ms: 1_800_000_000_000,
     grace_ms: 2000,
     skew_ms: 1000,
+    show_player_ids: false,
 };
 
 /// A server running in this process, with its metrics endpoint; stopped when dropped.
