@@ -80,6 +80,7 @@ fn hot_seat(game: Game) -> Record {
         stored: false,
         names: Default::default(),
         clocks: None,
+        player_ids: Default::default(),
     }
 }
 
@@ -196,6 +197,8 @@ fn parts(c: &mut Criterion) {
             seats: &after.seats,
             names: &after.names,
             clock: None,
+            player_ids: &Default::default(),
+            show_player_ids: false,
         };
         let answer = handle_play(&uncached, &p.request);
         let response = pb::PlayResponse {

@@ -89,12 +89,14 @@ fn main() {
         bot: level as i32,
         claim: false,
         display_name: String::new(),
+        pass: String::new(),
     }];
     seats.resize(players as usize, seats[0].clone());
     seats[0] = pb::SeatSetup {
         bot: 0,
         claim: true,
         display_name: String::new(),
+        pass: String::new(),
     };
     let mut calls: Vec<(Duration, u32, Duration)> = Vec::new();
     // The server makes a call with HARD bots last at least this per full search

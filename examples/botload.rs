@@ -175,11 +175,13 @@ impl Kind {
             bot: pb::BotLevel::Unspecified as i32,
             claim: true,
             display_name: String::new(),
+            pass: String::new(),
         };
         let bot = |level: pb::BotLevel| pb::SeatSetup {
             bot: level as i32,
             claim: false,
             display_name: String::new(),
+            pass: String::new(),
         };
         match self {
             Kind::Humans => vec![human; 2],

@@ -155,6 +155,7 @@ fn new_game_request(seed: Option<u64>) -> pb::NewGameRequest {
                 bot: 0,
                 claim: true,
                 display_name: String::new(),
+                pass: String::new(),
             };
             2
         ],
@@ -283,6 +284,7 @@ fn finished_score(rt: &tokio::runtime::Runtime, server: &mut Server) -> Bytes {
         bot: pb::BotLevel::Easy as i32,
         claim: false,
         display_name: String::new(),
+        pass: String::new(),
     };
     let new_game = pb::NewGameRequest {
         rules: Some(pb::Rules {

@@ -78,6 +78,7 @@ fn chained(table: usize, states: &[Game]) -> Vec<Option<Record>> {
                 stored: false,
                 names: Default::default(),
                 clocks: None,
+                player_ids: Default::default(),
             };
             previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
             Some(record)
@@ -322,6 +323,7 @@ fn requests(record: &Record, token: &[u8]) -> Vec<(u8, Vec<u8>)> {
                     },
                     claim: seat + 1 < players && seat % 2 == 0,
                     display_name: String::new(),
+                    pass: String::new(),
                 })
                 .collect();
             let rules = Some(pb::Rules {

@@ -993,6 +993,7 @@ fn next_call(ctx: &Ctx, player: &mut Player, tally: &mut Tally) -> Result<Call, 
                     bot: pb::BotLevel::Unspecified as i32,
                     claim: true,
                     display_name: String::new(),
+                    pass: String::new(),
                 };
                 players as usize
             ],

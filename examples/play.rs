@@ -389,6 +389,7 @@ async fn play_one(client: Client, args: &Args, game: u64, totals: &Totals) -> Re
                 bot: pb::BotLevel::Unspecified as i32,
                 claim: true,
                 display_name: String::new(),
+                pass: String::new(),
             };
             args.players as usize
         ],

@@ -249,6 +249,7 @@ fn new_game_request(seed: Option<u64>, clocked: bool) -> pb::NewGameRequest {
                 bot: 0,
                 claim: true,
                 display_name: String::new(),
+                pass: String::new(),
             };
             2
         ],

@@ -218,6 +218,7 @@ async fn dealt(client: &mut Client, seed: u64) -> (Vec<u8>, Vec<Vec<u8>>, pb::Ga
                     bot: 0,
                     claim: true,
                     display_name: String::new(),
+                    pass: String::new(),
                 };
                 2
             ],

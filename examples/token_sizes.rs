@@ -38,6 +38,7 @@ fn largest_record(game: &Game) -> Record {
         stored: true,
         names: Default::default(),
         clocks: None,
+        player_ids: Default::default(),
     }
 }
 

@@ -94,6 +94,7 @@ async fn new_match(client: &mut Client) -> Result<Match, String> {
                     bot: 0,
                     claim: true,
                     display_name: String::new(),
+                    pass: String::new(),
                 };
                 2
             ],

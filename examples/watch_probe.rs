@@ -68,6 +68,7 @@ async fn probe(args: Args) -> Result<String, String> {
                     bot: 0,
                     claim: true,
                     display_name: String::new(),
+                    pass: String::new(),
                 };
                 2
             ],

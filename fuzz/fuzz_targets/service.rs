@@ -528,6 +528,14 @@ fuzz_target!(|data: &[u8]| {
             | ApiError::TurnTimedOut { .. }
             | ApiError::SeatNotHeld(_) => Code::FailedPrecondition,
             ApiError::ClockSkew => Code::Unavailable,
+            ApiError::Pass {
+                error: allfives::passes::PassError::Malformed(_),
+                ..
+            } => Code::InvalidArgument,
+            ApiError::Pass { .. } | ApiError::PassRequired { .. } => Code::Unauthenticated,
+            ApiError::PassesNotAccepted { .. } | ApiError::PlayerAlreadySeated => {
+                Code::FailedPrecondition
+            }
         };
         assert_eq!(status.code(), expected, "{error:?}");
     }

@@ -101,6 +101,7 @@ pub fn chained(table: usize, match_id: [u8; 16], games: Vec<Game>) -> Vec<Option
                 stored: false,
                 names: Default::default(),
                 clocks: None,
+                player_ids: Default::default(),
             };
             previous = Some(lineage::state_id(&SECRET, &plaintext::encode(&record)));
             Some(record)
@@ -505,6 +506,7 @@ fn record_of(game: &Game) -> Record {
         stored: game.seed() % 3 == 0,
         names: Default::default(),
         clocks: None,
+        player_ids: Default::default(),
     }
 }
 
@@ -710,6 +712,8 @@ pub fn assert_renders(game: &Game) {
         seats: &record.seats,
         names: &record.names,
         clock: None,
+        player_ids: &Default::default(),
+        show_player_ids: false,
     };
     for viewer in std::iter::once(None).chain((0..seats).map(Some)) {
         let view = game.view(viewer).expect("a seat at the table may look");

@@ -733,6 +733,7 @@ fn human(claim: bool) -> pb::SeatSetup {
         bot: 0,
         claim,
         display_name: String::new(),
+        pass: String::new(),
     }
 }
 
@@ -742,6 +743,7 @@ fn bot(level: pb::BotLevel) -> pb::SeatSetup {
         bot: level as i32,
         claim: false,
         display_name: String::new(),
+        pass: String::new(),
     }
 }
 
@@ -1385,6 +1387,7 @@ async fn new_game_checks_its_seats_and_its_viewer() {
                         bot: pb::BotLevel::Easy as i32,
                         claim: true,
                         display_name: String::new(),
+                        pass: String::new(),
                     },
                 ],
                 None,
@@ -1400,6 +1403,7 @@ async fn new_game_checks_its_seats_and_its_viewer() {
                         bot: 9,
                         claim: false,
                         display_name: String::new(),
+                        pass: String::new(),
                     },
                 ],
                 None,

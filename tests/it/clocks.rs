@@ -1086,6 +1086,7 @@ async fn a_named_seat_left_to_a_bot_opens_on_another_replica() {
         bot: 0,
         claim: true,
         display_name: name.to_owned(),
+        pass: String::new(),
     };
     let new = a
         .new_game(pb::NewGameRequest {

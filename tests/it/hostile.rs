@@ -94,12 +94,14 @@ fn seatings() -> [Vec<pb::SeatSetup>; 4] {
         bot: 0,
         claim: true,
         display_name: String::new(),
+        pass: String::new(),
     };
     let open = pb::SeatSetup::default();
     let bot = |level: pb::BotLevel| pb::SeatSetup {
         bot: level as i32,
         claim: false,
         display_name: String::new(),
+        pass: String::new(),
     };
     use pb::BotLevel as L;
     [
@@ -551,6 +553,7 @@ fn record_of(game: &Game, seats: Seats) -> Record {
         stored: false,
         names: Default::default(),
         clocks: None,
+        player_ids: Default::default(),
     }
 }
 

@@ -73,6 +73,7 @@ async fn claim(client: &mut Client, state: Vec<u8>, seat: u32) -> pb::ClaimSeatR
             seat,
             claim_key: Vec::new(),
             display_name: format!("Friend {seat}"),
+            pass: String::new(),
         })
         .await
         .expect("ClaimSeat")

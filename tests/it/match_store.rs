@@ -135,6 +135,7 @@ async fn claims_once(a: &mut Client, b: &mut Client) {
         seat: 1,
         claim_key: key,
         display_name: String::new(),
+        pass: String::new(),
     };
     let first = a
         .claim_seat(claim(claim_key(1)))
@@ -285,6 +286,7 @@ async fn without_a_store_a_claim_made_again_deals_again() {
                 seat: 1,
                 claim_key: key,
                 display_name: String::new(),
+                pass: String::new(),
             })
             .await
             .expect("stateless: every claim is taken")
@@ -745,6 +747,7 @@ async fn a_lost_claim_is_taken_back_with_its_key_after_the_match_moved_on() {
         seat: 1,
         claim_key: key,
         display_name: String::new(),
+        pass: String::new(),
     };
     let lost = client
         .claim_seat(claim(&new.state, claim_key(7)))

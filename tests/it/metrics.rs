@@ -144,6 +144,7 @@ async fn metrics_count_what_the_calls_did() {
                     bot: 0,
                     claim: true,
                     display_name: String::new(),
+                    pass: String::new(),
                 },
                 pb::SeatSetup::default(),
             ],

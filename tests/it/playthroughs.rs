@@ -314,6 +314,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
         bot: 0,
         claim: true,
         display_name: String::new(),
+        pass: String::new(),
     };
     let (setups, dealer) = match seating {
         Seating::HotSeat => (vec![human; rules.players as usize], None),
@@ -327,6 +328,7 @@ fn transcript(name: &str, rules: pb::Rules, seed: u64, seating: Seating) -> Stri
                 bot: level as i32,
                 claim: false,
                 display_name: String::new(),
+                pass: String::new(),
             });
             (std::iter::once(human).chain(bots).collect(), Some(0))
         }

@@ -24,6 +24,7 @@ fn table() -> pb::NewGameRequest {
         bot: 0,
         claim: true,
         display_name: name.into(),
+        pass: String::new(),
     };
     pb::NewGameRequest {
         rules: Some(pb::Rules {

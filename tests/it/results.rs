@@ -88,6 +88,7 @@ fn against_easy(seed: Option<u64>) -> pb::NewGameRequest {
                 bot: 0,
                 claim: true,
                 display_name: "Ana".into(),
+                pass: String::new(),
             },
             common::bot(pb::BotLevel::Easy),
         ],

@@ -733,6 +733,7 @@ async fn a_claim_key_that_is_not_random_bytes_is_refused() {
                 seat: 1,
                 claim_key: key.clone(),
                 display_name: String::new(),
+                pass: String::new(),
             })
             .await
             .expect_err("not a claim key");
@@ -746,6 +747,7 @@ async fn a_claim_key_that_is_not_random_bytes_is_refused() {
             seat: 1,
             claim_key: fine,
             display_name: String::new(),
+            pass: String::new(),
         })
         .await
         .expect("16 to 64 bytes");
@@ -795,6 +797,7 @@ async fn display_names_are_shown_to_everyone_and_bounded() {
             seat: 1,
             claim_key: Vec::new(),
             display_name: "สมชาย".into(),
+            pass: String::new(),
         })
         .await
         .expect("ClaimSeat")
@@ -859,6 +862,7 @@ async fn display_names_are_shown_to_everyone_and_bounded() {
                 seat: 1,
                 claim_key: Vec::new(),
                 display_name: bad.into(),
+                pass: String::new(),
             })
             .await
             .expect_err(bad);

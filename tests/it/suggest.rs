@@ -557,11 +557,13 @@ async fn suggest_refuses_bad_requests_with_their_reason() {
                     bot: 0,
                     claim: true,
                     display_name: String::new(),
+                    pass: String::new(),
                 },
                 pb::SeatSetup {
                     bot: pb::BotLevel::Medium as i32,
                     claim: false,
                     display_name: String::new(),
+                    pass: String::new(),
                 },
             ],
             ..Default::default()

@@ -623,12 +623,14 @@ fn play_match(
                         bot: 0,
                         claim: true,
                         display_name: random_name(rng, seat),
+                        pass: String::new(),
                     },
                     Plan::Later => pb::SeatSetup::default(),
                     Plan::Bot(level) => pb::SeatSetup {
                         bot: level as i32,
                         claim: false,
                         display_name: String::new(),
+                        pass: String::new(),
                     },
                 })
                 .collect(),
@@ -1020,6 +1022,7 @@ async fn clocked_match(
                     true => random_name(rng, seat),
                     false => String::new(),
                 },
+                pass: String::new(),
             },
         })
         .collect();

@@ -264,6 +264,7 @@ async fn play_a_match(
             seat: 1,
             claim_key: (1..=16).collect(),
             display_name: String::new(),
+            pass: String::new(),
         })
         .await
         .expect("ClaimSeat")

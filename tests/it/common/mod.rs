@@ -319,6 +319,7 @@ pub const CLAIMED: pb::SeatSetup = pb::SeatSetup {
     bot: 0,
     claim: true,
     display_name: String::new(),
+    pass: String::new(),
 };
 
 /// A human seat left open for ClaimSeat.
@@ -326,6 +327,7 @@ pub const OPEN: pb::SeatSetup = pb::SeatSetup {
     bot: 0,
     claim: false,
     display_name: String::new(),
+    pass: String::new(),
 };
 
 /// A seat the server plays at `level`.
@@ -334,6 +336,7 @@ pub fn bot(level: pb::BotLevel) -> pb::SeatSetup {
         bot: level as i32,
         claim: false,
         display_name: String::new(),
+        pass: String::new(),
     }
 }
 
@@ -352,6 +355,7 @@ pub fn hot_seat(rules: pb::Rules, seed: Option<u64>) -> pb::NewGameRequest {
                 bot: 0,
                 claim: true,
                 display_name: String::new(),
+                pass: String::new(),
             };
             players
         ],
@@ -468,6 +472,7 @@ pub fn against_a_bot(level: pb::BotLevel, seed: u64) -> pb::NewGameRequest {
                 bot: 0,
                 claim: true,
                 display_name: String::new(),
+                pass: String::new(),
             },
             bot(level),
         ],
