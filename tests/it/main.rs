@@ -27,6 +27,7 @@ mod memory;
 mod metrics;
 mod metrics_descriptors;
 mod overload;
+mod passes;
 mod playthroughs;
 mod presence;
 mod rematch;

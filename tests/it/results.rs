@@ -15,16 +15,16 @@ use serde_json::Value;
 
 /// RFC 8032 section 7.1's first test key: its public key is known to everyone, which
 /// is what a test wants.
-const RESULT_KEY: &str = "1:9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
+pub(crate) const RESULT_KEY: &str = "1:9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
 /// Its public key, as the JWK's `x` writes it.
 const RESULT_X: &str = "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo";
 /// Another key: another deployment's, or a forger's.
 const OTHER_KEY: &str = "1:4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb";
-const ISSUER: &str = "https://games.example";
+pub(crate) const ISSUER: &str = "https://games.example";
 
 /// What a ranking server does with a result: the key of the header's kid from the
 /// published set, EdDSA only, the type, issuer and expiry checked; the claims.
-fn verify(jwks: &str, result: &str) -> Result<Value, String> {
+pub(crate) fn verify(jwks: &str, result: &str) -> Result<Value, String> {
     let header = jsonwebtoken::decode_header(result).map_err(|e| e.to_string())?;
     if header.typ.as_deref() != Some("allfives-result+jwt") {
         return Err(format!("type {:?}", header.typ));
@@ -43,7 +43,7 @@ fn verify(jwks: &str, result: &str) -> Result<Value, String> {
 }
 
 /// `result` with its payload replaced by `change(claims)`, its signature kept.
-fn altered(result: &str, change: impl FnOnce(&mut Value)) -> String {
+pub(crate) fn altered(result: &str, change: impl FnOnce(&mut Value)) -> String {
     use base64::Engine;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let parts: Vec<&str> = result.split('.').collect();
@@ -55,7 +55,7 @@ fn altered(result: &str, change: impl FnOnce(&mut Value)) -> String {
 
 /// The claims with no signature check at all: what the test's forgeries would pass
 /// without the defence.
-fn unchecked(result: &str) -> Value {
+pub(crate) fn unchecked(result: &str) -> Value {
     use base64::Engine;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let payload = result.split('.').nth(1).expect("a payload");
@@ -63,7 +63,7 @@ fn unchecked(result: &str) -> Value {
 }
 
 /// The key set as the RPC answers it.
-async fn keys(client: &mut Client) -> String {
+pub(crate) async fn keys(client: &mut Client) -> String {
     client
         .get_result_keys(pb::GetResultKeysRequest {})
         .await
@@ -174,7 +174,7 @@ async fn play_on(
 }
 
 /// A new match played to its end, seat 0 taking its first legal placement each time.
-async fn play_out(
+pub(crate) async fn play_out(
     client: &mut Client,
     req: pb::NewGameRequest,
 ) -> (Vec<(Vec<u8>, pb::GameView)>, Creds) {
