@@ -62,8 +62,9 @@ pub struct PassSettings {
     /// Seconds the studio's clock and this one may disagree by, for `exp`, `nbf` and the
     /// lifetime (`--pass-leeway-secs`).
     pub leeway_secs: u64,
-    /// The furthest ahead a pass's `exp` may be (`--pass-max-lifetime-secs`): a pass is a
-    /// bearer token, so a long-lived one stolen is a seat taken for that long.
+    /// The furthest ahead of now a pass's `exp` may be, plus the leeway (the studio's
+    /// clock may be ahead; `--pass-max-lifetime-secs`): a pass is a bearer token, so a
+    /// long-lived one stolen is a seat taken for that long.
     pub max_lifetime_secs: u64,
     /// Every seat a human claims must show a pass (`--pass-required`).
     pub required: bool,
