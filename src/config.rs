@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 use tonic::codegen::http::{HeaderName, HeaderValue};
 
+use crate::passes::{self, PassKeysError, PassSettings, Passes};
 use crate::results::ResultKeys;
 use crate::state::keyring::parse_entries;
 use crate::state::{KeyRing, KeyRingError};
@@ -95,6 +96,74 @@ pub struct Config {
     /// exit, for a verifier that cannot reach the service.
     #[arg(long, env = "ALLFIVES_PRINT_RESULT_JWKS")]
     pub print_result_jwks: bool,
+
+    /// The studio's pass keys: a JWK Set file (RFC 7517), the public keys its login
+    /// service signs players' passes with (Ed25519, ES256, RS256). Without it passes are
+    /// off: a pass shown is refused and nothing else changes.
+    #[arg(long, env = "ALLFIVES_PASS_KEYS_FILE")]
+    pub pass_keys_file: Option<PathBuf>,
+
+    /// The `iss` every pass must carry, exactly: the studio's login service's issuer
+    /// (needed with --pass-keys-file).
+    #[arg(
+        long,
+        env = "ALLFIVES_PASS_ISSUER",
+        value_parser = clap::builder::NonEmptyStringValueParser::new()
+    )]
+    pub pass_issuer: Option<String>,
+
+    /// The `aud` every pass must name, alone or in its array: this service's name at the
+    /// studio's login service (needed with --pass-keys-file).
+    #[arg(
+        long,
+        env = "ALLFIVES_PASS_AUDIENCE",
+        value_parser = clap::builder::NonEmptyStringValueParser::new()
+    )]
+    pub pass_audience: Option<String>,
+
+    /// The JWS `typ` every pass must carry (e.g. `pass+jwt`), compared case-insensitively
+    /// with or without `application/`; unset, any but a result's.
+    #[arg(
+        long,
+        env = "ALLFIVES_PASS_TYPE",
+        value_parser = clap::builder::NonEmptyStringValueParser::new()
+    )]
+    pub pass_type: Option<String>,
+
+    /// Seconds the studio's clock and this one may disagree by when a pass's `exp`,
+    /// `nbf` and lifetime are judged, 0 to 300 (default 60).
+    #[arg(
+        long,
+        env = "ALLFIVES_PASS_LEEWAY_SECS",
+        value_parser = clap::value_parser!(u64).range(0..=300)
+    )]
+    pub pass_leeway_secs: Option<u64>,
+
+    /// The furthest ahead a pass's `exp` may be, in seconds, 60 to 31536000 (default
+    /// 86400): a pass is a bearer token, so a stolen one takes seats until it expires.
+    #[arg(
+        long,
+        env = "ALLFIVES_PASS_MAX_LIFETIME_SECS",
+        value_parser = clap::value_parser!(u64).range(60..=31_536_000)
+    )]
+    pub pass_max_lifetime_secs: Option<u64>,
+
+    /// Every seat a human claims must show a pass (needs --pass-keys-file).
+    #[arg(
+        long,
+        env = "ALLFIVES_PASS_REQUIRED",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    pub pass_required: bool,
+
+    /// Views show every seat's player id; by default each viewer sees only its own
+    /// (needs --pass-keys-file).
+    #[arg(
+        long,
+        env = "ALLFIVES_SHOW_PLAYER_IDS",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    pub show_player_ids: bool,
 
     /// Log output format.
     #[arg(long, env = "ALLFIVES_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
@@ -591,6 +660,22 @@ pub enum ConfigError {
          and replays run without result keys: a random key signs)"
     )]
     ResultKeysWithClientSeeds,
+    #[error(
+        "{0} needs --pass-keys-file (ALLFIVES_PASS_KEYS_FILE): without pass keys passes are off"
+    )]
+    PassFlagWithoutKeys(&'static str),
+    #[error("--pass-keys-file needs {0}: a pass is taken only for this service")]
+    PassKeysWithout(&'static str),
+    #[error("cannot read --pass-keys-file {path}: {source}")]
+    ReadPassKeysFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("bad pass keys in --pass-keys-file {path}: {source}")]
+    PassKeys {
+        path: PathBuf,
+        source: PassKeysError,
+    },
 }
 
 impl Config {
@@ -692,6 +777,65 @@ impl Config {
             return Err(ConfigError::ResultKeyIsTokenKey(*id));
         }
         Ok(keys)
+    }
+}
+
+impl Config {
+    /// The studio's pass keys and what a pass must say, from `--pass-keys-file` and the
+    /// other `--pass-*` flags; `None` without the file (passes off), when every other pass
+    /// flag must be unset too. Keys the set holds but the service does not take are
+    /// logged, each with its reason.
+    pub fn passes(&self) -> Result<Option<Passes>, ConfigError> {
+        let Some(path) = &self.pass_keys_file else {
+            let given = [
+                (self.pass_issuer.is_some(), "--pass-issuer"),
+                (self.pass_audience.is_some(), "--pass-audience"),
+                (self.pass_type.is_some(), "--pass-type"),
+                (self.pass_leeway_secs.is_some(), "--pass-leeway-secs"),
+                (
+                    self.pass_max_lifetime_secs.is_some(),
+                    "--pass-max-lifetime-secs",
+                ),
+                (self.pass_required, "--pass-required"),
+                (self.show_player_ids, "--show-player-ids"),
+            ];
+            return match given.iter().find(|(given, _)| *given) {
+                Some((_, flag)) => Err(ConfigError::PassFlagWithoutKeys(flag)),
+                None => Ok(None),
+            };
+        };
+        let issuer = self
+            .pass_issuer
+            .clone()
+            .ok_or(ConfigError::PassKeysWithout("--pass-issuer"))?;
+        let audience = self
+            .pass_audience
+            .clone()
+            .ok_or(ConfigError::PassKeysWithout("--pass-audience"))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::ReadPassKeysFile {
+                path: path.clone(),
+                source,
+            })?;
+        let settings = PassSettings {
+            issuer,
+            audience,
+            pass_type: self.pass_type.clone(),
+            leeway_secs: self.pass_leeway_secs.unwrap_or(passes::DEFAULT_LEEWAY_SECS),
+            max_lifetime_secs: self
+                .pass_max_lifetime_secs
+                .unwrap_or(passes::DEFAULT_MAX_LIFETIME_SECS),
+            required: self.pass_required,
+            show_player_ids: self.show_player_ids,
+        };
+        let passes = Passes::parse(&text, settings).map_err(|source| ConfigError::PassKeys {
+            path: path.clone(),
+            source,
+        })?;
+        for skipped in passes.skipped() {
+            tracing::warn!(file = %path.display(), "a pass key skipped: {skipped}");
+        }
+        Ok(Some(passes))
     }
 }
 
@@ -1136,5 +1280,154 @@ mod tests {
         let random = parse(&["--allow-client-seeds"]).expect("parse");
         assert!(random.result_keys().expect("a random key").is_ephemeral());
         assert!(parse(&["--result-issuer", ""]).is_err(), "an empty issuer");
+    }
+
+    #[test]
+    fn passes_are_off_without_their_key_file_and_every_pass_flag_needs_it() {
+        let none = parse(&[]).expect("parse");
+        assert!(none.passes().expect("off").is_none());
+        assert!(!none.pass_required && !none.show_player_ids);
+        for flag in [
+            &["--pass-issuer", "https://login.example"][..],
+            &["--pass-audience", "allfives"],
+            &["--pass-type", "pass+jwt"],
+            &["--pass-leeway-secs", "0"],
+            &["--pass-max-lifetime-secs", "60"],
+            &["--pass-required"],
+            &["--show-player-ids"],
+        ] {
+            let c = parse(flag).expect("parse");
+            let err = c.passes().expect_err("needs the file");
+            assert!(
+                matches!(err, ConfigError::PassFlagWithoutKeys(named) if named == flag[0]),
+                "{flag:?}: {err}"
+            );
+            assert!(err.to_string().contains("--pass-keys-file"), "{err}");
+        }
+    }
+
+    #[test]
+    fn passes_from_the_studio_s_key_set_file() {
+        let jwks = format!(
+            "{}/tests/fixtures/pass/jwks.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let base = [
+            "--pass-keys-file",
+            &jwks,
+            "--pass-issuer",
+            "https://login.example",
+            "--pass-audience",
+            "allfives",
+        ];
+        let c = parse(&base).expect("parse");
+        let passes = c.passes().expect("read").expect("passes on");
+        assert_eq!(
+            passes.settings(),
+            &PassSettings {
+                issuer: "https://login.example".into(),
+                audience: "allfives".into(),
+                pass_type: None,
+                leeway_secs: 60,
+                max_lifetime_secs: 86_400,
+                required: false,
+                show_player_ids: false,
+            }
+        );
+        assert_eq!(
+            passes.key_ids().collect::<Vec<_>>(),
+            ["ed25519-1", "p256-1", "rsa2048-1"]
+        );
+        assert_eq!(passes.skipped().len(), 2, "P-384 and RSA 1024");
+
+        let mut all = base.to_vec();
+        all.extend([
+            "--pass-type",
+            "pass+jwt",
+            "--pass-leeway-secs",
+            "0",
+            "--pass-max-lifetime-secs",
+            "31536000",
+            "--pass-required",
+            "--show-player-ids",
+        ]);
+        let passes = parse(&all)
+            .expect("parse")
+            .passes()
+            .expect("read")
+            .expect("on");
+        let settings = passes.settings();
+        assert_eq!(settings.pass_type.as_deref(), Some("pass+jwt"));
+        assert_eq!(
+            (settings.leeway_secs, settings.max_lifetime_secs),
+            (0, 31_536_000)
+        );
+        assert!(passes.required() && passes.show_player_ids());
+
+        // The issuer and the audience are needed with the file.
+        let c = parse(&base[..4]).expect("parse");
+        assert!(matches!(
+            c.passes(),
+            Err(ConfigError::PassKeysWithout("--pass-audience"))
+        ));
+        let c = parse(&[&base[..2], &base[4..]].concat()).expect("parse");
+        assert!(matches!(
+            c.passes(),
+            Err(ConfigError::PassKeysWithout("--pass-issuer"))
+        ));
+        for refused in [
+            &["--pass-issuer", ""][..],
+            &["--pass-audience", ""],
+            &["--pass-type", ""],
+            &["--pass-leeway-secs", "301"],
+            &["--pass-max-lifetime-secs", "59"],
+            &["--pass-max-lifetime-secs", "31536001"],
+        ] {
+            assert!(parse(refused).is_err(), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn pass_key_file_errors_name_the_file_and_the_reason() {
+        let flags = |path: &str| {
+            parse(&[
+                "--pass-keys-file",
+                path,
+                "--pass-issuer",
+                "i",
+                "--pass-audience",
+                "a",
+            ])
+            .expect("parse")
+        };
+        let err = flags("/nonexistent/allfives-jwks.json")
+            .passes()
+            .expect_err("missing");
+        assert!(matches!(err, ConfigError::ReadPassKeysFile { .. }), "{err}");
+        assert!(
+            err.to_string().contains("/nonexistent/allfives-jwks.json"),
+            "{err}"
+        );
+
+        let path = std::env::temp_dir().join(format!("allfives-jwks-{}", std::process::id()));
+        let path_text = path.to_str().expect("utf-8 path").to_owned();
+        for (text, reason) in [
+            ("{", "not JSON"),
+            (r#"{"keys": {}}"#, "not a JWK Set"),
+            (
+                r#"{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}"#,
+                "a symmetric (oct) key",
+            ),
+        ] {
+            std::fs::write(&path, text).expect("write");
+            let err = flags(&path_text).passes().expect_err(text);
+            assert!(matches!(err, ConfigError::PassKeys { .. }), "{err}");
+            let shown = err.to_string();
+            assert!(
+                shown.contains(&path_text) && shown.contains(reason),
+                "{shown}"
+            );
+        }
+        std::fs::remove_file(&path).expect("remove");
     }
 }
