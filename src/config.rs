@@ -538,7 +538,7 @@ impl Config {
             match_store: self.match_store != StoreKind::None,
             clock_lag_grace_ms: self.clock_lag_grace_ms,
             max_clock_skew_ms: self.max_clock_skew_ms,
-            show_player_ids: false,
+            show_player_ids: self.show_player_ids,
         }
     }
 
@@ -676,6 +676,11 @@ pub enum ConfigError {
         path: PathBuf,
         source: PassKeysError,
     },
+    #[error(
+        "a key in --pass-keys-file is also a result key: a result would carry a signature \
+         the pass keys take; give each its own"
+    )]
+    PassKeyIsResultKey,
 }
 
 impl Config {
@@ -781,6 +786,16 @@ impl Config {
 }
 
 impl Config {
+    /// [`Config::passes`], refused if a pass key is one of `results`' keys.
+    pub fn passes_beside(&self, results: &ResultKeys) -> Result<Option<Passes>, ConfigError> {
+        match self.passes()? {
+            Some(passes) if passes.shares_key_with(results.jwks_json()) => {
+                Err(ConfigError::PassKeyIsResultKey)
+            }
+            passes => Ok(passes),
+        }
+    }
+
     /// The studio's pass keys and what a pass must say, from `--pass-keys-file` and the
     /// other `--pass-*` flags; `None` without the file (passes off), when every other pass
     /// flag must be unset too. Keys the set holds but the service does not take are

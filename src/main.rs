@@ -55,6 +55,15 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    // Checked here to stop at start with the configuration's exit status; the server
+    // reads them again as it starts (as a server started from the library does).
+    let pass_key_ids = match config.passes_beside(&results) {
+        Ok(passes) => passes.map(|p| p.key_ids().map(str::to_owned).collect::<Vec<_>>()),
+        Err(error) => {
+            tracing::error!(%error, "bad pass key configuration");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
 
     // Sized on purpose: the CPUs this process may use (cgroup quota included), unless
     // told otherwise.
@@ -112,6 +121,7 @@ fn main() -> ExitCode {
             result_key_ids = ?results.ids().collect::<Vec<_>>(),
             result_kid = results.signing_kid(),
             ephemeral_result_key = results.is_ephemeral(),
+            pass_key_ids = ?pass_key_ids,
             workers,
             current_thread = config.current_thread,
             max_connections = config.max_connections,

@@ -118,6 +118,7 @@ where
     if let Some(store) = &store {
         store.start_presence();
     }
+    let passes = config.passes_beside(&results)?.map(Arc::new);
     let certifier = Certifier::new(
         results,
         config.result_issuer.clone(),
@@ -126,6 +127,7 @@ where
     let key_set = certifier.jwks_json().to_owned();
     let api = Api::new(tokens, Arc::clone(&metrics), config.policy())
         .with_certifier(certifier)
+        .with_passes(passes)
         .with_bot_move_floor(Duration::from_millis(config.bot_move_floor_ms))
         .with_search_wait_budget(Duration::from_millis(config.search_wait_budget_ms))
         .with_match_store(store.clone())

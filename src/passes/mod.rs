@@ -74,7 +74,6 @@ pub struct PassSettings {
 }
 
 /// The studio's pass keys and what a pass must say.
-#[derive(Debug)]
 pub struct Passes {
     keys: Vec<PassKey>,
     skipped: Vec<SkippedKey>,
@@ -143,10 +142,5 @@ impl Passes {
     /// The set's entries that were skipped, each with its reason, for the start-up log.
     pub fn skipped(&self) -> &[SkippedKey] {
         &self.skipped
-    }
-
-    /// Whether views show every seat's player id (`--show-player-ids`).
-    pub fn show_player_ids(&self) -> bool {
-        false
     }
 }

@@ -124,17 +124,9 @@ impl Api {
     }
 
     /// The same service, seating players who show the studio's passes, checked with
-    /// `passes`, and showing player ids as they say (`--show-player-ids`).
+    /// `passes` (none: a pass is refused).
     pub fn with_passes(self, passes: Option<Arc<crate::passes::Passes>>) -> Api {
-        let policy = Policy {
-            show_player_ids: passes.as_ref().is_some_and(|p| p.show_player_ids()),
-            ..self.policy
-        };
-        Api {
-            passes,
-            policy,
-            ..self
-        }
+        Api { passes, ..self }
     }
 
     /// The same service, signing finished matches' results with `certifier`.

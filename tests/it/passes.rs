@@ -142,12 +142,18 @@ fn ids(view: &pb::GameView) -> Vec<(bool, String)> {
         .collect()
 }
 
-async fn look(client: &mut Client, state: &[u8], viewer: Option<u32>, creds: &Creds) -> pb::GameView {
+async fn look(
+    client: &mut Client,
+    state: &[u8],
+    viewer: Option<u32>,
+    creds: &Creds,
+) -> pb::GameView {
     client
         .score(pb::ScoreRequest {
             state: state.to_vec().into(),
             viewer,
             credential: creds.for_viewer(viewer),
+            ..Default::default()
         })
         .await
         .expect("Score")
@@ -260,10 +266,16 @@ async fn bad_passes_are_refused_before_anything_is_recorded() {
         .into_inner();
 
     let good = studio.pass("player-ben");
-    let mut bad_signature = good.clone();
-    // The signature's last characters changed: still base64url, no longer the studio's.
-    let last = bad_signature.pop().expect("a character");
-    bad_signature.push(if last == 'A' { 'B' } else { 'A' });
+    // A character in the middle of the signature changed: still base64url, no longer
+    // the studio's signature.
+    let at = good.len() - 20;
+    let was = &good[at..=at];
+    let bad_signature = format!(
+        "{}{}{}",
+        &good[..at],
+        if was == "A" { "B" } else { "A" },
+        &good[at + 1..]
+    );
     let with = |change: &dyn Fn(&mut Value)| {
         let mut c = claims("player-ben");
         change(&mut c);
@@ -271,7 +283,11 @@ async fn bad_passes_are_refused_before_anything_is_recorded() {
     };
     let unauthenticated = |reason: &str| (Code::Unauthenticated, reason.to_owned());
     let cases = [
-        ("a bad signature", bad_signature, unauthenticated("PASS_INVALID")),
+        (
+            "a bad signature",
+            bad_signature,
+            unauthenticated("PASS_INVALID"),
+        ),
         (
             "another key under the studio's kid",
             stranger.pass("player-ben"),

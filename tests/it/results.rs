@@ -15,7 +15,8 @@ use serde_json::Value;
 
 /// RFC 8032 section 7.1's first test key: its public key is known to everyone, which
 /// is what a test wants.
-pub(crate) const RESULT_KEY: &str = "1:9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
+pub(crate) const RESULT_KEY: &str =
+    "1:9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
 /// Its public key, as the JWK's `x` writes it.
 const RESULT_X: &str = "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo";
 /// Another key: another deployment's, or a forger's.
