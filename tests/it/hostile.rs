@@ -325,9 +325,10 @@ fn mutate(ring: &Tokens, tokens: &[Vec<u8>], first: usize, step: usize, quota: u
                 t[1] = id;
                 (Kind::KeyIdSwap, t)
             }));
-            // Every shorter length, and longer ones up to past the 1024-byte limit.
+            // Every shorter length, and longer ones up to past the limit.
             mutants.extend((0..len).map(|n| (Kind::Truncation, original[..n].to_vec())));
-            for extra in [1, 2, 16, 1025 - len.min(1024)] {
+            let past = token::MAX_TOKEN_LEN + 1;
+            for extra in [1, 2, 16, past - len.min(past - 1)] {
                 let mut t = original.clone();
                 t.extend((0..extra).map(|i| i as u8));
                 mutants.push((Kind::Extension, t));

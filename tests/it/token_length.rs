@@ -37,9 +37,12 @@
 //! largest clocked match there is at its point ([`as_if_clocked`]: the longest clock
 //! and absence options, full banks, the hand gone on to its most actions, each action's
 //! time 5 bytes), is at most 896 bytes named and 768 unnamed, within what the server
-//! reads at all (`token::MAX_TOKEN_LEN`, 1024). The largest of each table is printed.
+//! reads at all (`token::MAX_TOKEN_LEN`, 1280). The largest of each table is printed.
 //! Half the claims here carry a random name (letters of one, two or three bytes, up to
-//! 24 bytes), which the spectator's view shows.
+//! 24 bytes), which the spectator's view shows; a quarter carry the studio's pass with
+//! a player id of 1 to 64 bytes, of which the spectator's view shows only that the
+//! seat holds one (`SeatStatus.pass_holder`): each id takes 64 bytes, whatever its
+//! length. With every seat's pass besides, the bars are 904 and 1,160 bytes.
 //!
 //! The tables' matches are played through the handlers, in-process (the wire adds
 //! nothing to a token); `tests/it/api.rs` covers the server end to end.
@@ -77,6 +80,81 @@ const MAX_CLOCKED_UNNAMED: usize = 768;
 
 /// The most bytes of a display name (`state::names::MAX_NAME_BYTES`).
 const MAX_NAME: usize = 24;
+
+/// The same promises when every seat's player showed a pass (each player id 64 bytes
+/// in the token, and the two fields' tags and lengths): 263 bytes more at four seats.
+const MAX_TOKEN_PASSES: usize = 904;
+const MAX_CLOCKED_TOKEN_PASSES: usize = 1160;
+
+/// Bytes a player id takes in a token, whatever its length
+/// (`state::player_id::PADDED_LEN`).
+const PADDED_ID: usize = 64;
+
+/// Bytes the player ids of `holders` seats add to a token: the seats' bits (a 2-byte
+/// tag and a byte) and the ids (a 2-byte tag, their length, 64 bytes each).
+fn pass_bytes(holders: usize) -> usize {
+    match holders {
+        0 => 0,
+        n => 3 + 2 + varint_len((PADDED_ID * n) as u64) + PADDED_ID * n,
+    }
+}
+
+/// The studio's key in the tests (Ed25519, seed 0x5A x 32) and the passes it signs.
+struct Studio {
+    passes: allfives::passes::Passes,
+    key: jsonwebtoken::EncodingKey,
+}
+
+fn studio() -> &'static Studio {
+    static STUDIO: std::sync::OnceLock<Studio> = std::sync::OnceLock::new();
+    STUDIO.get_or_init(|| {
+        use base64::Engine;
+        use ed25519_dalek::pkcs8::EncodePrivateKey;
+        let key = ed25519_dalek::SigningKey::from_bytes(&[0x5A; 32]);
+        let x =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
+        let jwks = serde_json::json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x}]});
+        let settings = allfives::passes::PassSettings {
+            issuer: "studio".into(),
+            audience: "allfives".into(),
+            pass_type: None,
+            leeway_secs: 60,
+            max_lifetime_secs: 86_400,
+            required: false,
+            show_player_ids: false,
+        };
+        Studio {
+            passes: allfives::passes::Passes::parse(&jwks.to_string(), settings).expect("keys"),
+            key: jsonwebtoken::EncodingKey::from_ed_der(
+                key.to_pkcs8_der().expect("der").as_bytes(),
+            ),
+        }
+    })
+}
+
+/// A pass for a claim, or none (three claims in four): a player id of any length up to
+/// the most, each seat's its own.
+fn random_pass(rng: &mut ChaCha8Rng, seat: usize) -> String {
+    if !rng.next_u32().is_multiple_of(4) {
+        return String::new();
+    }
+    let len = 1 + rng.next_u32() as usize % PADDED_ID;
+    let sub = format!("{seat}{}", "p".repeat(len - 1));
+    let now = crate::common::JUDGE.now_ms / 1000;
+    let claims = serde_json::json!({"iss": "studio", "aud": "allfives", "sub": sub,
+                                    "exp": now + 600});
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA),
+        &claims,
+        &studio().key,
+    )
+    .expect("sign")
+}
+
+/// The seats whose player showed a pass, as the view shows them.
+fn pass_holders(view: &pb::GameView) -> usize {
+    view.seats.iter().filter(|s| s.pass_holder).count()
+}
 
 /// The display names of a view's seats, as the token holds them: none when no seat
 /// has one, else one per seat.
@@ -402,6 +480,14 @@ fn expected_state(view: &pb::GameView, sheet: &pb::ScoreSheet, public: &Public) 
             true => Vec::new(),
             false => vec![0; ID_LEN],
         },
+        // Which seats hold a pass (public), and a stand-in for each id: 64 bytes.
+        pass_seats: view
+            .seats
+            .iter()
+            .filter(|s| s.pass_holder)
+            .map(|s| 1 << s.seat)
+            .sum(),
+        player_ids: vec![0; PADDED_ID * pass_holders(view)],
         ..Default::default()
     };
     // A clocked match's: the clock option and the absence option (public rules), the
@@ -452,10 +538,14 @@ const LATEST_DEAL: u64 = (1 << 35) - 1;
 /// `--match-store-ttl-secs` after its last move, a year at most: 2^28 seconds is 8.5
 /// years), counted too, and the larger of the two taken. Exact, as `state`'s length
 /// is checked to be the token's.
-fn as_if_clocked(state: &ipb::State, rules: &pb::Rules, named: bool) -> usize {
+fn as_if_clocked(state: &ipb::State, rules: &pb::Rules, named: bool, passes: bool) -> usize {
     let players = rules.players as usize;
     let mut s = state.clone();
     s.seats = vec![1; players];
+    (s.pass_seats, s.player_ids) = match passes {
+        true => ((1 << players) - 1, vec![0; PADDED_ID * players]),
+        false => (0, Vec::new()),
+    };
     s.credentials = vec![0; CREDENTIAL_LEN * players];
     s.names = match named {
         true => vec!["x".repeat(MAX_NAME); players],
@@ -509,6 +599,9 @@ struct Largest {
     /// and with none named.
     as_if_clocked: usize,
     as_if_clocked_unnamed: usize,
+    /// The same two as if every seat's player had shown a pass besides.
+    as_if_claimed_passes: usize,
+    as_if_clocked_passes: usize,
 }
 
 /// What the tokens of a table covered.
@@ -521,6 +614,8 @@ struct Seen {
     bots: usize,
     /// Tokens ClaimSeat answered.
     claims: usize,
+    /// Tokens of matches with a seat whose player showed a pass.
+    passes: usize,
     largest: Largest,
 }
 
@@ -565,15 +660,23 @@ impl Seen {
         let named: usize = names_of(view).iter().map(|n| 2 + n.len()).sum();
         let as_if =
             state.len() + CREDENTIAL_LEN * (open + bots) + view.seats.len() * (2 + MAX_NAME)
-                - named;
+                - named
+                - pass_bytes(pass_holders(view));
         largest.as_if_claimed = largest.as_if_claimed.max(as_if);
+        largest.as_if_claimed_passes = largest
+            .as_if_claimed_passes
+            .max(as_if + pass_bytes(view.seats.len()));
+        self.passes += usize::from(pass_holders(view) > 0);
         let rules = view.rules.as_ref().expect("rules");
         largest.as_if_clocked = largest
             .as_if_clocked
-            .max(as_if_clocked(&expected, rules, true));
+            .max(as_if_clocked(&expected, rules, true, false));
         largest.as_if_clocked_unnamed = largest
             .as_if_clocked_unnamed
-            .max(as_if_clocked(&expected, rules, false));
+            .max(as_if_clocked(&expected, rules, false, false));
+        largest.as_if_clocked_passes = largest
+            .as_if_clocked_passes
+            .max(as_if_clocked(&expected, rules, true, true));
     }
 }
 
@@ -607,7 +710,7 @@ fn play_match(
     rng: &mut ChaCha8Rng,
     seen: &mut Seen,
 ) {
-    let new = seats::new_game(
+    let new = seats::new_game_with_passes(
         tokens,
         &POLICY,
         &crate::common::JUDGE,
@@ -623,7 +726,7 @@ fn play_match(
                         bot: 0,
                         claim: true,
                         display_name: random_name(rng, seat),
-                        pass: String::new(),
+                        pass: random_pass(rng, seat),
                     },
                     Plan::Later => pb::SeatSetup::default(),
                     Plan::Bot(level) => pb::SeatSetup {
@@ -635,6 +738,7 @@ fn play_match(
                 })
                 .collect(),
         },
+        Some(&studio().passes),
     )
     .expect("NewGame");
     let mut creds = vec![Vec::new(); plan.len()];
@@ -654,7 +758,7 @@ fn play_match(
         let sheet = look(tokens, &state, None).0;
         seen.check(&state, &view, &sheet, &public);
         let seat = open.swap_remove(rng.next_u32() as usize % open.len());
-        let (claimed, credential) = seats::claim_seat(
+        let (claimed, credential) = seats::claim_seat_with_passes(
             tokens,
             &POLICY,
             &crate::common::JUDGE,
@@ -662,8 +766,10 @@ fn play_match(
                 state,
                 seat,
                 display_name: random_name(rng, seat as usize),
+                pass: random_pass(rng, seat as usize),
                 ..Default::default()
             },
+            Some(&studio().passes),
         )
         .expect("ClaimSeat");
         assert_eq!(credential.seat, seat);
@@ -769,7 +875,9 @@ fn table(players: u32, partnership: bool) {
         "token_length: {table}: {} tokens of {MATCHES} matches ({} claims), every length \
          exact; largest token {} bytes, {} in a match of claimed seats only, {} counted \
          with every seat claimed (bar {MAX_TOKEN}); as if of the largest clocked match, \
-         {} named, {} unnamed (bars {MAX_CLOCKED_TOKEN}, {MAX_CLOCKED_UNNAMED})",
+         {} named, {} unnamed (bars {MAX_CLOCKED_TOKEN}, {MAX_CLOCKED_UNNAMED}); with every \
+         seat's pass, {} and {} clocked (bars {MAX_TOKEN_PASSES}, \
+         {MAX_CLOCKED_TOKEN_PASSES}); {} tokens with a pass holder",
         seen.tokens,
         seen.claims,
         seen.largest.any,
@@ -777,21 +885,33 @@ fn table(players: u32, partnership: bool) {
         seen.largest.as_if_claimed,
         seen.largest.as_if_clocked,
         seen.largest.as_if_clocked_unnamed,
+        seen.largest.as_if_claimed_passes,
+        seen.largest.as_if_clocked_passes,
+        seen.passes,
     );
     assert!(seen.tokens as u64 > 10 * MATCHES, "{seen:?}");
-    // Every kind of seat was in the mix, and claims by ClaimSeat.
+    // Every kind of seat was in the mix, claims by ClaimSeat, and pass holders.
     assert!(
-        [seen.open, seen.claimed, seen.bots, seen.claims]
+        [seen.open, seen.claimed, seen.bots, seen.claims, seen.passes]
             .iter()
             .all(|&n| n as u64 > MATCHES / 10),
         "{seen:?}"
     );
     let largest = &seen.largest;
-    assert!(largest.any <= largest.as_if_claimed && largest.all_claimed <= largest.as_if_claimed);
+    assert!(
+        largest.any <= largest.as_if_claimed_passes
+            && largest.all_claimed <= largest.as_if_claimed_passes
+    );
     assert!(
         largest.as_if_claimed <= MAX_TOKEN,
         "{table}: a token of {} bytes with every seat claimed, past the {MAX_TOKEN} promised",
         largest.as_if_claimed
+    );
+    assert!(
+        largest.as_if_claimed_passes <= MAX_TOKEN_PASSES,
+        "{table}: a token of {} bytes with every seat claimed with a pass, past the \
+         {MAX_TOKEN_PASSES} promised",
+        largest.as_if_claimed_passes
     );
     clocked_within_bars(&table, largest);
 }
@@ -808,7 +928,13 @@ fn clocked_within_bars(table: &str, largest: &Largest) {
         largest.as_if_clocked,
         largest.as_if_clocked_unnamed,
     );
-    const { assert!(MAX_CLOCKED_TOKEN <= token::MAX_TOKEN_LEN) };
+    assert!(
+        largest.as_if_clocked_passes <= MAX_CLOCKED_TOKEN_PASSES,
+        "{table}: as if of the largest clocked match with every seat's pass, a token of {} \
+         bytes, past the {MAX_CLOCKED_TOKEN_PASSES} promised",
+        largest.as_if_clocked_passes,
+    );
+    const { assert!(MAX_CLOCKED_TOKEN_PASSES <= token::MAX_TOKEN_LEN) };
 }
 
 #[test]
