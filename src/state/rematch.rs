@@ -93,4 +93,34 @@ mod tests {
         }
         assert_ne!(a.credential(0), b.credential(0));
     }
+
+    /// A rematch's bytes, pinned: every seated player who asks, on any replica and
+    /// release, must make the same rematch. The expected bytes are HKDF-SHA-256 (RFC
+    /// 5869) computed apart from this code.
+    #[test]
+    fn a_rematch_is_pinned() {
+        let a = derive(&[1; ID_LEN]);
+        assert_eq!(
+            a.match_id.0,
+            [
+                0xcc, 0xe6, 0x1b, 0xaf, 0x4f, 0x45, 0x43, 0xd8, 0x74, 0xe5, 0x05, 0x91, 0x4b, 0xbd,
+                0x89, 0x19
+            ]
+        );
+        assert_eq!(
+            a.secret,
+            [
+                0x26, 0xad, 0xa7, 0x19, 0x75, 0xf0, 0xbb, 0x1a, 0x45, 0xcc, 0x2f, 0x78, 0x7f, 0x43,
+                0x83, 0x79
+            ]
+        );
+        assert_eq!(a.seed, 0x54d3_47d7_29f5_8f21);
+        assert_eq!(
+            a.credential(3),
+            [
+                0x8c, 0xd2, 0x74, 0x04, 0x79, 0x13, 0x55, 0x81, 0xf2, 0x62, 0xbe, 0xe5, 0xf9, 0xe2,
+                0xd9, 0x2d
+            ]
+        );
+    }
 }
