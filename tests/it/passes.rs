@@ -127,7 +127,7 @@ fn new_game(pass: &str) -> pb::NewGameRequest {
 
 fn claim(state: &[u8], seat: u32, pass: &str) -> pb::ClaimSeatRequest {
     pb::ClaimSeatRequest {
-        state: state.to_vec().into(),
+        state: state.to_vec(),
         seat,
         pass: pass.to_owned(),
         ..Default::default()
