@@ -1321,6 +1321,39 @@ mod tests {
         }
     }
 
+    /// A pass key that is also a result key: refused at start (a result would carry a
+    /// signature the pass keys take); another result key: taken.
+    #[test]
+    fn a_pass_key_may_not_be_a_result_key() {
+        // RFC 8032 section 7.1's first key, as a result key and in the studio's set.
+        let secret = "1:9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
+        let path = std::env::temp_dir().join(format!(
+            "allfives-config-pass-is-result-{}.json",
+            std::process::id()
+        ));
+        let set = r#"{"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k",
+                      "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#;
+        std::fs::write(&path, set).expect("write");
+        let path = path.to_str().expect("utf-8").to_owned();
+        let passes = [
+            "--pass-keys-file",
+            &path,
+            "--pass-issuer",
+            "i",
+            "--pass-audience",
+            "a",
+        ];
+        let same = parse(&[&passes[..], &["--result-keys", secret]].concat()).expect("parse");
+        let results = same.result_keys().expect("result keys");
+        assert!(matches!(
+            same.passes_beside(&results),
+            Err(ConfigError::PassKeyIsResultKey)
+        ));
+        let other = parse(&passes).expect("parse");
+        let random = other.result_keys().expect("a random result key");
+        assert!(other.passes_beside(&random).expect("taken").is_some());
+    }
+
     #[test]
     fn passes_from_the_studio_s_key_set_file() {
         let jwks = format!(
