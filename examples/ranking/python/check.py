@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Runs ranking.py on what driver.py wrote, against the real server's key set
-(.ci/ranking runs it): every genuine result is taken, its claims the match's; each
+(.ci/ranking runs it): every genuine result is taken, its claims the match's (each
+human seat's `player` the id the driver's pass named for it, its rating keyed
+`player:<id>`); each
 submitted again is refused as a replay, and so is every stateless match's second
 branch; a verifier on its defaults refuses exactly the stateless ones (unrecorded);
 every forgery is refused, by the defence it was made to meet (each against an empty
@@ -49,7 +51,8 @@ def outcome(ranking: Ranking, result: str) -> tuple[str, dict | None]:
 
 
 def matches_expectation(claims: dict, expect: dict) -> bool:
-    seats = [{"name": s["name"]} if "name" in s else {"bot": s["bot"]} for s in claims["seats"]]
+    seats = [{k: s[k] for k in ("name", "player") if k in s} if "bot" not in s
+             else {"bot": s["bot"]} for s in claims["seats"]]
     rules = claims["rules"]
     return (claims["jti"] == expect["jti"] and claims["state"] == expect["state"]
             and claims["recorded"] == expect["recorded"]
@@ -70,7 +73,8 @@ def main() -> int:
     parser.add_argument("--corpus", required=True)
     args = parser.parse_args()
     corpus = json.load(open(args.corpus))
-    # The stateless matches' results are taken too (their second branches refused).
+    # The stateless matches' results are taken too (their second branches refused), and
+    # they name no player (that server takes no passes): rated by display name.
     verifier = ResultVerifier(args.jwks_url, corpus["issuer"], allow_unrecorded=True)
     t = Tally()
 
@@ -91,8 +95,13 @@ def main() -> int:
                     f"the claims of {g['expect']['jti']} are not its final view's")
             scores, winner = taken["scores"], taken["winner"]
             last = min(scores)
-            for s in humans:
+            signed = [s.get("player") for s in g["expect"]["seats"] if "bot" not in s]
+            for s, player in zip(humans, signed):
                 key = rating_key(s)
+                if player:  # the seat's pass named a player: rated as that player
+                    t.check(key == "player:" + player,
+                            f"seat {s['seat']} of {taken['jti']} is rated as {key}, its pass "
+                            f"named {player}")
                 appearances[key] += 1
                 mu_before = (before[key] or (ranking.model.mu, 0))[0]
                 mu_after = ranking.rating(key)[0]
@@ -104,6 +113,10 @@ def main() -> int:
         t.check(rated == len(corpus["genuine"]), f"{rated} matches rated")
         counts = dict(ranking.db.execute("SELECT player, matches FROM ratings").fetchall())
         t.check(counts == dict(appearances), "every human's match count is their seats'")
+        ids = {s["player"] for g in corpus["genuine"] for s in g["expect"]["seats"]
+               if s.get("player")}
+        t.check({k for k in counts if k.startswith("player:")} == {"player:" + p for p in ids},
+                "the ratings keyed player:<id> are the players the passes named")
 
         # Replays, and second branches: refused by jti, nothing moves.
         ratings = snapshot(ranking)

@@ -3,7 +3,8 @@
 // the claims of its match and is taken; each submitted again is refused as a replay,
 // and so is every stateless match's second branch; with the clock a second past its
 // exp (and the leeway) each is refused as expired, a second before it taken; a verifier on its defaults refuses exactly the
-// stateless ones (unrecorded); every forgery is refused by the defence it was made to meet (each
+// stateless ones (unrecorded); every human seat's Player is the id the
+// driver's pass named for it; every forgery is refused by the defence it was made to meet (each
 // against an empty set of taken ids, so no other check hides a missing one).
 //
 //	go run ./cmd/check --jwks-url URL --corpus corpus.json
@@ -91,6 +92,9 @@ func matches(res *ranking.Result, e expect) bool {
 			seats[i] = map[string]string{"bot": s.Bot}
 		} else {
 			seats[i] = map[string]string{"name": s.Name}
+			if s.Player != "" {
+				seats[i]["player"] = s.Player
+			}
 		}
 	}
 	return res.ID == e.JTI && res.State == e.State && *res.Recorded == e.Recorded &&
@@ -114,7 +118,8 @@ func main() {
 		os.Exit(1)
 	}
 	keys := ranking.NewKeys(*jwksURL, nil)
-	// The stateless matches' results are taken too (their second branches refused).
+	// The stateless matches' results are taken too (their second branches refused), and
+	// they name no player (that server takes no passes).
 	v := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true}
 	taken := ranking.NewTaken()
 
