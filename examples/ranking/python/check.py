@@ -4,7 +4,8 @@
 human seat's `player` the id the driver's pass named for it, its rating keyed
 `player:<id>`); each
 submitted again is refused as a replay, and so is every stateless match's second
-branch; a verifier on its defaults refuses exactly the stateless ones (unrecorded);
+branch; a verifier on its defaults refuses exactly the stateless ones (unrecorded), and
+one allowing unrecorded results refuses exactly those without passes (anonymous);
 every forgery is refused, by the defence it was made to meet (each against an empty
 store, so no other check hides a missing one). Then the ratings: 200 matches rated,
 every human seat's rating moved once per match, each winner's rose, each last-placed
@@ -75,7 +76,8 @@ def main() -> int:
     corpus = json.load(open(args.corpus))
     # The stateless matches' results are taken too (their second branches refused), and
     # they name no player (that server takes no passes): rated by display name.
-    verifier = ResultVerifier(args.jwks_url, corpus["issuer"], allow_unrecorded=True)
+    verifier = ResultVerifier(args.jwks_url, corpus["issuer"], allow_unrecorded=True,
+                              allow_anonymous=True)
     t = Tally()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -145,6 +147,24 @@ def main() -> int:
             verdict = refusal.why
         want = "taken" if g["expect"]["recorded"] else "unrecorded"
         t.check(verdict == want, f"by default, {g['expect']['jti']}: {verdict}, want {want}")
+
+    # A ranked verifier taking unrecorded results still refuses every result with a human
+    # seat its player claimed without a pass (the stateless server takes none): exactly
+    # those, as anonymous.
+    ranked = ResultVerifier(args.jwks_url, corpus["issuer"], allow_unrecorded=True)
+    anonymous = []
+    for g in corpus["genuine"]:
+        verdict = "taken"
+        try:
+            ranked.verify(g["result"])
+        except Refused as refusal:
+            verdict = refusal.why
+            anonymous.append(str(refusal))
+        named = all(s.get("player") for s in g["expect"]["seats"] if "bot" not in s)
+        want = "taken" if named else "anonymous"
+        t.check(verdict == want, f"without passes, {g['expect']['jti']}: {verdict}, want {want}")
+    print(f"ranking-python: {len(anonymous)} results without passes refused"
+          + (f", e.g. {anonymous[0]}" if anonymous else ""))
 
     # Forgeries, each against an empty store: only its own defence can refuse it.
     by_name = collections.Counter()

@@ -3,7 +3,8 @@
 // the claims of its match and is taken; each submitted again is refused as a replay,
 // and so is every stateless match's second branch; with the clock a second past its
 // exp (and the leeway) each is refused as expired, a second before it taken; a verifier on its defaults refuses exactly the
-// stateless ones (unrecorded); every human seat's Player is the id the
+// stateless ones (unrecorded), and one taking unrecorded results refuses exactly those
+// whose players showed no pass (anonymous); every human seat's Player is the id the
 // driver's pass named for it; every forgery is refused by the defence it was made to meet (each
 // against an empty set of taken ids, so no other check hides a missing one).
 //
@@ -120,7 +121,7 @@ func main() {
 	keys := ranking.NewKeys(*jwksURL, nil)
 	// The stateless matches' results are taken too (their second branches refused), and
 	// they name no player (that server takes no passes).
-	v := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true}
+	v := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true, AllowAnonymous: true}
 	taken := ranking.NewTaken()
 
 	for _, g := range c.Genuine {
@@ -148,6 +149,28 @@ func main() {
 		}
 		check(verdict(err) == want, "by default, %s: %s, want %s", g.Expect.JTI, verdict(err), want)
 	}
+	// Taking unrecorded results but not anonymous ones: exactly the results with a human
+	// seat claimed without a pass refused, as anonymous.
+	ranked := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true}
+	anonymous, example := 0, ""
+	for _, g := range c.Genuine {
+		_, err := ranked.Verify(g.Result)
+		want := "taken"
+		for _, s := range g.Expect.Seats {
+			if s["bot"] == "" && s["player"] == "" {
+				want = "anonymous"
+			}
+		}
+		if verdict(err) == "anonymous" {
+			anonymous++
+			example = err.Error()
+		}
+		check(verdict(err) == want, "without passes, %s: %s, want %s", g.Expect.JTI, verdict(err), want)
+	}
+	if example != "" {
+		example = ", e.g. " + example
+	}
+	fmt.Printf("ranking-go: %d results without passes refused%s\n", anonymous, example)
 	// The clock injected: a second past its exp and the leeway, every real result is
 	// refused; a second before, taken.
 	for _, g := range c.Genuine {
@@ -158,7 +181,7 @@ func main() {
 		}
 		deadline := time.Unix(res.Expiry, 0).Add(ranking.Leeway)
 		at := func(t time.Time) string {
-			v := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true,
+			v := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true, AllowAnonymous: true,
 				Now: func() time.Time { return t }}
 			_, err := v.Verify(g.Result)
 			return verdict(err)
