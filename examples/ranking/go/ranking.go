@@ -35,7 +35,7 @@ const ResultType = "allfives-result+jwt"
 const Leeway = time.Minute
 
 // Refused is a result not taken. Why is one word: signature, unknown-key, algorithm,
-// type, issuer, expired, claims, unrecorded or replay.
+// type, issuer, expired, claims, unrecorded, anonymous or replay.
 type Refused struct {
 	Why string
 	Err error
@@ -45,8 +45,8 @@ func (r *Refused) Error() string { return r.Why + ": " + r.Err.Error() }
 
 func refuse(why string, err error) error { return &Refused{Why: why, Err: err} }
 
-// Seat is one seat of a result: a human's display name (and, once passes exist, the
-// studio's player id), or a bot's level.
+// Seat is one seat of a result: a human's display name and the studio's player id its
+// signed pass named (Player; empty when its player showed none), or a bot's level.
 type Seat struct {
 	Seat   int    `json:"seat"`
 	Side   int    `json:"side"`
@@ -158,6 +158,11 @@ type Verifier struct {
 	// same, and send the ending they like best (only the first to arrive is taken, by
 	// jti). Not for a ranked mode (docs/security.md).
 	AllowUnrecorded bool
+	// AllowAnonymous takes results with a human seat whose player showed no pass (no
+	// Player: only the display name its player typed, which anyone can type). Not for
+	// a ranked mode, whose service requires passes (--pass-required; docs/security.md,
+	// "Player passes").
+	AllowAnonymous bool
 	// Now is the clock exp is judged by (nil: time.Now).
 	Now func() time.Time
 }
@@ -218,6 +223,14 @@ func (v *Verifier) Verify(token string) (*Result, error) {
 	}
 	if !*res.Recorded && !v.AllowUnrecorded {
 		return nil, refuse("unrecorded", errors.New("played without a match store"))
+	}
+	if !v.AllowAnonymous {
+		for _, s := range res.Seats {
+			if s.Bot == "" && s.Player == "" {
+				return nil, refuse("anonymous", fmt.Errorf("seat %d has no player id: its "+
+					"player showed no pass (a ranked deployment requires them)", s.Seat))
+			}
+		}
 	}
 	return &res, nil
 }

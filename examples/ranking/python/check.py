@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Runs ranking.py on what driver.py wrote, against the real server's key set
-(.ci/ranking runs it): every genuine result is taken, its claims the match's; each
+(.ci/ranking runs it): every genuine result is taken, its claims the match's (each
+human seat's `player` the id the driver's pass named for it, its rating keyed
+`player:<id>`); each
 submitted again is refused as a replay, and so is every stateless match's second
-branch; a verifier on its defaults refuses exactly the stateless ones (unrecorded);
+branch; a verifier on its defaults refuses exactly the stateless ones (unrecorded), and
+one allowing unrecorded results refuses exactly those without passes (anonymous);
 every forgery is refused, by the defence it was made to meet (each against an empty
 store, so no other check hides a missing one). Then the ratings: 200 matches rated,
 every human seat's rating moved once per match, each winner's rose, each last-placed
@@ -49,7 +52,8 @@ def outcome(ranking: Ranking, result: str) -> tuple[str, dict | None]:
 
 
 def matches_expectation(claims: dict, expect: dict) -> bool:
-    seats = [{"name": s["name"]} if "name" in s else {"bot": s["bot"]} for s in claims["seats"]]
+    seats = [{k: s[k] for k in ("name", "player") if k in s} if "bot" not in s
+             else {"bot": s["bot"]} for s in claims["seats"]]
     rules = claims["rules"]
     return (claims["jti"] == expect["jti"] and claims["state"] == expect["state"]
             and claims["recorded"] == expect["recorded"]
@@ -70,8 +74,10 @@ def main() -> int:
     parser.add_argument("--corpus", required=True)
     args = parser.parse_args()
     corpus = json.load(open(args.corpus))
-    # The stateless matches' results are taken too (their second branches refused).
-    verifier = ResultVerifier(args.jwks_url, corpus["issuer"], allow_unrecorded=True)
+    # The stateless matches' results are taken too (their second branches refused), and
+    # they name no player (that server takes no passes): rated by display name.
+    verifier = ResultVerifier(args.jwks_url, corpus["issuer"], allow_unrecorded=True,
+                              allow_anonymous=True)
     t = Tally()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -91,8 +97,13 @@ def main() -> int:
                     f"the claims of {g['expect']['jti']} are not its final view's")
             scores, winner = taken["scores"], taken["winner"]
             last = min(scores)
-            for s in humans:
+            signed = [s.get("player") for s in g["expect"]["seats"] if "bot" not in s]
+            for s, player in zip(humans, signed):
                 key = rating_key(s)
+                if player:  # the seat's pass named a player: rated as that player
+                    t.check(key == "player:" + player,
+                            f"seat {s['seat']} of {taken['jti']} is rated as {key}, its pass "
+                            f"named {player}")
                 appearances[key] += 1
                 mu_before = (before[key] or (ranking.model.mu, 0))[0]
                 mu_after = ranking.rating(key)[0]
@@ -104,6 +115,10 @@ def main() -> int:
         t.check(rated == len(corpus["genuine"]), f"{rated} matches rated")
         counts = dict(ranking.db.execute("SELECT player, matches FROM ratings").fetchall())
         t.check(counts == dict(appearances), "every human's match count is their seats'")
+        ids = {s["player"] for g in corpus["genuine"] for s in g["expect"]["seats"]
+               if s.get("player")}
+        t.check({k for k in counts if k.startswith("player:")} == {"player:" + p for p in ids},
+                "the ratings keyed player:<id> are the players the passes named")
 
         # Replays, and second branches: refused by jti, nothing moves.
         ratings = snapshot(ranking)
@@ -132,6 +147,24 @@ def main() -> int:
             verdict = refusal.why
         want = "taken" if g["expect"]["recorded"] else "unrecorded"
         t.check(verdict == want, f"by default, {g['expect']['jti']}: {verdict}, want {want}")
+
+    # A ranked verifier taking unrecorded results still refuses every result with a human
+    # seat its player claimed without a pass (the stateless server takes none): exactly
+    # those, as anonymous.
+    ranked = ResultVerifier(args.jwks_url, corpus["issuer"], allow_unrecorded=True)
+    anonymous = []
+    for g in corpus["genuine"]:
+        verdict = "taken"
+        try:
+            ranked.verify(g["result"])
+        except Refused as refusal:
+            verdict = refusal.why
+            anonymous.append(str(refusal))
+        named = all(s.get("player") for s in g["expect"]["seats"] if "bot" not in s)
+        want = "taken" if named else "anonymous"
+        t.check(verdict == want, f"without passes, {g['expect']['jti']}: {verdict}, want {want}")
+    print(f"ranking-python: {len(anonymous)} results without passes refused"
+          + (f", e.g. {anonymous[0]}" if anonymous else ""))
 
     # Forgeries, each against an empty store: only its own defence can refuse it.
     by_name = collections.Counter()

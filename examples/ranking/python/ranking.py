@@ -12,6 +12,10 @@ SQLite transaction. What a result proves and what it does not: docs/security.md,
                                      issuer="https://allfives.example"))
     claims = ranking.take(result)          # raises Refused, with .why
 
+On its defaults it takes only what a ranked deployment signs: matches a match store
+recorded (`recorded: true`) whose every human seat names the studio's player id from a
+signed pass (`player`); ratings are keyed on that id (`player:<id>`).
+
 One `Ranking` (one SQLite connection) per thread or process: a connection shared
 between threads would mix their transactions, and a replay's rollback could undo
 another thread's taking of a match id. Under contention SQLite answers `database is
@@ -51,7 +55,7 @@ BOT_RATINGS = {
 
 class Refused(Exception):
     """A result not taken. `why` is one word: signature, unknown-key, algorithm, type,
-    issuer, expired, claims, unrecorded, replay, seats."""
+    issuer, expired, claims, unrecorded, anonymous, replay, seats."""
 
     def __init__(self, why: str, detail: str):
         super().__init__(f"{why}: {detail}")
@@ -62,7 +66,8 @@ class ResultVerifier:
     """Checks a result's signature against the service's key set, and its header and
     claims. Changes nothing."""
 
-    def __init__(self, jwks_url: str, issuer: str, *, allow_unrecorded: bool = False):
+    def __init__(self, jwks_url: str, issuer: str, *, allow_unrecorded: bool = False,
+                 allow_anonymous: bool = False):
         # The set is fetched once and kept for an hour (the service's max-age); a kid
         # not in it fetches the set again (at most every 30 s), which is how a key the
         # service rotated to is learnt (docs/operations.md, "Result keys").
@@ -76,6 +81,12 @@ class ResultVerifier:
         # first to arrive is taken, by jti). Refused unless allowed: not for a ranked
         # mode (docs/security.md, "Signed results").
         self.allow_unrecorded = allow_unrecorded
+        # A human seat without `player` was claimed without the studio's pass: its only
+        # name is the display name its player typed, which anyone can type. Refused
+        # unless allowed: a ranked deployment runs the service with the studio's pass
+        # keys and --pass-required (docs/security.md, "Player passes"), so every human
+        # seat of its results names the studio's player id.
+        self.allow_anonymous = allow_anonymous
 
     def verify(self, result: str) -> dict[str, Any]:
         """The result's claims, once its signature, header and claims hold."""
@@ -112,13 +123,21 @@ class ResultVerifier:
         claims = decoded["payload"]
         if claims["recorded"] is not True and not self.allow_unrecorded:
             raise Refused("unrecorded", "the match was played without a match store")
+        seats = claims["seats"]
+        if not isinstance(seats, list) or not all(isinstance(s, dict) for s in seats):
+            raise Refused("claims", "seats malformed")
+        if not self.allow_anonymous:
+            for seat in seats:
+                if seat.get("bot") is None and not seat.get("player"):
+                    raise Refused("anonymous", f"seat {seat.get('seat')} has no player id: its "
+                                  "player showed no pass (a ranked deployment requires them)")
         return claims
 
 
 def rating_key(seat: dict[str, Any]) -> str:
-    """Whose rating a human seat moves: the studio's player id once a signed pass named
-    one (issue 44's `player`), else the display name, which players choose freely and
-    which proves nothing (README)."""
+    """Whose rating a human seat moves: the studio's player id its signed pass named
+    (`player`); else, where anonymous seats are allowed, the display name, which players
+    choose freely and which proves nothing (README)."""
     if seat.get("player"):
         return "player:" + seat["player"]
     return "name:" + seat["name"]

@@ -23,9 +23,13 @@ def main() -> int:
     parser.add_argument("--db", default="ranking.db")
     parser.add_argument("--allow-unrecorded", action="store_true",
                         help="take results of matches played without a match store")
+    parser.add_argument("--allow-anonymous", action="store_true",
+                        help="take results with a human seat whose player showed no pass "
+                        "(no player id; rated by display name)")
     args = parser.parse_args()
     verifier = ResultVerifier(args.server.rstrip("/") + "/.well-known/jwks.json", args.issuer,
-                              allow_unrecorded=args.allow_unrecorded)
+                              allow_unrecorded=args.allow_unrecorded,
+                              allow_anonymous=args.allow_anonymous)
     ranking = Ranking(sqlite3.connect(args.db), verifier)
     taken = refused = 0
     for line in sys.stdin:

@@ -3,7 +3,9 @@
 // the claims of its match and is taken; each submitted again is refused as a replay,
 // and so is every stateless match's second branch; with the clock a second past its
 // exp (and the leeway) each is refused as expired, a second before it taken; a verifier on its defaults refuses exactly the
-// stateless ones (unrecorded); every forgery is refused by the defence it was made to meet (each
+// stateless ones (unrecorded), and one taking unrecorded results refuses exactly those
+// whose players showed no pass (anonymous); every human seat's Player is the id the
+// driver's pass named for it; every forgery is refused by the defence it was made to meet (each
 // against an empty set of taken ids, so no other check hides a missing one).
 //
 //	go run ./cmd/check --jwks-url URL --corpus corpus.json
@@ -91,6 +93,9 @@ func matches(res *ranking.Result, e expect) bool {
 			seats[i] = map[string]string{"bot": s.Bot}
 		} else {
 			seats[i] = map[string]string{"name": s.Name}
+			if s.Player != "" {
+				seats[i]["player"] = s.Player
+			}
 		}
 	}
 	return res.ID == e.JTI && res.State == e.State && *res.Recorded == e.Recorded &&
@@ -114,8 +119,9 @@ func main() {
 		os.Exit(1)
 	}
 	keys := ranking.NewKeys(*jwksURL, nil)
-	// The stateless matches' results are taken too (their second branches refused).
-	v := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true}
+	// The stateless matches' results are taken too (their second branches refused), and
+	// they name no player (that server takes no passes).
+	v := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true, AllowAnonymous: true}
 	taken := ranking.NewTaken()
 
 	for _, g := range c.Genuine {
@@ -143,6 +149,28 @@ func main() {
 		}
 		check(verdict(err) == want, "by default, %s: %s, want %s", g.Expect.JTI, verdict(err), want)
 	}
+	// Taking unrecorded results but not anonymous ones: exactly the results with a human
+	// seat claimed without a pass refused, as anonymous.
+	ranked := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true}
+	anonymous, example := 0, ""
+	for _, g := range c.Genuine {
+		_, err := ranked.Verify(g.Result)
+		want := "taken"
+		for _, s := range g.Expect.Seats {
+			if s["bot"] == "" && s["player"] == "" {
+				want = "anonymous"
+			}
+		}
+		if verdict(err) == "anonymous" {
+			anonymous++
+			example = err.Error()
+		}
+		check(verdict(err) == want, "without passes, %s: %s, want %s", g.Expect.JTI, verdict(err), want)
+	}
+	if example != "" {
+		example = ", e.g. " + example
+	}
+	fmt.Printf("ranking-go: %d results without passes refused%s\n", anonymous, example)
 	// The clock injected: a second past its exp and the leeway, every real result is
 	// refused; a second before, taken.
 	for _, g := range c.Genuine {
@@ -153,7 +181,7 @@ func main() {
 		}
 		deadline := time.Unix(res.Expiry, 0).Add(ranking.Leeway)
 		at := func(t time.Time) string {
-			v := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true,
+			v := &ranking.Verifier{Keys: keys, Issuer: c.Issuer, AllowUnrecorded: true, AllowAnonymous: true,
 				Now: func() time.Time { return t }}
 			_, err := v.Verify(g.Result)
 			return verdict(err)

@@ -22,6 +22,8 @@ func main() {
 	issuer := flag.String("issuer", "", "its --result-issuer")
 	allowUnrecorded := flag.Bool("allow-unrecorded", false,
 		"take results of matches played without a match store")
+	allowAnonymous := flag.Bool("allow-anonymous", false,
+		"take results with a human seat whose player showed no pass (no player id)")
 	flag.Parse()
 	if *server == "" || *issuer == "" {
 		fmt.Fprintln(os.Stderr, "verify: --server and --issuer are needed")
@@ -31,6 +33,7 @@ func main() {
 		Keys:            ranking.NewKeys(strings.TrimRight(*server, "/")+"/.well-known/jwks.json", nil),
 		Issuer:          *issuer,
 		AllowUnrecorded: *allowUnrecorded,
+		AllowAnonymous:  *allowAnonymous,
 	}
 	taken := ranking.NewTaken()
 	lines := bufio.NewScanner(os.Stdin)
