@@ -130,6 +130,16 @@ const std::map<pb::ErrorReason, ReasonText> kReasons = {
      {grpc::FAILED_PRECONDITION, "Your time ran out before the move arrived."}},
     {pb::SEAT_NOT_HELD, {grpc::FAILED_PRECONDITION, "You are already playing that seat."}},
     {pb::CLOCK_SKEW, {grpc::UNAVAILABLE, "The server's clock is off just now; try again."}},
+    {pb::PASS_MALFORMED,
+     {grpc::INVALID_ARGUMENT, "The app sent a sign-in the server could not read."}},
+    {pb::PASS_INVALID, {grpc::UNAUTHENTICATED, "Your sign-in could not be checked; sign in again."}},
+    {pb::PASS_EXPIRED, {grpc::UNAUTHENTICATED, "Your sign-in has expired; sign in again."}},
+    {pb::PASS_NOT_YET_VALID,
+     {grpc::UNAUTHENTICATED, "Your sign-in is not valid yet; try again in a moment."}},
+    {pb::PASS_REQUIRED, {grpc::UNAUTHENTICATED, "This game seats only signed-in players."}},
+    {pb::PASSES_NOT_ACCEPTED, {grpc::FAILED_PRECONDITION, "This server does not take sign-ins."}},
+    {pb::PLAYER_ALREADY_SEATED,
+     {grpc::FAILED_PRECONDITION, "You already have a seat at this table."}},
 };
 
 const char* CodeName(grpc::StatusCode code) {

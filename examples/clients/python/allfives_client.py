@@ -239,6 +239,35 @@ REASONS: dict[int, tuple[grpc.StatusCode, str]] = {
         grpc.StatusCode.UNAVAILABLE,
         "the servers' clocks disagree, nothing was done: retry with backoff",
     ),
+    pb.PASS_MALFORMED: (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "the pass is not a compact JWS: send the studio's pass as its login issued it",
+    ),
+    pb.PASS_INVALID: (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "the pass is not this deployment's (the message says which check failed): get "
+        "one from the studio's login for this service",
+    ),
+    pb.PASS_EXPIRED: (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "the pass has expired: get a fresh one from the studio's login and claim again",
+    ),
+    pb.PASS_NOT_YET_VALID: (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "the pass is not valid yet (its issuer's clock is off): get a fresh one",
+    ),
+    pb.PASS_REQUIRED: (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "this deployment seats only players with the studio's pass: sign in and claim with it",
+    ),
+    pb.PASSES_NOT_ACCEPTED: (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "this server takes no passes: leave `pass` out",
+    ),
+    pb.PLAYER_ALREADY_SEATED: (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "the pass's player already holds another seat of this match",
+    ),
 }
 # Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 RETRYABLE_CODES = {
@@ -254,7 +283,8 @@ RETRYABLE_CODES = {
 # TOO_MANY_WATCHES many Watch streams, INVITE_NOT_FOUND, INVITE_RATE_LIMITED and
 # NO_OPEN_SEAT invite codes, which need a store too; tests/ provoke them;
 # REQUEST_TIMEOUT a call that outlasts the server's time limit; CLOCK_SKEW two servers
-# whose clocks disagree).
+# whose clocks disagree; the pass refusals a server started with the studio's pass keys,
+# which tests/it/passes.rs and examples/ranking provoke).
 UNPROVOKABLE = {
     pb.BONEYARD_EMPTY,
     pb.RANDOM_UNAVAILABLE,
@@ -272,6 +302,13 @@ UNPROVOKABLE = {
     pb.NO_OPEN_SEAT,
     pb.REQUEST_TIMEOUT,
     pb.CLOCK_SKEW,
+    pb.PASS_MALFORMED,
+    pb.PASS_INVALID,
+    pb.PASS_EXPIRED,
+    pb.PASS_NOT_YET_VALID,
+    pb.PASS_REQUIRED,
+    pb.PASSES_NOT_ACCEPTED,
+    pb.PLAYER_ALREADY_SEATED,
 }
 
 

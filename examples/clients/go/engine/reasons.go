@@ -86,6 +86,20 @@ func ReasonSentence(reason allfivesv1.ErrorReason) string {
 		return "No bot holds that seat: its player plays it already."
 	case allfivesv1.ErrorReason_CLOCK_SKEW:
 		return "The servers' clocks disagree, so nothing was done: make the same call again in a moment."
+	case allfivesv1.ErrorReason_PASS_MALFORMED:
+		return "The pass is not a compact JWS: send the studio's pass exactly as its login issued it."
+	case allfivesv1.ErrorReason_PASS_INVALID:
+		return "The pass is not this deployment's (the message says which check failed): get one from the studio's login for this service."
+	case allfivesv1.ErrorReason_PASS_EXPIRED:
+		return "The pass has expired: get a fresh one from the studio's login and claim again."
+	case allfivesv1.ErrorReason_PASS_NOT_YET_VALID:
+		return "The pass is not valid yet (its issuer's clock is off): get a fresh one."
+	case allfivesv1.ErrorReason_PASS_REQUIRED:
+		return "This deployment seats only players with the studio's pass: sign in and claim with it."
+	case allfivesv1.ErrorReason_PASSES_NOT_ACCEPTED:
+		return "This server takes no passes: leave the pass out."
+	case allfivesv1.ErrorReason_PLAYER_ALREADY_SEATED:
+		return "The pass's player already holds another seat of this match."
 	default:
 		return ""
 	}

@@ -199,6 +199,13 @@ const REASONS = new Map<ErrorReason, [Code, string]>([
     ErrorReason.CLOCK_SKEW,
     [Code.Unavailable, "a replica's clock is off: retry with backoff (nothing was done)"],
   ],
+  [ErrorReason.PASS_MALFORMED, [Code.InvalidArgument, "the pass is not a compact JWS: send it as the studio's login issued it"]],
+  [ErrorReason.PASS_INVALID, [Code.Unauthenticated, "the pass is not this deployment's: get one from the studio's login"]],
+  [ErrorReason.PASS_EXPIRED, [Code.Unauthenticated, "the pass has expired: get a fresh one and claim again"]],
+  [ErrorReason.PASS_NOT_YET_VALID, [Code.Unauthenticated, "the pass is not valid yet (its issuer's clock is off)"]],
+  [ErrorReason.PASS_REQUIRED, [Code.Unauthenticated, "this deployment seats only players with the studio's pass"]],
+  [ErrorReason.PASSES_NOT_ACCEPTED, [Code.FailedPrecondition, "this server takes no passes: leave `pass` out"]],
+  [ErrorReason.PLAYER_ALREADY_SEATED, [Code.FailedPrecondition, "the pass's player already holds another seat of this match"]],
 ]);
 // Codes without an ErrorInfo worth retrying: no connection, calls shed, deadlines.
 const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Canceled]);
@@ -209,7 +216,9 @@ const RETRYABLE_CODES = new Set([Code.Unavailable, Code.ResourceExhausted, Code.
 // TOO_MANY_WATCHES many Watch streams, INVITE_NOT_FOUND, INVITE_RATE_LIMITED and
 // NO_OPEN_SEAT invite codes, which need a store too; tests/ provoke them;
 // REQUEST_TIMEOUT a call that outlasts the server's time limit; CLOCK_SKEW replicas
-// whose clocks disagree: tests/it/clocks.rs provokes it). The turn clock's other
+// whose clocks disagree: tests/it/clocks.rs provokes it; the pass refusals a server
+// with the studio's pass keys: tests/it/passes.rs and examples/ranking provoke them).
+// The turn clock's other
 // refusals (TIMEOUT_NOT_DUE, NO_TURN_CLOCK, TURN_TIMED_OUT, SEAT_NOT_HELD) are provoked
 // by ErrorProbe.clocks, on matches of their own.
 const UNPROVOKABLE = new Set([
@@ -229,6 +238,13 @@ const UNPROVOKABLE = new Set([
   ErrorReason.NO_OPEN_SEAT,
   ErrorReason.REQUEST_TIMEOUT,
   ErrorReason.CLOCK_SKEW,
+  ErrorReason.PASS_MALFORMED,
+  ErrorReason.PASS_INVALID,
+  ErrorReason.PASS_EXPIRED,
+  ErrorReason.PASS_NOT_YET_VALID,
+  ErrorReason.PASS_REQUIRED,
+  ErrorReason.PASSES_NOT_ACCEPTED,
+  ErrorReason.PLAYER_ALREADY_SEATED,
 ]);
 const reasonName = (r: ErrorReason) => ErrorReason[r] ?? String(r);
 

@@ -127,6 +127,13 @@ fun sentence(reason: ErrorReason): String = when (reason) {
     ErrorReason.TURN_TIMED_OUT -> "Your time ran out before the move arrived."
     ErrorReason.SEAT_NOT_HELD -> "You are already playing that seat."
     ErrorReason.CLOCK_SKEW -> "The server's clock is off just now. Trying again."
+    ErrorReason.PASS_MALFORMED -> "The app sent a sign-in the server could not read."
+    ErrorReason.PASS_INVALID -> "Your sign-in could not be checked. Sign in again."
+    ErrorReason.PASS_EXPIRED -> "Your sign-in has expired. Sign in again."
+    ErrorReason.PASS_NOT_YET_VALID -> "Your sign-in is not valid yet. Try again in a moment."
+    ErrorReason.PASS_REQUIRED -> "This game seats only signed-in players."
+    ErrorReason.PASSES_NOT_ACCEPTED -> "This server does not take sign-ins."
+    ErrorReason.PLAYER_ALREADY_SEATED -> "You already have a seat at this table."
 }
 // [END kotlin_sentences]
 
