@@ -267,6 +267,13 @@ export const en = {
     [ErrorReason.TURN_TIMED_OUT]: "Your time ran out before your move arrived.",
     [ErrorReason.SEAT_NOT_HELD]: "You are already playing that seat.",
     [ErrorReason.CLOCK_SKEW]: "The server's clock is off just now. Try again.",
+    [ErrorReason.PASS_MALFORMED]: "This page sent a sign-in the server could not read.",
+    [ErrorReason.PASS_INVALID]: "Your sign-in could not be checked. Sign in again.",
+    [ErrorReason.PASS_EXPIRED]: "Your sign-in has expired. Sign in again.",
+    [ErrorReason.PASS_NOT_YET_VALID]: "Your sign-in is not valid yet. Try again in a moment.",
+    [ErrorReason.PASS_REQUIRED]: "This game seats only signed-in players.",
+    [ErrorReason.PASSES_NOT_ACCEPTED]: "This server does not take sign-ins.",
+    [ErrorReason.PLAYER_ALREADY_SEATED]: "You already have a seat at this table.",
   } satisfies Record<ErrorReason, string>,
   /** A bad field's sentence, by the BadRequest's field. */
   fields: {

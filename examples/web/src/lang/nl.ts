@@ -247,6 +247,13 @@ export const nl = {
     [ErrorReason.TURN_TIMED_OUT]: "Je tijd was om voordat je zet aankwam.",
     [ErrorReason.SEAT_NOT_HELD]: "Je speelt die plaats al zelf.",
     [ErrorReason.CLOCK_SKEW]: "De klok van de server loopt nu niet gelijk. Probeer het opnieuw.",
+    [ErrorReason.PASS_MALFORMED]: "Deze pagina stuurde een aanmelding die de server niet kon lezen.",
+    [ErrorReason.PASS_INVALID]: "Je aanmelding kon niet worden gecontroleerd. Meld je opnieuw aan.",
+    [ErrorReason.PASS_EXPIRED]: "Je aanmelding is verlopen. Meld je opnieuw aan.",
+    [ErrorReason.PASS_NOT_YET_VALID]: "Je aanmelding is nog niet geldig. Probeer het zo opnieuw.",
+    [ErrorReason.PASS_REQUIRED]: "Dit spel laat alleen aangemelde spelers aan tafel.",
+    [ErrorReason.PASSES_NOT_ACCEPTED]: "Deze server neemt geen aanmeldingen aan.",
+    [ErrorReason.PLAYER_ALREADY_SEATED]: "Je hebt al een plaats aan deze tafel.",
   },
   fields: {
     "rules.target": "Het doel moet een positief veelvoud van 5 zijn, hoogstens 10000.",

@@ -250,6 +250,13 @@ export const ro = {
     [ErrorReason.TURN_TIMED_OUT]: "Timpul tău s-a terminat înainte să ajungă mutarea.",
     [ErrorReason.SEAT_NOT_HELD]: "Joci deja pe acest loc.",
     [ErrorReason.CLOCK_SKEW]: "Ceasul serverului nu e corect acum. Încearcă din nou.",
+    [ErrorReason.PASS_MALFORMED]: "Pagina a trimis o autentificare pe care serverul nu a putut-o citi.",
+    [ErrorReason.PASS_INVALID]: "Autentificarea ta nu a putut fi verificată. Autentifică-te din nou.",
+    [ErrorReason.PASS_EXPIRED]: "Autentificarea ta a expirat. Autentifică-te din nou.",
+    [ErrorReason.PASS_NOT_YET_VALID]: "Autentificarea ta nu este încă valabilă. Încearcă din nou peste puțin timp.",
+    [ErrorReason.PASS_REQUIRED]: "Acest joc primește doar jucători autentificați.",
+    [ErrorReason.PASSES_NOT_ACCEPTED]: "Acest server nu acceptă autentificări.",
+    [ErrorReason.PLAYER_ALREADY_SEATED]: "Ai deja un loc la această masă.",
   },
   fields: {
     "rules.target": "Ținta trebuie să fie un multiplu pozitiv de 5, cel mult 10000.",

@@ -251,6 +251,13 @@ export const sr = {
     [ErrorReason.TURN_TIMED_OUT]: "Време ти је истекло пре него што је потез стигао.",
     [ErrorReason.SEAT_NOT_HELD]: "Већ сам играш на том месту.",
     [ErrorReason.CLOCK_SKEW]: "Сат сервера тренутно не ради тачно. Покушај поново.",
+    [ErrorReason.PASS_MALFORMED]: "Ова страница је послала пријаву коју сервер није могао да прочита.",
+    [ErrorReason.PASS_INVALID]: "Твоја пријава није могла да се провери. Пријави се поново.",
+    [ErrorReason.PASS_EXPIRED]: "Твоја пријава је истекла. Пријави се поново.",
+    [ErrorReason.PASS_NOT_YET_VALID]: "Твоја пријава још не важи. Покушај поново за тренутак.",
+    [ErrorReason.PASS_REQUIRED]: "Ова игра прима само пријављене играче.",
+    [ErrorReason.PASSES_NOT_ACCEPTED]: "Овај сервер не прима пријаве.",
+    [ErrorReason.PLAYER_ALREADY_SEATED]: "Већ имаш место за овим столом.",
   },
   fields: {
     "rules.target": "Циљ мора бити позитиван умножак броја 5, највише 10000.",

@@ -238,6 +238,13 @@ export const th = {
     [ErrorReason.TURN_TIMED_OUT]: "เวลาของคุณหมดก่อนที่การเดินจะมาถึง",
     [ErrorReason.SEAT_NOT_HELD]: "คุณเล่นที่นั่งนั้นอยู่แล้ว",
     [ErrorReason.CLOCK_SKEW]: "นาฬิกาของเซิร์ฟเวอร์คลาดเคลื่อนอยู่ ลองอีกครั้ง",
+    [ErrorReason.PASS_MALFORMED]: "หน้านี้ส่งการลงชื่อเข้าใช้ที่เซิร์ฟเวอร์อ่านไม่ได้",
+    [ErrorReason.PASS_INVALID]: "ตรวจสอบการลงชื่อเข้าใช้ของคุณไม่ได้ โปรดลงชื่อเข้าใช้อีกครั้ง",
+    [ErrorReason.PASS_EXPIRED]: "การลงชื่อเข้าใช้ของคุณหมดอายุแล้ว โปรดลงชื่อเข้าใช้อีกครั้ง",
+    [ErrorReason.PASS_NOT_YET_VALID]: "การลงชื่อเข้าใช้ของคุณยังไม่มีผล ลองอีกครั้งในอีกสักครู่",
+    [ErrorReason.PASS_REQUIRED]: "เกมนี้รับเฉพาะผู้เล่นที่ลงชื่อเข้าใช้แล้ว",
+    [ErrorReason.PASSES_NOT_ACCEPTED]: "เซิร์ฟเวอร์นี้ไม่รับการลงชื่อเข้าใช้",
+    [ErrorReason.PLAYER_ALREADY_SEATED]: "คุณมีที่นั่งที่โต๊ะนี้อยู่แล้ว",
   },
   fields: {
     "rules.target": "แต้มเป้าหมายต้องเป็นพหุคูณของ 5 ที่มากกว่าศูนย์ และไม่เกิน 10000",
